@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs the Debian packages ironlaw needs, only those that are missing.
+# Safe to run repeatedly; needs root (or sudo) only when something is missing.
+set -euo pipefail
+packages=(build-essential cmake pkg-config libboost-graph-dev libboost-program-options-dev
+          libyaml-cpp-dev libhdf5-dev hdf5-tools catch2)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "setup: installing missing Debian packages: ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,182 @@
+#pragma once
+/// \file Plain structs a scenario resolves into (STYLE.md §6: YAML → *Spec → validation →
+/// construction). Every quantity is in SI base units (bytes, seconds, FLOP, FLOP/s, bytes/s)
+/// unless its name says otherwise; times that drive the engine are `Time`.
+///
+/// Nothing here is an efficiency, an MFU, an overlap or a stall fraction (DESIGN.md
+/// principle 1). The one ratio a device carries, `max_gemm_fraction`, is a *measured* property
+/// of the best GEMM kernel on that chip (a micro-benchmark result with its source), the
+/// ceiling the roofline model may approach, not a utilisation of the training job.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/time.hpp"
+
+namespace ironlaw::config {
+
+/// A GPU model.
+struct DeviceSpec {
+  std::string name;
+  /// Dense tensor-core peak by precision: keys "fp32", "tf32", "bf16", "fp16", "fp8" [FLOP/s].
+  std::map<std::string, double> peak_flops;
+  double hbm_bytes = 0;                       ///< HBM capacity [B]
+  double hbm_bandwidth = 0;                   ///< measured achievable HBM bandwidth [B/s]
+  int sm_count = 0;                           ///< streaming multiprocessors
+  double max_gemm_fraction = 0;               ///< best measured GEMM / dense peak (0,1]
+  int gemm_tile_m = 128;                      ///< output tile rows of the GEMM kernel
+  int gemm_tile_n = 256;                      ///< output tile cols of the GEMM kernel
+  Time kernel_launch_overhead;                ///< per kernel
+  double host_to_device_bandwidth = 0;        ///< pinned H2D copy [B/s]
+};
+
+/// A point-to-point link (one direction) as the flow network sees it.
+struct LinkSpec {
+  double bandwidth = 0;  ///< achievable payload bandwidth per direction [B/s]
+  Time latency;          ///< one-way latency added to every flow crossing it
+};
+
+/// One server: GPUs on an NVSwitch, each behind a PCIe switch shared with its NIC.
+struct NodeSpec {
+  std::string name;
+  int gpus = 8;
+  LinkSpec nvlink;            ///< per GPU, GPU ↔ NVSwitch, per direction
+  int gpus_per_pcie_switch = 1;
+  LinkSpec pcie;              ///< PCIe switch ↔ GPU and ↔ NIC, per direction
+  int nics = 8;               ///< compute NICs (one per GPU on DGX H100)
+  LinkSpec nic;               ///< NIC ↔ leaf switch, per direction
+};
+
+/// The network between nodes.
+struct FabricSpec {
+  std::string kind = "leaf_spine";  ///< leaf_spine (rail_optimized later)
+  int nodes_per_leaf = 4;           ///< nodes whose NICs hang off one leaf switch
+  double oversubscription = 1.0;    ///< leaf downlink : uplink capacity ratio (≥ 1)
+  int spines = 0;                   ///< 0 = as many as needed for the uplink capacity
+  LinkSpec leaf_spine;              ///< one leaf ↔ spine link, per direction
+  Time switch_latency;              ///< per switch traversal
+};
+
+struct TopologySpec {
+  std::string name;
+  std::string file;
+  DeviceSpec device;
+  NodeSpec node;
+  FabricSpec fabric;
+};
+
+/// Published facts about a model, each with its source, shown beside simulated results.
+struct PublishedFacts {
+  std::optional<double> params;
+  std::optional<double> tokens;
+  std::optional<double> gpu_hours;
+  std::optional<double> training_flops;
+  std::string hardware;
+  std::map<std::string, std::string> sources;  ///< fact name → citation
+};
+
+/// A transformer model card (models/*.yaml).
+struct ModelSpec {
+  std::string name;
+  std::string file;
+  int layers = 0;
+  int hidden = 0;
+  int ffn_hidden = 0;
+  int heads = 0;
+  int kv_heads = 0;              ///< = heads unless grouped-query attention
+  int vocab = 0;
+  std::string activation = "gelu";   ///< gelu | swiglu
+  std::string norm = "layernorm";    ///< layernorm | rmsnorm
+  bool bias = false;                 ///< linear layers carry biases (GPT-2/3)
+  bool tied_embeddings = false;
+  std::string position_embedding = "rope";  ///< rope | learned
+  int max_position = 0;              ///< rows of a learned position table
+  int experts = 1;                   ///< MoE: experts per layer (1 = dense)
+  int experts_per_token = 1;
+  PublishedFacts published;
+};
+
+struct ParallelSpec {
+  int tp = 1, pp = 1, cp = 1;
+  int dp = 0;                       ///< 0 = auto (GPUs / (tp·pp·cp))
+  int zero = 0;                     ///< 0 (DDP), 1, 2, 3 (FSDP-style)
+  std::string pp_schedule = "1f1b"; ///< gpipe | 1f1b | interleaved
+  int virtual_stages = 1;
+  bool sequence_parallel = false;
+  int ep = 1;
+  std::vector<std::string> order{"tp", "cp", "pp", "dp"};
+  int microbatch_size = 1;          ///< sequences per microbatch
+  double bucket_bytes = 25.0 * 1024 * 1024;  ///< DDP gradient bucket size (PyTorch default 25 MiB)
+};
+
+struct TrainingSpec {
+  int sequence_length = 2048;
+  double global_batch_tokens = 0;   ///< tokens per optimizer step
+  double tokens = 0;                ///< total training tokens (full runs)
+  std::string precision = "bf16";   ///< fp32 | bf16 | fp8
+  std::string optimizer = "adam";   ///< sgd | momentum | rmsprop | adam
+  std::string activation_checkpointing = "none";  ///< none | selective | full
+  bool flash_attention = true;
+};
+
+struct DistributionSpec {
+  std::string distribution = "constant";  ///< constant | exponential | lognormal
+  double mean = 0;                        ///< [s]
+  double cv = 0;                          ///< coefficient of variation
+};
+
+struct DataSpec {
+  double storage_bandwidth_per_node = 0;  ///< [B/s]; 0 = data loading not modelled
+  double sample_bytes = 0;
+  int workers_per_gpu = 1;
+  int prefetch_batches = 2;
+  DistributionSpec decode_time;
+};
+
+struct ReliabilitySpec {
+  std::string failures;             ///< path of a failure-rate file ("" = none)
+  Time checkpoint_interval;
+  std::string checkpoint_mode = "async";
+  double checkpoint_storage_bandwidth = 0;
+  Time restart_detection;
+  Time restart_reschedule;
+};
+
+struct RunSpec {
+  int steps = 3;
+  std::string mode = "steps";  ///< steps | full
+};
+
+struct OutputSpec {
+  std::string path;            ///< resolved absolute or cwd-relative path; "" = no file
+  std::string trace = "step";  ///< none | step | op | flow
+};
+
+struct Scenario {
+  std::string name;
+  std::string file;            ///< the scenario file as given
+  std::uint64_t seed = 1;
+  ModelSpec model;
+  TopologySpec topology;
+  int nodes = 1;
+  ParallelSpec parallel;
+  TrainingSpec training;
+  DataSpec data;
+  ReliabilitySpec reliability;
+  RunSpec run;
+  OutputSpec output;
+  /// The fully resolved scenario (includes inlined, overrides applied) as YAML text; stored
+  /// in /scenario of the output so a run can be reproduced from its file alone.
+  std::string resolved_yaml;
+  /// Where each key came from (dotted path → position), for errors found after parsing.
+  std::map<std::string, SourceLoc> locations;
+
+  int gpus() const { return nodes * topology.node.gpus; }
+  /// Where `key` was set, or the scenario file itself if it was never written.
+  SourceLoc where(const std::string& key) const;
+};
+
+}  // namespace ironlaw::config
