@@ -1,0 +1,433 @@
+#include "output/h5_reader.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <system_error>
+
+#include "output/h5_schema.hpp"
+
+namespace ironlaw::output {
+
+namespace {
+
+/// Number of elements of a dataspace (1 for a scalar).
+hsize_t element_count(hid_t space, std::string_view file, std::string_view what) {
+  const hssize_t n = H5Sget_simple_extent_npoints(space);
+  if (n < 0) throw_h5_error(file, what);
+  return static_cast<hsize_t>(n);
+}
+
+/// Reads the strings stored in a dataset or attribute (fixed-length or variable-length).
+std::vector<std::string> read_strings(hid_t object, bool is_attribute, std::string_view file,
+                                      const std::string& what) {
+  const std::string failure = "cannot read " + what;
+  const H5Handle type = type_handle(is_attribute ? H5Aget_type(object) : H5Dget_type(object),
+                                    file, failure);
+  if (H5Tget_class(type.get()) != H5T_STRING) {
+    throw std::runtime_error(std::string(file) + ": " + what + " is not a string");
+  }
+  const H5Handle space = space_handle(
+      is_attribute ? H5Aget_space(object) : H5Dget_space(object), file, failure);
+  const hsize_t n = element_count(space.get(), file, failure);
+  std::vector<std::string> out;
+  if (n == 0) return out;
+  out.reserve(n);
+  const htri_t variable = H5Tis_variable_str(type.get());
+  check_h5(variable, file, failure);
+  if (variable > 0) {
+    const H5Handle memory = type_handle(H5Tcopy(H5T_C_S1), file, failure);
+    check_h5(H5Tset_size(memory.get(), H5T_VARIABLE), file, failure);
+    check_h5(H5Tset_cset(memory.get(), H5Tget_cset(type.get())), file, failure);
+    std::vector<char*> pointers(n, nullptr);
+    check_h5(is_attribute ? H5Aread(object, memory.get(), pointers.data())
+                          : H5Dread(object, memory.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                                    pointers.data()),
+             file, failure);
+    for (char* p : pointers) out.emplace_back(p != nullptr ? p : "");
+    H5Dvlen_reclaim(memory.get(), space.get(), H5P_DEFAULT, pointers.data());
+    return out;
+  }
+  const std::size_t width = H5Tget_size(type.get());
+  if (width == 0) throw_h5_error(file, failure);
+  std::vector<char> block(n * width, '\0');
+  check_h5(is_attribute ? H5Aread(object, type.get(), block.data())
+                        : H5Dread(object, type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, block.data()),
+           file, failure);
+  for (hsize_t i = 0; i < n; ++i) {
+    const char* begin = block.data() + i * width;
+    const char* end = std::find(begin, begin + width, '\0');
+    out.emplace_back(begin, end);
+  }
+  return out;
+}
+
+H5Handle open_attribute(hid_t object, const char* name, std::string_view file,
+                        const std::string& owner) {
+  const htri_t exists = H5Aexists(object, name);
+  if (exists <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    throw std::runtime_error(std::string(file) + ": " + owner + " has no attribute '" + name +
+                             "'");
+  }
+  return attribute_handle(H5Aopen(object, name, H5P_DEFAULT), file,
+                          "cannot open attribute '" + std::string(name) + "' of " + owner);
+}
+
+std::string read_string_attribute(hid_t object, const char* name, std::string_view file,
+                                  const std::string& owner) {
+  const H5Handle attribute = open_attribute(object, name, file, owner);
+  const auto values = read_strings(attribute.get(), true, file,
+                                   "attribute '" + std::string(name) + "' of " + owner);
+  return values.empty() ? std::string() : values.front();
+}
+
+std::vector<std::string> read_strings_attribute(hid_t object, const char* name,
+                                                std::string_view file, const std::string& owner) {
+  const H5Handle attribute = open_attribute(object, name, file, owner);
+  return read_strings(attribute.get(), true, file,
+                      "attribute '" + std::string(name) + "' of " + owner);
+}
+
+/// One field of a compound dataset read generically.
+struct GenericColumn {
+  enum class Kind { floating, integer, text };
+  std::string name;
+  Kind kind = Kind::floating;
+  std::size_t width = 8;  ///< bytes in the memory row
+  std::vector<double> floats;
+  std::vector<std::int64_t> integers;
+  std::vector<std::string> texts;
+};
+
+/// Reads every row of a 1-D compound dataset; float fields as double, integer fields as int64,
+/// fixed-length strings as text. Other field types are an error.
+std::vector<GenericColumn> read_compound(hid_t dataset, std::string_view file,
+                                         const std::string& what) {
+  const std::string failure = "cannot read " + what;
+  const H5Handle type = type_handle(H5Dget_type(dataset), file, failure);
+  if (H5Tget_class(type.get()) != H5T_COMPOUND) {
+    throw std::runtime_error(std::string(file) + ": " + what + " is not a table (compound)");
+  }
+  const int members = H5Tget_nmembers(type.get());
+  if (members < 0) throw_h5_error(file, failure);
+  std::vector<GenericColumn> columns(static_cast<std::size_t>(members));
+  std::vector<H5Handle> member_types;
+  std::size_t row_bytes = 0;
+  for (unsigned i = 0; i < static_cast<unsigned>(members); ++i) {
+    GenericColumn& c = columns[i];
+    char* raw_name = H5Tget_member_name(type.get(), i);
+    if (raw_name == nullptr) throw_h5_error(file, failure);
+    c.name = raw_name;
+    H5free_memory(raw_name);
+    const H5T_class_t cls = H5Tget_member_class(type.get(), i);
+    if (cls == H5T_FLOAT) {
+      c.kind = GenericColumn::Kind::floating;
+      member_types.push_back(type_handle(H5Tcopy(H5T_NATIVE_DOUBLE), file, failure));
+    } else if (cls == H5T_INTEGER) {
+      c.kind = GenericColumn::Kind::integer;
+      member_types.push_back(type_handle(H5Tcopy(H5T_NATIVE_INT64), file, failure));
+    } else if (cls == H5T_STRING) {
+      c.kind = GenericColumn::Kind::text;
+      H5Handle member = type_handle(H5Tget_member_type(type.get(), i), file, failure);
+      if (H5Tis_variable_str(member.get()) > 0) {
+        throw std::runtime_error(std::string(file) + ": " + what + ": field '" + c.name +
+                                 "' is a variable-length string (unsupported)");
+      }
+      c.width = H5Tget_size(member.get());
+      member_types.push_back(std::move(member));
+    } else {
+      throw std::runtime_error(std::string(file) + ": " + what + ": field '" + c.name +
+                               "' has an unsupported type");
+    }
+    row_bytes += c.width;
+  }
+  const H5Handle memory = type_handle(H5Tcreate(H5T_COMPOUND, std::max<std::size_t>(row_bytes, 1)),
+                                      file, failure);
+  std::vector<std::size_t> offsets;
+  std::size_t offset = 0;
+  for (std::size_t i = 0; i < columns.size(); ++i) {
+    check_h5(H5Tinsert(memory.get(), columns[i].name.c_str(), offset, member_types[i].get()), file,
+             failure);
+    offsets.push_back(offset);
+    offset += columns[i].width;
+  }
+  const H5Handle space = space_handle(H5Dget_space(dataset), file, failure);
+  const hsize_t rows = element_count(space.get(), file, failure);
+  std::vector<unsigned char> block(rows * row_bytes);
+  if (rows > 0) {
+    check_h5(H5Dread(dataset, memory.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, block.data()), file,
+             failure);
+  }
+  for (std::size_t i = 0; i < columns.size(); ++i) {
+    GenericColumn& c = columns[i];
+    for (hsize_t r = 0; r < rows; ++r) {
+      const unsigned char* p = block.data() + r * row_bytes + offsets[i];
+      if (c.kind == GenericColumn::Kind::floating) {
+        double v;
+        std::memcpy(&v, p, sizeof v);
+        c.floats.push_back(v);
+      } else if (c.kind == GenericColumn::Kind::integer) {
+        std::int64_t v;
+        std::memcpy(&v, p, sizeof v);
+        c.integers.push_back(v);
+      } else {
+        const char* begin = reinterpret_cast<const char*>(p);
+        c.texts.emplace_back(begin, std::find(begin, begin + c.width, '\0'));
+      }
+    }
+  }
+  return columns;
+}
+
+}  // namespace
+
+H5Reader::H5Reader(std::filesystem::path path) : path_(std::move(path)), label_(path_.string()) {
+  silence_hdf5_errors();
+  std::error_code ec;
+  if (!std::filesystem::exists(path_, ec)) {
+    throw std::runtime_error(label_ + ": no such file");
+  }
+  if (!std::filesystem::is_regular_file(path_, ec)) {
+    throw std::runtime_error(label_ + ": not a regular file");
+  }
+  const htri_t is_hdf5 = H5Fis_hdf5(path_.c_str());
+  if (is_hdf5 <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    throw std::runtime_error(label_ + ": not an HDF5 file (or unreadable)");
+  }
+  file_ = checked_handle(H5Fopen(path_.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose, label_,
+                         "cannot open HDF5 file");
+  const htri_t marked = H5Aexists(file_.get(), "format");
+  std::string format;
+  if (marked > 0) format = read_string_attribute(file_.get(), "format", label_, "/");
+  H5Eclear2(H5E_DEFAULT);
+  if (format != kFileFormat) {
+    throw std::runtime_error(label_ +
+                             ": not an ironlaw output file (the root attribute 'format' is not "
+                             "\"ironlaw\")");
+  }
+  const H5Handle version = open_attribute(file_.get(), "format_version", label_, "/");
+  check_h5(H5Aread(version.get(), H5T_NATIVE_INT64, &format_version_), label_,
+           "cannot read /format_version");
+  if (format_version_ > kFileFormatVersion) {
+    throw std::runtime_error(label_ + ": written in format version " +
+                             std::to_string(format_version_) + ", this ironlaw reads up to " +
+                             std::to_string(kFileFormatVersion));
+  }
+}
+
+bool H5Reader::has(const std::string& object_path) const {
+  silence_hdf5_errors();
+  // H5Lexists fails on a path whose intermediate groups are missing: check each prefix.
+  std::size_t position = 0;
+  while (position != std::string::npos) {
+    position = object_path.find('/', position + 1);
+    const std::string prefix = object_path.substr(0, position);
+    if (prefix.empty() || prefix == "/") continue;
+    const htri_t exists = H5Lexists(file_.get(), prefix.c_str(), H5P_DEFAULT);
+    if (exists <= 0) {
+      H5Eclear2(H5E_DEFAULT);
+      return false;
+    }
+  }
+  return true;
+}
+
+H5Handle H5Reader::open_dataset(const std::string& dataset_path) const {
+  silence_hdf5_errors();
+  if (!has(dataset_path)) {
+    throw std::runtime_error(label_ + ": no " + dataset_path + " in this file");
+  }
+  return dataset_handle(H5Dopen2(file_.get(), dataset_path.c_str(), H5P_DEFAULT), label_,
+                        "cannot open " + dataset_path);
+}
+
+ScenarioInfo H5Reader::scenario() const {
+  const H5Handle dataset = open_dataset(schema::kScenario);
+  ScenarioInfo info;
+  const auto text = read_strings(dataset.get(), false, label_, schema::kScenario);
+  if (!text.empty()) info.yaml = text.front();
+  const H5Handle seed = open_attribute(dataset.get(), "seed", label_, schema::kScenario);
+  check_h5(H5Aread(seed.get(), H5T_NATIVE_UINT64, &info.seed), label_,
+           "cannot read /scenario@seed");
+  info.name = read_string_attribute(dataset.get(), "name", label_, schema::kScenario);
+  info.version = read_string_attribute(dataset.get(), "version", label_, schema::kScenario);
+  return info;
+}
+
+std::vector<std::pair<std::string, double>> H5Reader::summary() const {
+  const H5Handle dataset = open_dataset(schema::kSummary);
+  const auto columns = read_compound(dataset.get(), label_, schema::kSummary);
+  std::vector<std::pair<std::string, double>> out;
+  for (const auto& c : columns) {
+    if (c.kind == GenericColumn::Kind::text) continue;
+    const bool has_row = c.kind == GenericColumn::Kind::floating ? !c.floats.empty()
+                                                                 : !c.integers.empty();
+    if (!has_row) throw std::runtime_error(label_ + ": /summary has no row");
+    out.emplace_back(c.name, c.kind == GenericColumn::Kind::floating
+                                 ? c.floats.front()
+                                 : static_cast<double>(c.integers.front()));
+  }
+  return out;
+}
+
+std::vector<std::string> H5Reader::units(const std::string& dataset_path) const {
+  const H5Handle dataset = open_dataset(dataset_path);
+  return read_strings_attribute(dataset.get(), schema::kUnitsAttribute, label_, dataset_path);
+}
+
+std::vector<StepRecord> H5Reader::steps() const {
+  const H5Handle dataset = open_dataset(schema::kSteps);
+  const H5Handle type = schema::make_step_type(label_);
+  const H5Handle space = space_handle(H5Dget_space(dataset.get()), label_, "cannot read /steps");
+  const hsize_t rows = element_count(space.get(), label_, "cannot read /steps");
+  std::vector<unsigned char> block(rows * schema::kStepRowBytes);
+  if (rows > 0) {
+    check_h5(H5Dread(dataset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, block.data()),
+             label_, "cannot read /steps");
+  }
+  std::vector<StepRecord> out;
+  out.reserve(rows);
+  for (hsize_t r = 0; r < rows; ++r) {
+    out.push_back(schema::unpack_step(block.data() + r * schema::kStepRowBytes));
+  }
+  return out;
+}
+
+std::vector<std::string> H5Reader::read_string_vector(const char* dataset_path) const {
+  const H5Handle dataset = open_dataset(dataset_path);
+  return read_strings(dataset.get(), false, label_, dataset_path);
+}
+
+std::vector<std::string> H5Reader::event_names() const {
+  return read_string_vector(schema::kEventNames);
+}
+
+std::vector<std::string> H5Reader::event_resources() const {
+  return read_string_vector(schema::kEventResources);
+}
+
+std::uint64_t H5Reader::event_count() const {
+  if (!has(schema::kEvents)) return 0;
+  const H5Handle dataset = open_dataset(schema::kEvents);
+  const H5Handle space = space_handle(H5Dget_space(dataset.get()), label_, "cannot read /events");
+  return element_count(space.get(), label_, "cannot read /events");
+}
+
+void H5Reader::for_each_event_batch(
+    const std::function<void(const std::vector<EventRecord>&)>& visit,
+    std::size_t batch_rows) const {
+  if (batch_rows == 0) throw std::runtime_error(label_ + ": event batch size must be positive");
+  if (!has(schema::kEvents)) return;
+  silence_hdf5_errors();
+  const std::string failure = "cannot read /events";
+  // A cache that holds a few chunks, so batches that straddle chunks do not inflate them twice.
+  const H5Handle dapl = plist_handle(H5Pcreate(H5P_DATASET_ACCESS), label_, failure);
+  check_h5(H5Pset_chunk_cache(dapl.get(), 521, 16u << 20, 1.0), label_, failure);
+  const H5Handle dataset = dataset_handle(
+      H5Dopen2(file_.get(), schema::kEvents, dapl.get()), label_, "cannot open /events");
+  const H5Handle type = schema::make_event_type(label_);
+  const H5Handle file_space = space_handle(H5Dget_space(dataset.get()), label_, failure);
+  const hsize_t total = element_count(file_space.get(), label_, failure);
+  std::vector<unsigned char> block(std::min<hsize_t>(batch_rows, total) * schema::kEventRowBytes);
+  std::vector<EventRecord> batch;
+  for (hsize_t start = 0; start < total; start += batch_rows) {
+    const hsize_t n = std::min<hsize_t>(batch_rows, total - start);
+    check_h5(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, &start, nullptr, &n, nullptr),
+             label_, failure);
+    const H5Handle memory_space =
+        space_handle(H5Screate_simple(1, &n, nullptr), label_, failure);
+    check_h5(H5Dread(dataset.get(), type.get(), memory_space.get(), file_space.get(), H5P_DEFAULT,
+                     block.data()),
+             label_, failure);
+    batch.clear();
+    for (hsize_t r = 0; r < n; ++r) {
+      batch.push_back(schema::unpack_event(block.data() + r * schema::kEventRowBytes));
+    }
+    visit(batch);
+  }
+}
+
+std::string H5Reader::run_mode() const {
+  silence_hdf5_errors();
+  if (!has(schema::kRun)) throw std::runtime_error(label_ + ": no /run in this file");
+  const H5Handle group = group_handle(H5Gopen2(file_.get(), schema::kRun, H5P_DEFAULT), label_,
+                                      "cannot open /run");
+  return read_string_attribute(group.get(), "simulated", label_, schema::kRun);
+}
+
+std::vector<std::string> H5Reader::run_tables() const {
+  silence_hdf5_errors();
+  if (!has(schema::kRun)) return {};
+  const H5Handle group = group_handle(H5Gopen2(file_.get(), schema::kRun, H5P_DEFAULT), label_,
+                                      "cannot open /run");
+  return read_strings_attribute(group.get(), "tables", label_, schema::kRun);
+}
+
+std::vector<TableColumn> H5Reader::read_table(const std::string& name) const {
+  const std::string path = std::string(schema::kRun) + "/" + name;
+  const H5Handle dataset = open_dataset(path);
+  const auto columns = read_compound(dataset.get(), label_, path);
+  std::vector<std::string> unit_list;
+  if (H5Aexists(dataset.get(), schema::kUnitsAttribute) > 0) {
+    unit_list = read_strings_attribute(dataset.get(), schema::kUnitsAttribute, label_, path);
+  }
+  std::vector<TableColumn> out;
+  for (std::size_t i = 0; i < columns.size(); ++i) {
+    const GenericColumn& c = columns[i];
+    TableColumn column;
+    column.name = c.name;
+    column.unit = i < unit_list.size() ? unit_list[i] : "";
+    if (c.kind == GenericColumn::Kind::floating) {
+      column.values = c.floats;
+    } else if (c.kind == GenericColumn::Kind::integer) {
+      column.values = c.integers;
+    } else {
+      throw std::runtime_error(label_ + ": " + path + ": field '" + c.name + "' is not numeric");
+    }
+    out.push_back(std::move(column));
+  }
+  return out;
+}
+
+SweepTable H5Reader::sweep() const {
+  const H5Handle dataset = open_dataset(schema::kSweep);
+  SweepTable table;
+  table.varied_keys = read_strings_attribute(dataset.get(), "varied_keys", label_, schema::kSweep);
+  table.metric_names = read_strings_attribute(dataset.get(), "metrics", label_, schema::kSweep);
+  const auto columns = read_compound(dataset.get(), label_, schema::kSweep);
+  const auto find = [&](const std::string& name) -> const GenericColumn& {
+    for (const auto& c : columns) {
+      if (c.name == name) return c;
+    }
+    throw std::runtime_error(label_ + ": /sweep has no field '" + name + "'");
+  };
+  const std::vector<std::string> unit_list =
+      read_strings_attribute(dataset.get(), schema::kUnitsAttribute, label_, schema::kSweep);
+  std::size_t rows = 0;
+  for (const auto& c : columns) {
+    rows = std::max({rows, c.floats.size(), c.integers.size(), c.texts.size()});
+  }
+  table.rows.resize(rows);
+  for (const auto& key : table.varied_keys) {
+    const GenericColumn& c = find(key);
+    if (c.kind != GenericColumn::Kind::text) {
+      throw std::runtime_error(label_ + ": /sweep field '" + key + "' is not a string");
+    }
+    for (std::size_t r = 0; r < rows; ++r) table.rows[r].values.push_back(c.texts[r]);
+  }
+  for (const auto& metric : table.metric_names) {
+    const GenericColumn& c = find(metric);
+    for (std::size_t r = 0; r < rows; ++r) {
+      table.rows[r].metrics.push_back(c.kind == GenericColumn::Kind::floating
+                                          ? c.floats[r]
+                                          : static_cast<double>(c.integers.at(r)));
+    }
+    const auto index = static_cast<std::size_t>(&c - columns.data());
+    table.metric_units.push_back(index < unit_list.size() ? unit_list[index] : "");
+  }
+  return table;
+}
+
+}  // namespace ironlaw::output
