@@ -1,0 +1,119 @@
+#pragma once
+// Model shapes and a device profile built in C++ for the workload tests (the YAML loader is
+// tested on its own; these tests must not depend on it). Shapes are the published ones cited
+// in models/*.yaml.
+#include "config/spec.hpp"
+
+namespace ironlaw::workload::testing {
+
+// Llama 3 8B: 32 layers, 4096 hidden, FFN 14336, 32 heads, 8 KV heads, vocab 128256, SwiGLU,
+// RMSNorm, untied, RoPE (Llama 3 paper Table 3; ../shared/reference/calibration.md).
+inline config::ModelSpec llama3_8b() {
+  config::ModelSpec m;
+  m.name = "llama3-8b";
+  m.layers = 32;
+  m.hidden = 4096;
+  m.ffn_hidden = 14336;
+  m.heads = 32;
+  m.kv_heads = 8;
+  m.vocab = 128256;
+  m.activation = "swiglu";
+  m.norm = "rmsnorm";
+  m.bias = false;
+  m.tied_embeddings = false;
+  m.position_embedding = "rope";
+  return m;
+}
+
+// Llama 3 70B: 80 / 8192 / 28672 / 64 heads / 8 KV heads, otherwise as 8B.
+inline config::ModelSpec llama3_70b() {
+  config::ModelSpec m = llama3_8b();
+  m.name = "llama3-70b";
+  m.layers = 80;
+  m.hidden = 8192;
+  m.ffn_hidden = 28672;
+  m.heads = 64;
+  m.kv_heads = 8;
+  return m;
+}
+
+// GPT-2 small (HF config "gpt2"): 12 layers, 768, FFN 3072, 12 heads, vocab 50257, GELU,
+// LayerNorm, biases, tied, learned positions of 1024.
+inline config::ModelSpec gpt2_124m() {
+  config::ModelSpec m;
+  m.name = "gpt2-124m";
+  m.layers = 12;
+  m.hidden = 768;
+  m.ffn_hidden = 3072;
+  m.heads = 12;
+  m.vocab = 50257;
+  m.activation = "gelu";
+  m.norm = "layernorm";
+  m.bias = true;
+  m.tied_embeddings = true;
+  m.position_embedding = "learned";
+  m.max_position = 1024;
+  return m;
+}
+
+// GPT-2 XL (HF "gpt2-xl"): 48 layers, 1600, FFN 6400, 25 heads, as GPT-2 small otherwise.
+inline config::ModelSpec gpt2_1558m() {
+  config::ModelSpec m = gpt2_124m();
+  m.name = "gpt2-1.5b";
+  m.layers = 48;
+  m.hidden = 1600;
+  m.ffn_hidden = 6400;
+  m.heads = 25;
+  return m;
+}
+
+// GPT-3 175B (Brown et al. 2020 Table 2.1): 96 layers, 12288, FFN 4·12288, 96 heads, context
+// 2048, GPT-2's vocabulary and architecture.
+inline config::ModelSpec gpt3_175b() {
+  config::ModelSpec m = gpt2_124m();
+  m.name = "gpt3-175b";
+  m.layers = 96;
+  m.hidden = 12288;
+  m.ffn_hidden = 49152;
+  m.heads = 96;
+  m.max_position = 2048;
+  return m;
+}
+
+// Chinchilla 70B (Hoffmann et al. 2022 Table 4): 80 layers, 64 heads, d_model 8192, FFN
+// 4·d_model (Table A9's convention), vocab 32000, Gopher's relative positions, tied.
+inline config::ModelSpec chinchilla_70b() {
+  config::ModelSpec m;
+  m.name = "chinchilla-70b";
+  m.layers = 80;
+  m.hidden = 8192;
+  m.ffn_hidden = 32768;
+  m.heads = 64;
+  m.vocab = 32000;
+  m.activation = "gelu";
+  m.norm = "rmsnorm";
+  m.bias = false;
+  m.tied_embeddings = true;
+  m.position_embedding = "relative";
+  return m;
+}
+
+// H100 SXM5 from ../shared/reference/hardware.md: dense BF16 989.4 TFLOP/s, FP8 1,978.9,
+// FP32 66.9 (NVIDIA H100 datasheet); HBM3 80 GB at 3.35 TB/s (datasheet); 132 SMs
+// (datasheet); best measured BF16 GEMM 80.1 % of peak (stas00/ml-engineering). The launch
+// overhead is not on any datasheet: tests that want one set it themselves.
+inline config::DeviceSpec h100_sxm() {
+  config::DeviceSpec d;
+  d.name = "h100-sxm";
+  d.peak_flops = {{"bf16", 989.4e12}, {"fp16", 989.4e12}, {"fp8", 1978.9e12}, {"fp32", 66.9e12}};
+  d.hbm_bytes = 80e9;
+  d.hbm_bandwidth = 3.35e12;
+  d.sm_count = 132;
+  d.max_gemm_fraction = 0.801;
+  d.gemm_tile_m = 128;
+  d.gemm_tile_n = 256;
+  d.kernel_launch_overhead = Time::zero();
+  return d;
+}
+
+}  // namespace ironlaw::workload::testing
