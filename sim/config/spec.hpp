@@ -52,7 +52,7 @@ struct NodeSpec {
 
 /// The network between nodes.
 struct FabricSpec {
-  std::string kind = "leaf_spine";  ///< leaf_spine (rail_optimized later)
+  std::string kind = "leaf_spine";  ///< leaf_spine | rail_optimized
   int nodes_per_leaf = 4;           ///< nodes whose NICs hang off one leaf switch
   double oversubscription = 1.0;    ///< leaf downlink : uplink capacity ratio (≥ 1)
   int spines = 0;                   ///< 0 = as many as needed for the uplink capacity
@@ -60,12 +60,21 @@ struct FabricSpec {
   Time switch_latency;              ///< per switch traversal
 };
 
+/// Constants of the collective library (NCCL-like), each with its source in the topology file.
+struct CommSpec {
+  int channels = 0;     ///< rings per collective; 0 = one per NIC
+  Time launch_latency;  ///< per collective call
+  Time step_latency;    ///< per ring step, per hop software latency
+};
+
 struct TopologySpec {
   std::string name;
   std::string file;
+  std::string source;   ///< free-text note on where the structure comes from
   DeviceSpec device;
   NodeSpec node;
   FabricSpec fabric;
+  CommSpec comm;        ///< optional in YAML; all zero when absent
 };
 
 /// Published facts about a model, each with its source, shown beside simulated results.
@@ -82,6 +91,7 @@ struct PublishedFacts {
 struct ModelSpec {
   std::string name;
   std::string file;
+  std::string source;                ///< where the shape comes from (paper, config file)
   int layers = 0;
   int hidden = 0;
   int ffn_hidden = 0;
@@ -116,7 +126,7 @@ struct TrainingSpec {
   int sequence_length = 2048;
   double global_batch_tokens = 0;   ///< tokens per optimizer step
   double tokens = 0;                ///< total training tokens (full runs)
-  std::string precision = "bf16";   ///< fp32 | bf16 | fp8
+  std::string precision = "bf16";   ///< fp32 | bf16 | fp16 | fp8
   std::string optimizer = "adam";   ///< sgd | momentum | rmsprop | adam
   std::string activation_checkpointing = "none";  ///< none | selective | full
   bool flash_attention = true;

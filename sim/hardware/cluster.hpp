@@ -22,8 +22,18 @@ struct VertexInfo {
 
 class Cluster {
  public:
-  /// Builds `nodes` nodes of `topology` and its fabric, adding every link to `net`.
-  /// Throws InputError (pointing at the topology file) for an impossible topology.
+  /// Builds `nodes` nodes of `topology` and its fabric, adding every link to `net` (one engine
+  /// link per direction, named "from->to" by vertex paths, e.g. "node3/gpu5->node3/nvswitch").
+  ///
+  /// Per node: GPU ↔ NVSwitch (NVLink; the NVSwitch chips are one non-blocking crossbar vertex),
+  /// GPU ↔ PCIe switch ↔ NIC, NIC ↔ leaf. A leaf serves `nodes_per_leaf` nodes; its uplink
+  /// capacity is nodes_per_leaf · nics · nic bandwidth / oversubscription, split evenly over the
+  /// spines (fabric.spines, or when 0, ⌈uplink / leaf_spine bandwidth⌉). One leaf → no spines.
+  /// `switch_latency` is added to every link that enters a leaf or spine switch.
+  ///
+  /// Validates first (nodes ≥ 1, positive bandwidths, every PCIe switch holds a NIC, every GPU
+  /// reaches a NIC by breadth-first search) and throws InputError listing every problem, each
+  /// pointing at the topology file. O(vertices + links).
   Cluster(const config::TopologySpec& topology, int nodes, engine::FlowNetwork& net);
   ~Cluster();
   Cluster(const Cluster&) = delete;
@@ -38,14 +48,35 @@ class Cluster {
 
   /// Directed links from GPU `src` to GPU `dst` (src ≠ dst): NVLink via the NVSwitch inside
   /// a node; otherwise GPU → PCIe switch → NIC → leaf [→ spine → leaf] → NIC → PCIe switch → GPU.
-  /// Among equal-cost spines the choice is a deterministic hash of (src, dst, flow_hash) (ECMP).
+  /// Among equal-cost spines the choice is a deterministic hash of (src, dst, flow_hash) (ECMP,
+  /// splitmix64), so flows of different pairs may collide on a spine link as they do in a real
+  /// hashed fabric. Computed structurally: O(path length), no tables. src == dst → empty path.
+  /// Throws std::out_of_range for a GPU index outside [0, gpus()).
   std::vector<engine::LinkId> route(int src, int dst, std::uint64_t flow_hash = 0) const;
 
+  /// True when a route from `src` to `dst` climbs to the spine tier (the GPUs sit under
+  /// different leaves), i.e. when its path depends on the ECMP choice. O(1).
+  bool crosses_spine(int src, int dst) const;
+
+  /// Leaf switches (⌈nodes / nodes_per_leaf⌉) and spine switches (0 when one leaf suffices).
+  int leaves() const;
+  int spines() const;
+  /// The leaf above `gpu`'s node. O(1).
+  int leaf_of(int gpu) const;
+  /// The global index (node · nics + local) of the NIC on `gpu`'s PCIe switch, which carries
+  /// all of `gpu`'s inter-node traffic. O(1).
+  int nic_of(int gpu) const;
+  /// The graph vertex of `gpu`. O(1).
+  std::size_t gpu_vertex(int gpu) const;
+
   std::size_t vertex_count() const;
+  /// Directed edges = links this cluster added to the FlowNetwork.
+  std::size_t edge_count() const;
   const VertexInfo& vertex(std::size_t v) const;
   /// The vertex ids at both ends of a link.
   std::pair<std::size_t, std::size_t> link_ends(engine::LinkId link) const;
   /// Shortest hop count between two GPUs by breadth-first search on the graph (for checks).
+  /// O(vertices + edges).
   int hop_distance(int src, int dst) const;
 
  private:

@@ -1,0 +1,649 @@
+#include "config/load.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+
+#include "config/reader.hpp"
+#include "config/validate.hpp"
+
+namespace ironlaw::config {
+
+namespace {
+
+using detail::Document;
+using detail::Form;
+using detail::KeyKind;
+using detail::LoadState;
+using detail::Rule;
+using detail::Section;
+using detail::Sign;
+
+constexpr Rule kHardware{.sign = Sign::positive, .required = true, .form = Form::sourced};
+constexpr Rule kHardwareLatency{.sign = Sign::non_negative, .required = true, .form = Form::sourced};
+constexpr Rule kOptionalHardware{.sign = Sign::positive, .required = false, .form = Form::sourced};
+constexpr Rule kOptionalHardwareLatency{.sign = Sign::non_negative, .required = false, .form = Form::sourced};
+constexpr Rule kPositive{.sign = Sign::positive};
+constexpr Rule kNonNegative{.sign = Sign::non_negative};
+constexpr Rule kShape{.sign = Sign::positive, .required = true, .form = Form::either};
+
+/// What `--set` writes into a { value, source } field in place of a citation.
+constexpr const char* kCommandLineSource = "set on the command line (--set)";
+
+std::string in_quotes(const std::string& s) { return "\"" + s + "\""; }
+
+std::vector<std::string> split(const std::string& key, char sep) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (true) {
+    const auto at = key.find(sep, start);
+    parts.push_back(key.substr(start, at == std::string::npos ? std::string::npos : at - start));
+    if (at == std::string::npos) break;
+    start = at + 1;
+  }
+  return parts;
+}
+
+std::string trim(const std::string& s) {
+  const auto begin = s.find_first_not_of(" \t");
+  if (begin == std::string::npos) return "";
+  return s.substr(begin, s.find_last_not_of(" \t") - begin + 1);
+}
+
+std::string stem(const std::string& file) { return std::filesystem::path(file).stem().string(); }
+
+void parse_link(Section s, LinkSpec& link) {
+  s.number("bandwidth", link.bandwidth, Dimension::bandwidth, kHardware);
+  s.duration("latency", link.latency, kHardwareLatency);
+  s.finish();
+}
+
+void parse_device(Section s, DeviceSpec& d) {
+  s.text("name", d.name, Rule{.required = true});
+  {
+    Section peak = s.section("peak_flops", Rule{.required = true});
+    for (const char* precision : {"fp64", "fp32", "tf32", "bf16", "fp16", "fp8"}) {
+      double value = 0;
+      if (peak.number(precision, value, Dimension::flop_rate, kOptionalHardware)) d.peak_flops[precision] = value;
+    }
+    peak.finish();
+  }
+  s.number("hbm_bytes", d.hbm_bytes, Dimension::bytes, kHardware);
+  s.number("hbm_bandwidth", d.hbm_bandwidth, Dimension::bandwidth, kHardware);
+  s.integer("sm_count", d.sm_count, kHardware);
+  if (s.number("max_gemm_fraction", d.max_gemm_fraction, Dimension::count, kHardware) && d.max_gemm_fraction > 1) {
+    s.state().fail(s.full("max_gemm_fraction"), "must be at most 1 (a fraction of the dense peak)");
+  }
+  s.integer("gemm_tile_m", d.gemm_tile_m, kOptionalHardware);
+  s.integer("gemm_tile_n", d.gemm_tile_n, kOptionalHardware);
+  s.duration("kernel_launch_overhead", d.kernel_launch_overhead, kHardwareLatency);
+  s.number("host_to_device_bandwidth", d.host_to_device_bandwidth, Dimension::bandwidth, kHardware);
+  s.finish();
+}
+
+void parse_node(Section s, NodeSpec& n) {
+  s.text("name", n.name);
+  s.integer("gpus", n.gpus, kHardware);
+  parse_link(s.section("nvlink", Rule{.required = true}), n.nvlink);
+  s.integer("gpus_per_pcie_switch", n.gpus_per_pcie_switch, kHardware);
+  parse_link(s.section("pcie", Rule{.required = true}), n.pcie);
+  s.integer("nics", n.nics, kHardware);
+  parse_link(s.section("nic", Rule{.required = true}), n.nic);
+  s.finish();
+}
+
+void parse_fabric(Section s, FabricSpec& f) {
+  s.choice("kind", f.kind, {"leaf_spine", "rail_optimized"});
+  s.integer("nodes_per_leaf", f.nodes_per_leaf, kHardware);
+  if (s.number("oversubscription", f.oversubscription, Dimension::count, kOptionalHardware) && f.oversubscription < 1) {
+    s.state().fail(s.full("oversubscription"), "must be at least 1 (downlink : uplink capacity)");
+  }
+  s.integer("spines", f.spines, kOptionalHardwareLatency);
+  parse_link(s.section("leaf_spine", Rule{.required = true}), f.leaf_spine);
+  s.duration("switch_latency", f.switch_latency, kHardwareLatency);
+  s.finish();
+}
+
+void parse_comm(Section s, CommSpec& c) {
+  s.integer("channels", c.channels, kOptionalHardwareLatency);
+  s.duration("launch_latency", c.launch_latency, kOptionalHardwareLatency);
+  s.duration("step_latency", c.step_latency, kOptionalHardwareLatency);
+  s.finish();
+}
+
+void parse_topology(Section s, TopologySpec& t) {
+  t.file = s.file();
+  t.name = stem(s.file());
+  s.text("name", t.name);
+  s.text("source", t.source);
+  parse_device(s.include("device", Rule{.required = true}), t.device);
+  parse_node(s.section("node", Rule{.required = true}), t.node);
+  parse_fabric(s.section("fabric", Rule{.required = true}), t.fabric);
+  parse_comm(s.section("comm"), t.comm);
+  s.finish();
+}
+
+void parse_published(Section s, PublishedFacts& p) {
+  const Rule fact{.sign = Sign::non_negative, .required = false, .form = Form::sourced};
+  auto read = [&](const char* name, std::optional<double>& out, Dimension dimension) {
+    double value = 0;
+    std::string source;
+    Rule rule = fact;
+    rule.source = &source;
+    if (s.number(name, value, dimension, rule)) {
+      out = value;
+      p.sources[name] = source;
+    }
+  };
+  read("params", p.params, Dimension::count);
+  read("tokens", p.tokens, Dimension::count);
+  read("gpu_hours", p.gpu_hours, Dimension::count);
+  read("training_flops", p.training_flops, Dimension::flops);
+  std::string source;
+  if (s.text("hardware", p.hardware, Rule{.form = Form::sourced, .source = &source})) p.sources["hardware"] = source;
+  s.finish();
+}
+
+void parse_model(Section s, ModelSpec& m) {
+  m.file = s.file();
+  m.name = stem(s.file());
+  s.text("name", m.name);
+  s.text("source", m.source);
+  s.integer("layers", m.layers, kShape);
+  s.integer("hidden", m.hidden, kShape);
+  s.integer("ffn_hidden", m.ffn_hidden, kShape);
+  s.integer("heads", m.heads, kShape);
+  m.kv_heads = 0;
+  s.integer("kv_heads", m.kv_heads, Rule{.sign = Sign::positive, .form = Form::either});
+  if (m.kv_heads == 0) m.kv_heads = m.heads;
+  s.integer("vocab", m.vocab, kShape);
+  s.choice("activation", m.activation, {"gelu", "swiglu"});
+  s.choice("norm", m.norm, {"layernorm", "rmsnorm"});
+  s.flag("bias", m.bias);
+  s.flag("tied_embeddings", m.tied_embeddings);
+  s.choice("position_embedding", m.position_embedding, {"rope", "learned"});
+  s.integer("max_position", m.max_position, Rule{.sign = Sign::non_negative, .form = Form::either});
+  s.integer("experts", m.experts, Rule{.sign = Sign::positive, .form = Form::either});
+  s.integer("experts_per_token", m.experts_per_token, Rule{.sign = Sign::positive, .form = Form::either});
+  parse_published(s.section("published"), m.published);
+  s.finish();
+}
+
+void parse_seed(Section& s, std::uint64_t& seed) {
+  const auto node = s.raw("seed", KeyKind::value);
+  if (!node) return;
+  const std::string text = node->IsScalar() ? trim(node->Scalar()) : "";
+  std::uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
+    s.state().fail(s.full("seed"), "expected a whole number >= 0 like \"1\", got " +
+                                       in_quotes(node->IsScalar() ? node->Scalar() : "a non-scalar"));
+    return;
+  }
+  seed = value;
+}
+
+void parse_dp(Section& s, int& dp) {
+  const auto node = s.raw("dp", KeyKind::value);
+  if (!node) return;
+  const std::string text = node->IsScalar() ? node->Scalar() : "";
+  if (text == "auto") {
+    dp = 0;
+    return;
+  }
+  const auto value = parse_quantity(text, Dimension::count, nullptr);
+  if (!node->IsScalar() || !value || *value != std::floor(*value) || *value > 1e9) {
+    s.state().fail(s.full("dp"), "expected a whole number or \"auto\", got " + in_quotes(text));
+  } else if (*value < 1) {
+    s.state().fail(s.full("dp"), "must be positive, got " + in_quotes(text));
+  } else {
+    dp = static_cast<int>(*value);
+  }
+}
+
+void parse_order(Section& s, std::vector<std::string>& order) {
+  const auto node = s.raw("order", KeyKind::list);
+  if (!node) return;
+  LoadState& st = s.state();
+  const std::string key = s.full("order");
+  const std::vector<std::string> dims{"tp", "cp", "pp", "dp"};
+  if (!node->IsSequence()) {
+    st.fail(key, "expected a list of tp, cp, pp, dp, each once, like [tp, cp, pp, dp]");
+    return;
+  }
+  std::vector<std::string> seen;
+  bool good = true;
+  for (const auto& item : *node) {
+    const std::string name = item.IsScalar() ? item.Scalar() : "";
+    if (std::find(dims.begin(), dims.end(), name) == dims.end()) {
+      st.error(s.position("order", item), key, "unknown dimension " + in_quotes(name) + "; expected tp, cp, pp or dp");
+      good = false;
+    } else if (std::find(seen.begin(), seen.end(), name) != seen.end()) {
+      st.error(s.position("order", item), key, name + " appears twice");
+      good = false;
+    } else {
+      seen.push_back(name);
+    }
+  }
+  for (const auto& d : dims) {
+    if (good && std::find(seen.begin(), seen.end(), d) == seen.end()) {
+      st.error(st.where(key), key, "missing " + d + "; list each of tp, cp, pp, dp once");
+      good = false;
+    }
+  }
+  if (good) {
+    order = seen;
+  } else {
+    st.bad.insert(key);
+  }
+}
+
+void parse_parallel(Section s, ParallelSpec& p) {
+  s.integer("tp", p.tp, kPositive);
+  s.integer("pp", p.pp, kPositive);
+  s.integer("cp", p.cp, kPositive);
+  parse_dp(s, p.dp);
+  if (s.integer("zero", p.zero, kNonNegative) && p.zero > 3) {
+    s.state().fail(s.full("zero"), "expected 0, 1, 2 or 3, got " + std::to_string(p.zero));
+  }
+  s.choice("pp_schedule", p.pp_schedule, {"gpipe", "1f1b", "interleaved"});
+  s.integer("virtual_stages", p.virtual_stages, kPositive);
+  s.flag("sequence_parallel", p.sequence_parallel);
+  s.integer("ep", p.ep, kPositive);
+  parse_order(s, p.order);
+  s.integer("microbatch_size", p.microbatch_size, kPositive);
+  s.number("bucket_size", p.bucket_bytes, Dimension::bytes, kPositive);
+  s.finish();
+}
+
+void parse_training(Section s, TrainingSpec& t) {
+  s.integer("sequence_length", t.sequence_length, kPositive);
+  s.number("global_batch_tokens", t.global_batch_tokens, Dimension::count,
+           Rule{.sign = Sign::positive, .required = true});
+  s.number("tokens", t.tokens, Dimension::count, kNonNegative);
+  s.choice("precision", t.precision, {"fp32", "bf16", "fp16", "fp8"});
+  s.choice("optimizer", t.optimizer, {"sgd", "momentum", "rmsprop", "adam"});
+  s.choice("activation_checkpointing", t.activation_checkpointing, {"none", "selective", "full"});
+  s.flag("flash_attention", t.flash_attention);
+  s.finish();
+}
+
+void parse_distribution(Section s, DistributionSpec& d) {
+  s.choice("distribution", d.distribution, {"constant", "exponential", "lognormal"});
+  s.number("mean", d.mean, Dimension::time, kNonNegative);
+  s.number("cv", d.cv, Dimension::count, kNonNegative);
+  s.finish();
+}
+
+void parse_data(Section s, DataSpec& d) {
+  s.number("storage_bandwidth_per_node", d.storage_bandwidth_per_node, Dimension::bandwidth, kNonNegative);
+  s.number("sample_bytes", d.sample_bytes, Dimension::bytes, kNonNegative);
+  {
+    Section loader = s.section("loader");
+    loader.integer("workers_per_gpu", d.workers_per_gpu, kNonNegative);
+    loader.integer("prefetch_batches", d.prefetch_batches, kPositive);
+    parse_distribution(loader.section("decode_time"), d.decode_time);
+    loader.finish();
+  }
+  s.finish();
+}
+
+void parse_reliability(Section s, ReliabilitySpec& r) {
+  std::string failures;
+  if (s.text("failures", failures) && !failures.empty()) {
+    r.failures = detail::resolve_path(s.file(), failures);
+    if (!std::filesystem::is_regular_file(r.failures)) {
+      s.state().fail(s.full("failures"), "cannot read " + in_quotes(r.failures) + ": no such file");
+    }
+  }
+  {
+    Section c = s.section("checkpoint");
+    c.duration("interval", r.checkpoint_interval, kNonNegative);
+    c.choice("mode", r.checkpoint_mode, {"async", "sync"});
+    c.number("storage_bandwidth", r.checkpoint_storage_bandwidth, Dimension::bandwidth, kNonNegative);
+    c.finish();
+  }
+  {
+    Section restart = s.section("restart");
+    restart.duration("detection", r.restart_detection, kNonNegative);
+    restart.duration("reschedule", r.restart_reschedule, kNonNegative);
+    restart.finish();
+  }
+  s.finish();
+}
+
+void parse_scenario(Section& root, Scenario& sc) {
+  sc.name = stem(root.file());
+  root.text("name", sc.name);
+  parse_seed(root, sc.seed);
+  parse_model(root.include("model", Rule{.required = true}), sc.model);
+  {
+    Section cluster = root.section("cluster", Rule{.required = true});
+    parse_topology(cluster.include("topology", Rule{.required = true}), sc.topology);
+    cluster.integer("nodes", sc.nodes, Rule{.sign = Sign::positive, .required = true});
+    cluster.finish();
+  }
+  parse_parallel(root.section("parallel"), sc.parallel);
+  parse_training(root.section("training", Rule{.required = true}), sc.training);
+  parse_data(root.section("data"), sc.data);
+  parse_reliability(root.section("reliability"), sc.reliability);
+  {
+    Section run = root.section("run");
+    run.integer("steps", sc.run.steps, kPositive);
+    run.choice("mode", sc.run.mode, {"steps", "full"});
+    run.finish();
+  }
+  {
+    Section output = root.section("output");
+    std::string path;
+    if (output.text("path", path) && !path.empty()) {
+      sc.output.path = path == "none" ? "" : detail::resolve_path(output.file(), path);
+    } else {
+      sc.output.path = detail::resolve_path(root.file(), "../outputs/" + sc.name + ".h5");
+    }
+    output.choice("trace", sc.output.trace, {"none", "step", "op", "flow"});
+    output.finish();
+  }
+  root.finish();
+}
+
+/// The scenario schema: every key in reading order, with its kind.
+std::vector<std::pair<std::string, KeyKind>> scenario_schema() {
+  LoadState state;
+  state.collecting = true;
+  Scenario scratch;
+  Section root(state, YAML::Node(), "", "", SourceLoc{}, false);
+  parse_scenario(root, scratch);
+  return state.schema;
+}
+
+/// The node at `key` under `root`, creating mappings on the way; nullopt if a scalar is in the way.
+std::optional<YAML::Node> node_at(YAML::Node root, const std::vector<std::string>& parts) {
+  YAML::Node cur = root;
+  for (const auto& part : parts) {
+    if (!cur.IsMap() && !cur.IsNull()) return std::nullopt;
+    const YAML::Node& view = cur;
+    const YAML::Node child = cur.IsMap() ? view[part] : YAML::Node();
+    if (!child.IsDefined() || child.IsNull()) cur[part] = YAML::Node(YAML::NodeType::Map);
+    YAML::Node next = cur[part];
+    cur.reset(next);
+  }
+  return cur;
+}
+
+struct Override {
+  std::string key;
+  KeyKind kind;
+  YAML::Node value;
+};
+
+/// Writes one `--set` into the scenario tree, descending into included files where the path
+/// crosses an include (`cluster.topology.node.nic.bandwidth` lands in the topology file's tree).
+void apply_override(LoadState& st, const Document& doc, const std::map<std::string, KeyKind>& kinds,
+                    const Override& o) {
+  const SourceLoc cli{"--set", 0, 0};
+  const auto parts = split(o.key, '.');
+  YAML::Node cur = doc.root;
+  std::string file = doc.file;
+  std::string path;
+  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+    path = path.empty() ? parts[i] : path + "." + parts[i];
+    const auto kind = kinds.find(path);
+    const bool is_include = kind != kinds.end() && kind->second == KeyKind::include;
+    if (is_include) {
+      if (auto it = st.includes.find(path); it != st.includes.end()) {
+        cur.reset(it->second.root);
+        file = it->second.file;
+        continue;
+      }
+    }
+    const YAML::Node& view = cur;
+    const YAML::Node child = cur.IsMap() ? view[parts[i]] : YAML::Node();
+    if (is_include && child.IsDefined() && child.IsScalar() && !child.IsNull()) {
+      const auto mark = child.Mark();
+      const SourceLoc at = st.overridden.count(path) ? cli : SourceLoc{file, mark.line + 1, mark.column + 1};
+      auto included = detail::load_document(detail::resolve_path(file, child.Scalar()), st, at, path);
+      if (!included) {
+        st.bad.insert(path);
+        return;
+      }
+      st.includes[path] = *included;
+      cur.reset(included->root);
+      file = included->file;
+      continue;
+    }
+    if (!child.IsDefined() || child.IsNull()) {
+      cur[parts[i]] = YAML::Node(YAML::NodeType::Map);
+    } else if (!child.IsMap()) {
+      st.error(cli, o.key, "cannot set it: " + path + " is not a mapping");
+      return;
+    }
+    YAML::Node next = cur[parts[i]];
+    cur.reset(next);
+  }
+  YAML::Node value = YAML::Clone(o.value);
+  if (o.kind == KeyKind::sourced && !o.value.IsMap()) {
+    YAML::Node wrapped(YAML::NodeType::Map);
+    wrapped["value"] = YAML::Clone(o.value);
+    wrapped["source"] = kCommandLineSource;
+    value.reset(wrapped);
+  }
+  cur[parts.back()] = value;
+  st.overridden.insert(o.key);
+  if (o.kind == KeyKind::include) {
+    for (auto it = st.includes.begin(); it != st.includes.end();) {
+      const bool inside = it->first == o.key || it->first.rfind(o.key + ".", 0) == 0;
+      it = inside ? st.includes.erase(it) : std::next(it);
+    }
+  }
+}
+
+void apply_overrides(LoadState& st, const Document& doc, const std::vector<std::string>& overrides) {
+  const SourceLoc cli{"--set", 0, 0};
+  const auto schema = scenario_schema();
+  const std::map<std::string, KeyKind> kinds(schema.begin(), schema.end());
+  std::vector<std::string> settable;
+  for (const auto& [key, kind] : schema) {
+    if (kind != KeyKind::section) settable.push_back(key);
+  }
+
+  std::vector<Override> pending;
+  for (const auto& text : overrides) {
+    const auto eq = text.find('=');
+    const std::string key = eq == std::string::npos ? "" : trim(text.substr(0, eq));
+    if (key.empty()) {
+      st.error(cli, "", "expected KEY=VALUE, got " + in_quotes(text));
+      continue;
+    }
+    const auto kind = kinds.find(key);
+    if (kind == kinds.end()) {
+      std::string message = "unknown key";
+      const std::string guess = did_you_mean(key, settable);
+      if (!guess.empty()) message += "; did you mean " + in_quotes(guess) + "?";
+      st.error(cli, key, message);
+      continue;
+    }
+    std::string error;
+    const auto value = detail::parse_yaml_value(text.substr(eq + 1), &error);
+    if (!value) {
+      st.error(cli, key, "invalid value: " + error);
+      continue;
+    }
+    pending.push_back(Override{key, kind->second, *value});
+  }
+  // Replacing an included file first, so that keys set inside it land in the new file. (Never
+  // reorder the vector: assigning a YAML::Node writes through to the node it refers to.)
+  for (const auto& o : pending) {
+    if (o.kind == KeyKind::include) apply_override(st, doc, kinds, o);
+  }
+  for (const auto& o : pending) {
+    if (o.kind != KeyKind::include) apply_override(st, doc, kinds, o);
+  }
+}
+
+/// The scenario as one YAML document: includes inlined, overrides applied, paths resolved.
+std::string resolved_yaml(const Document& doc, const LoadState& st, const Scenario& sc) {
+  YAML::Node out = YAML::Clone(doc.root);
+  for (const auto& [key, included] : st.includes) {  // std::map order: outer includes first
+    if (auto at = node_at(out, split(key, '.'))) {
+      YAML::Node target = *at;
+      target = YAML::Clone(included.root);
+    }
+  }
+  if (!sc.reliability.failures.empty()) {
+    if (auto at = node_at(out, {"reliability", "failures"})) {
+      YAML::Node target = *at;
+      target = sc.reliability.failures;
+    }
+  }
+  if (auto at = node_at(out, {"output", "path"})) {
+    YAML::Node target = *at;
+    target = sc.output.path.empty() ? std::string("none") : sc.output.path;
+  }
+  YAML::Emitter emitter;
+  emitter << out;
+  return std::string(emitter.c_str()) + "\n";
+}
+
+[[noreturn]] void throw_errors(LoadState& st) { throw InputError(std::move(st.diagnostics)); }
+
+Document load_root(LoadState& st, const std::string& path) {
+  st.root_file = path;
+  auto doc = detail::load_document(path, st, SourceLoc{path, 0, 0}, "");
+  if (!doc) throw_errors(st);
+  return *doc;
+}
+
+/// Runs `load`; a yaml-cpp exception that escaped the checks becomes an InputError, never a crash.
+template <class Load>
+auto guarded(const std::string& path, Load&& load) {
+  try {
+    return load();
+  } catch (const YAML::Exception& e) {
+    const int line = e.mark.line < 0 ? 0 : e.mark.line + 1;
+    throw InputError(SourceLoc{path, line, e.mark.column + 1}, "", "cannot read the YAML: " + e.msg);
+  }
+}
+
+std::size_t levenshtein(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      const bool same =
+          std::tolower(static_cast<unsigned char>(a[i - 1])) == std::tolower(static_cast<unsigned char>(b[j - 1]));
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (same ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string last_part(const std::string& key) {
+  const auto dot = key.rfind('.');
+  return dot == std::string::npos ? key : key.substr(dot + 1);
+}
+
+}  // namespace
+
+SourceLoc Scenario::where(const std::string& key) const {
+  std::string k = key;
+  while (true) {
+    if (auto it = locations.find(k); it != locations.end()) return it->second;
+    const auto dot = k.rfind('.');
+    if (dot == std::string::npos) break;
+    k.resize(dot);
+  }
+  return SourceLoc{file, 0, 0};
+}
+
+std::string did_you_mean(const std::string& key, const std::vector<std::string>& candidates) {
+  const std::size_t cap = key.size() <= 3 ? 2 : std::max<std::size_t>(2, key.size() / 3) + 1;
+  std::string best;
+  std::size_t best_distance = cap;
+  for (const auto& c : candidates) {
+    const std::size_t d = levenshtein(key, c);
+    if (d < best_distance) {
+      best = c;
+      best_distance = d;
+    }
+  }
+  if (key.find('.') != std::string::npos) return best;
+  // A bare name typed for a dotted key ("nodes" for "cluster.nodes"): match last parts, and
+  // take that match when it is closer and no other candidate's last part is as close.
+  std::string by_part;
+  std::size_t part_distance = cap;
+  bool unique = false;
+  for (const auto& c : candidates) {
+    if (c.find('.') == std::string::npos) continue;
+    const std::size_t d = levenshtein(key, last_part(c));
+    if (d < part_distance) {
+      by_part = c;
+      part_distance = d;
+      unique = true;
+    } else if (d == part_distance) {
+      unique = false;
+    }
+  }
+  return unique && part_distance < best_distance ? by_part : best;
+}
+
+std::vector<std::string> scenario_keys() {
+  std::vector<std::string> keys;
+  for (const auto& [key, kind] : scenario_schema()) {
+    if (kind != KeyKind::section) keys.push_back(key);
+  }
+  return keys;
+}
+
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
+  return guarded(path, [&] {
+    LoadState st;
+    const Document doc = load_root(st, path);
+    apply_overrides(st, doc, overrides);
+
+    Scenario sc;
+    sc.file = path;
+    Section root(st, doc.root, path, "", SourceLoc{path, 1, 1}, false);
+    parse_scenario(root, sc);
+    detail::validate_model(sc.model, st, "model");
+    detail::validate_topology(sc.topology, st, "cluster.topology");
+    detail::validate_scenario(sc, st);
+    if (!st.diagnostics.empty()) throw_errors(st);
+
+    sc.locations = st.locations;
+    sc.resolved_yaml = resolved_yaml(doc, st, sc);
+    return sc;
+  });
+}
+
+TopologySpec load_topology(const std::string& path) {
+  return guarded(path, [&] {
+    LoadState st;
+    const Document doc = load_root(st, path);
+    TopologySpec topology;
+    parse_topology(Section(st, doc.root, path, "", SourceLoc{path, 1, 1}, false), topology);
+    detail::validate_topology(topology, st, "");
+    if (!st.diagnostics.empty()) throw_errors(st);
+    return topology;
+  });
+}
+
+ModelSpec load_model(const std::string& path) {
+  return guarded(path, [&] {
+    LoadState st;
+    const Document doc = load_root(st, path);
+    ModelSpec model;
+    parse_model(Section(st, doc.root, path, "", SourceLoc{path, 1, 1}, false), model);
+    detail::validate_model(model, st, "");
+    if (!st.diagnostics.empty()) throw_errors(st);
+    return model;
+  });
+}
+
+}  // namespace ironlaw::config

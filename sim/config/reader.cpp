@@ -1,0 +1,470 @@
+#include "config/reader.hpp"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "config/load.hpp"
+
+namespace ironlaw::config::detail {
+
+namespace {
+
+std::string in_quotes(const std::string& s) { return "\"" + s + "\""; }
+
+std::string join(const std::vector<std::string>& items, const std::string& sep) {
+  std::string out;
+  for (const auto& item : items) {
+    if (!out.empty()) out += sep;
+    out += item;
+  }
+  return out;
+}
+
+const char* node_kind(const YAML::Node& node) {
+  if (node.IsMap()) return "a mapping";
+  if (node.IsSequence()) return "a list";
+  if (node.IsNull()) return "nothing";
+  return "a value";
+}
+
+/// First tab in the leading whitespace of a line, at or before `last_line` (0-based); YAML
+/// indents with spaces only and yaml-cpp's message for a tab is rarely about the tab.
+std::optional<std::pair<int, int>> indentation_tab(const std::string& text, int last_line) {
+  int line = 0;
+  std::size_t start = 0;
+  while (start <= text.size() && line <= last_line) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    for (std::size_t i = start; i < end && (text[i] == ' ' || text[i] == '\t'); ++i) {
+      if (text[i] == '\t') return std::make_pair(line, static_cast<int>(i - start));
+    }
+    start = end + 1;
+    ++line;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void LoadState::error(SourceLoc where_at, std::string key, std::string message) {
+  if (collecting) return;
+  diagnostics.push_back(Diagnostic{std::move(where_at), std::move(key), std::move(message)});
+}
+
+void LoadState::fail(const std::string& key, std::string message) {
+  error(where(key), key, std::move(message));
+  bad.insert(key);
+}
+
+void LoadState::report(const std::string& key, std::string message) { error(where(key), key, std::move(message)); }
+
+bool LoadState::ok(std::initializer_list<std::string> keys) const {
+  for (const auto& key : keys) {
+    std::string k = key;
+    while (true) {
+      if (bad.count(k)) return false;
+      const auto dot = k.rfind('.');
+      if (dot == std::string::npos) break;
+      k.resize(dot);
+    }
+  }
+  return true;
+}
+
+SourceLoc LoadState::where(const std::string& key) const {
+  std::string k = key;
+  while (true) {
+    if (auto it = locations.find(k); it != locations.end()) return it->second;
+    const auto dot = k.rfind('.');
+    if (dot == std::string::npos) break;
+    k.resize(dot);
+  }
+  return SourceLoc{root_file, 0, 0};
+}
+
+std::optional<YAML::Node> parse_yaml_value(const std::string& text, std::string* error) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    if (error) *error = e.msg;
+    return std::nullopt;
+  }
+}
+
+std::string resolve_path(const std::string& file, const std::string& relative) {
+  namespace fs = std::filesystem;
+  const fs::path rel(relative);
+  if (rel.is_absolute()) return rel.lexically_normal().string();
+  return (fs::path(file).parent_path() / rel).lexically_normal().string();
+}
+
+std::optional<Document> load_document(const std::string& path, LoadState& state, const SourceLoc& referenced_at,
+                                      const std::string& key) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const auto status = fs::status(path, ec);
+  std::string problem;
+  if (!fs::exists(status)) {
+    problem = "no such file";
+  } else if (fs::is_directory(status)) {
+    problem = "it is a directory";
+  }
+  std::string text;
+  if (problem.empty()) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream buffer;
+    buffer << in.rdbuf();
+    if (!in.good() && !in.eof()) problem = "it cannot be read";
+    text = buffer.str();
+  }
+  if (!problem.empty()) {
+    state.error(referenced_at, key, "cannot read " + in_quotes(path) + ": " + problem);
+    return std::nullopt;
+  }
+
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    int line = e.mark.line;
+    int column = e.mark.column;
+    std::string message = "invalid YAML: " + e.msg;
+    if (const auto tab = indentation_tab(text, line < 0 ? std::numeric_limits<int>::max() : line)) {
+      std::tie(line, column) = *tab;
+      message = "invalid YAML: tab character in indentation (YAML indents with spaces only)";
+    }
+    if (line < 0) line = column = 0;
+    state.error(SourceLoc{path, line + 1, column + 1}, "", message);
+    return std::nullopt;
+  }
+  if (!root.IsMap()) {
+    const auto mark = root.Mark();
+    SourceLoc at{path, mark.line < 0 ? 1 : mark.line + 1, mark.line < 0 ? 1 : mark.column + 1};
+    state.error(at, "",
+                root.IsNull() ? "the file is empty; expected a mapping of keys"
+                              : std::string("expected a mapping of keys at the top level, got ") + node_kind(root));
+    return std::nullopt;
+  }
+  return Document{root, path};
+}
+
+Section::Section(LoadState& state, YAML::Node node, std::string file, std::string prefix, SourceLoc at, bool from_cli,
+                 bool report_missing)
+    : state_(&state),
+      node_(node),
+      file_(std::move(file)),
+      prefix_(std::move(prefix)),
+      at_(std::move(at)),
+      from_cli_(from_cli),
+      report_missing_(report_missing) {
+  if (!node_.IsDefined() || !node_.IsMap()) return;
+  for (auto it = node_.begin(); it != node_.end(); ++it) {
+    const YAML::Node key_node = it->first;
+    if (!key_node.IsScalar()) {
+      state_->error(loc_of(key_node, key_node, from_cli_), prefix_,
+                    "a key must be a plain name, got " + std::string(node_kind(key_node)));
+      continue;
+    }
+    const std::string key = key_node.Scalar();
+    bool duplicate = false;
+    for (const auto& e : entries_) {
+      if (e.key == key) {
+        const auto first = loc_of(e.key_node, e.key_node, from_cli_);
+        state_->error(loc_of(key_node, key_node, from_cli_), full(key),
+                      "duplicate key (first set at line " + std::to_string(first.line) + ")");
+        state_->bad.insert(full(key));
+        duplicate = true;
+      }
+    }
+    if (!duplicate) entries_.push_back(Entry{key, key_node, it->second, false});
+  }
+}
+
+std::string Section::full(const std::string& key) const { return prefix_.empty() ? key : prefix_ + "." + key; }
+
+bool Section::has(const std::string& key) const {
+  for (const auto& e : entries_) {
+    if (e.key == key) return true;
+  }
+  return false;
+}
+
+Section::Entry* Section::find(const std::string& key) {
+  for (auto& e : entries_) {
+    if (e.key == key) return &e;
+  }
+  return nullptr;
+}
+
+bool Section::from_cli(const std::string& key) const { return from_cli_ || state_->overridden.count(full(key)) > 0; }
+
+SourceLoc Section::loc_of(const YAML::Node& node, const YAML::Node& key_node, bool cli) const {
+  if (cli) return SourceLoc{"--set", 0, 0};
+  YAML::Mark mark = node.Mark();
+  if (node.IsNull() || mark.line < 0) mark = key_node.Mark();
+  if (mark.line < 0) return at_;
+  return SourceLoc{file_, mark.line + 1, mark.column + 1};
+}
+
+SourceLoc Section::position(const std::string& key, const YAML::Node& node) const {
+  return loc_of(node, node, from_cli(key));
+}
+
+void Section::missing(const std::string& key) {
+  if (!report_missing_) return;
+  state_->error(at_, full(key), "missing required key");
+  state_->bad.insert(full(key));
+}
+
+std::optional<Section::Leaf> Section::leaf(const std::string& key, KeyKind kind, const Rule& rule) {
+  known_.push_back(key);
+  const std::string k = full(key);
+  if (state_->collecting) {
+    state_->schema.emplace_back(k, kind);
+    return std::nullopt;
+  }
+  Entry* entry = find(key);
+  if (!entry) {
+    if (rule.required) missing(key);
+    return std::nullopt;
+  }
+  entry->used = true;
+  const bool cli = from_cli(key);
+  YAML::Node node = entry->value;
+  SourceLoc where_at = loc_of(node, entry->key_node, cli);
+
+  const bool wrapped = node.IsMap() && (rule.form == Form::sourced || rule.form == Form::either);
+  if (rule.form == Form::sourced && !wrapped) {
+    state_->error(where_at, k, "expected { value, source } \xE2\x80\x94 every hardware constant needs its source");
+    state_->bad.insert(k);
+    return std::nullopt;
+  }
+  if (wrapped) {
+    Section inner(*state_, node, file_, k, where_at, cli);
+    std::string source;
+    const bool has_source = inner.text("source", source, Rule{.required = true});
+    inner.known_.push_back("value");
+    Entry* value = inner.find("value");
+    if (value) value->used = true;
+    inner.finish();
+    if (!value) {
+      inner.missing("value");
+      state_->bad.insert(k);
+      return std::nullopt;
+    }
+    if (has_source && source.empty()) {
+      state_->error(state_->where(k + ".source"), k + ".source", "must say where the number comes from");
+    }
+    node.reset(value->value);
+    where_at = loc_of(node, value->key_node, cli);
+    if (rule.source) *rule.source = source;
+  }
+  state_->locations[k] = where_at;
+  return Leaf{node, where_at, node.IsScalar() ? node.Scalar() : ""};
+}
+
+std::optional<Section::Leaf> Section::scalar_leaf(const std::string& key, KeyKind kind, const Rule& rule,
+                                                  const std::string& what) {
+  auto l = leaf(key, kind, rule);
+  if (!l) return std::nullopt;
+  if (!l->node.IsScalar()) {
+    state_->error(l->where, full(key), "expected " + what + ", got " + node_kind(l->node));
+    state_->bad.insert(full(key));
+    return std::nullopt;
+  }
+  return l;
+}
+
+bool Section::check_sign(const std::string& key, const Leaf& l, double value, Sign sign) {
+  std::string problem;
+  if (sign == Sign::positive && !(value > 0)) problem = "must be positive";
+  if (sign == Sign::non_negative && value < 0) problem = "must not be negative";
+  if (problem.empty()) return true;
+  state_->error(l.where, full(key), problem + ", got " + in_quotes(l.text));
+  state_->bad.insert(full(key));
+  return false;
+}
+
+bool Section::text(const std::string& key, std::string& out, const Rule& rule) {
+  auto l = leaf(key, rule.form == Form::plain ? KeyKind::value : KeyKind::sourced, rule);
+  if (!l) return false;
+  if (l->node.IsNull()) {
+    out.clear();
+    return true;
+  }
+  if (!l->node.IsScalar()) {
+    state_->error(l->where, full(key), std::string("expected a text value, got ") + node_kind(l->node));
+    state_->bad.insert(full(key));
+    return false;
+  }
+  out = l->text;
+  return true;
+}
+
+bool Section::choice(const std::string& key, std::string& out, const std::vector<std::string>& choices,
+                     const Rule& rule) {
+  const std::string what = "one of " + join(choices, ", ");
+  auto l = scalar_leaf(key, KeyKind::value, rule, what);
+  if (!l) return false;
+  for (const auto& c : choices) {
+    if (c == l->text) {
+      out = c;
+      return true;
+    }
+  }
+  std::string message = "expected " + what + "; got " + in_quotes(l->text);
+  const std::string guess = did_you_mean(l->text, choices);
+  if (!guess.empty()) message += "; did you mean " + in_quotes(guess) + "?";
+  state_->error(l->where, full(key), message);
+  state_->bad.insert(full(key));
+  return false;
+}
+
+bool Section::flag(const std::string& key, bool& out, const Rule& rule) {
+  auto l = scalar_leaf(key, KeyKind::value, rule, "true or false");
+  if (!l) return false;
+  bool value = false;
+  if (!YAML::convert<bool>::decode(l->node, value)) {
+    state_->error(l->where, full(key), "expected true or false, got " + in_quotes(l->text));
+    state_->bad.insert(full(key));
+    return false;
+  }
+  out = value;
+  return true;
+}
+
+bool Section::integer(const std::string& key, int& out, const Rule& rule) {
+  const KeyKind kind = rule.form == Form::plain ? KeyKind::value : KeyKind::sourced;
+  auto l = scalar_leaf(key, kind, rule, "a whole number like \"8\"");
+  if (!l) return false;
+  std::string error;
+  const auto value = parse_quantity(l->text, Dimension::count, &error);
+  if (!value || *value != std::floor(*value) || std::fabs(*value) > std::numeric_limits<int>::max()) {
+    state_->error(l->where, full(key), "expected a whole number like \"8\", got " + in_quotes(l->text));
+    state_->bad.insert(full(key));
+    return false;
+  }
+  if (!check_sign(key, *l, *value, rule.sign)) return false;
+  out = static_cast<int>(*value);
+  return true;
+}
+
+bool Section::number(const std::string& key, double& out, Dimension dimension, const Rule& rule) {
+  const KeyKind kind = rule.form == Form::plain ? KeyKind::value : KeyKind::sourced;
+  auto l =
+      scalar_leaf(key, kind, rule,
+                  std::string("a ") + dimension_name(dimension) + " like \"" + dimension_example(dimension) + "\"");
+  if (!l) return false;
+  std::string error;
+  const auto value = parse_quantity(l->text, dimension, &error);
+  if (!value) {
+    state_->error(l->where, full(key), error);
+    state_->bad.insert(full(key));
+    return false;
+  }
+  if (!check_sign(key, *l, *value, rule.sign)) return false;
+  out = *value;
+  return true;
+}
+
+bool Section::duration(const std::string& key, Time& out, const Rule& rule) {
+  double seconds = 0;
+  if (!number(key, seconds, Dimension::time, rule)) return false;
+  out = Time::from_seconds(seconds);
+  return true;
+}
+
+std::optional<YAML::Node> Section::raw(const std::string& key, KeyKind kind, const Rule& rule) {
+  auto l = leaf(key, kind, rule);
+  if (!l) return std::nullopt;
+  return l->node;
+}
+
+Section Section::section(const std::string& key, const Rule& rule) {
+  known_.push_back(key);
+  const std::string k = full(key);
+  if (state_->collecting) {
+    state_->schema.emplace_back(k, KeyKind::section);
+    return Section(*state_, YAML::Node(), file_, k, at_, from_cli_);
+  }
+  Entry* entry = find(key);
+  if (!entry) {
+    if (rule.required) missing(key);
+    return Section(*state_, YAML::Node(), file_, k, at_, from_cli_, !rule.required && report_missing_);
+  }
+  entry->used = true;
+  const bool cli = from_cli(key);
+  const SourceLoc where_at = loc_of(entry->key_node, entry->key_node, cli);
+  state_->locations[k] = where_at;
+  if (!entry->value.IsMap() && !entry->value.IsNull()) {
+    state_->error(loc_of(entry->value, entry->key_node, cli), k,
+                  std::string("expected a mapping of keys, got ") + node_kind(entry->value));
+    state_->bad.insert(k);
+    return Section(*state_, YAML::Node(), file_, k, where_at, cli, false);
+  }
+  return Section(*state_, entry->value, file_, k, where_at, cli, report_missing_);
+}
+
+Section Section::include(const std::string& key, const Rule& rule) {
+  known_.push_back(key);
+  const std::string k = full(key);
+  if (state_->collecting) {
+    state_->schema.emplace_back(k, KeyKind::include);
+    return Section(*state_, YAML::Node(), file_, k, at_, from_cli_);
+  }
+  Entry* entry = find(key);
+  if (entry) entry->used = true;
+  const bool cli = from_cli(key);
+  if (entry) state_->locations[k] = loc_of(entry->value, entry->key_node, cli);
+
+  if (auto it = state_->includes.find(k); it != state_->includes.end()) {
+    const Document& doc = it->second;
+    return Section(*state_, doc.root, doc.file, k, SourceLoc{doc.file, 1, 1}, false, report_missing_);
+  }
+  if (!entry) {
+    if (rule.required) {
+      if (report_missing_) {
+        state_->error(at_, k, "missing required key: a path to a YAML file or an inline mapping");
+      }
+      state_->bad.insert(k);
+    }
+    return Section(*state_, YAML::Node(), file_, k, at_, from_cli_, false);
+  }
+  const SourceLoc where_at = state_->locations[k];
+  if (entry->value.IsMap()) {
+    return Section(*state_, entry->value, file_, k, loc_of(entry->key_node, entry->key_node, cli), cli,
+                   report_missing_);
+  }
+  if (entry->value.IsScalar() && !entry->value.Scalar().empty()) {
+    const std::string path = resolve_path(file_, entry->value.Scalar());
+    if (auto doc = load_document(path, *state_, where_at, k)) {
+      state_->includes[k] = *doc;
+      return Section(*state_, doc->root, doc->file, k, SourceLoc{doc->file, 1, 1}, false, report_missing_);
+    }
+  } else {
+    state_->error(where_at, k,
+                  std::string("expected a path to a YAML file or an inline mapping, got ") + node_kind(entry->value));
+  }
+  state_->bad.insert(k);
+  return Section(*state_, YAML::Node(), file_, k, where_at, cli, false);
+}
+
+void Section::finish() {
+  if (state_->collecting) return;
+  for (const auto& e : entries_) {
+    if (e.used) continue;
+    std::string message = "unknown key";
+    const std::string guess = did_you_mean(e.key, known_);
+    if (!guess.empty()) {
+      message += "; did you mean " + in_quotes(guess) + "?";
+    } else if (!known_.empty()) {
+      message += "; expected one of " + join(known_, ", ");
+    }
+    state_->error(loc_of(e.key_node, e.key_node, from_cli(e.key)), full(e.key), message);
+  }
+}
+
+}  // namespace ironlaw::config::detail

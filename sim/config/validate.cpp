@@ -1,0 +1,145 @@
+#include "config/validate.hpp"
+
+#include <string>
+
+namespace ironlaw::config::detail {
+
+namespace {
+
+std::string key_in(const std::string& prefix, const std::string& key) {
+  return prefix.empty() ? key : prefix + "." + key;
+}
+
+std::string str(int v) { return std::to_string(v); }
+
+/// "8.0e6" style numbers are accepted for counts, so whole-number checks are done on doubles.
+bool divides(double divisor, double value) {
+  if (divisor <= 0) return false;
+  const double q = value / divisor;
+  return q == static_cast<double>(static_cast<long long>(q));
+}
+
+std::string whole(double v) {
+  if (v == static_cast<double>(static_cast<long long>(v))) return std::to_string(static_cast<long long>(v));
+  return std::to_string(v);
+}
+
+}  // namespace
+
+void validate_model(const ModelSpec& m, LoadState& st, const std::string& prefix) {
+  const auto k = [&](const char* key) { return key_in(prefix, key); };
+  if (st.ok({k("hidden"), k("heads")}) && m.hidden % m.heads != 0) {
+    st.report(k("hidden"), "must be a multiple of heads (" + str(m.heads) + "), got " + str(m.hidden));
+  }
+  if (st.ok({k("heads"), k("kv_heads")}) && (m.kv_heads > m.heads || m.heads % m.kv_heads != 0)) {
+    st.report(k("kv_heads"), "must divide heads (" + str(m.heads) + "), got " + str(m.kv_heads));
+  }
+  if (st.ok({k("experts"), k("experts_per_token")}) && m.experts_per_token > m.experts) {
+    st.report(k("experts_per_token"),
+              "must be at most experts (" + str(m.experts) + "), got " + str(m.experts_per_token));
+  }
+  if (st.ok({k("position_embedding"), k("max_position")}) && m.position_embedding == "learned" && m.max_position == 0) {
+    st.report(k("max_position"), "learned position embeddings need max_position (rows of the table) >= 1");
+  }
+}
+
+void validate_topology(const TopologySpec& t, LoadState& st, const std::string& prefix) {
+  const auto k = [&](const char* key) { return key_in(prefix, key); };
+  if (st.ok({k("device.peak_flops")}) && t.device.peak_flops.empty()) {
+    st.report(k("device.peak_flops"), "needs the peak of at least one precision (fp32, tf32, bf16, fp16, fp8)");
+  }
+  if (st.ok({k("node.gpus"), k("node.gpus_per_pcie_switch")}) && t.node.gpus % t.node.gpus_per_pcie_switch != 0) {
+    st.report(k("node.gpus_per_pcie_switch"),
+              "must divide node.gpus (" + str(t.node.gpus) + "), got " + str(t.node.gpus_per_pcie_switch));
+  }
+}
+
+void validate_scenario(Scenario& sc, LoadState& st) {
+  if (st.ok({"name"}) && (sc.name.empty() || sc.name.find('/') != std::string::npos)) {
+    st.report("name", "must be a non-empty name without '/' (it names the output file), got \"" + sc.name + "\"");
+  }
+  ParallelSpec& p = sc.parallel;
+  const TrainingSpec& t = sc.training;
+  const ModelSpec& m = sc.model;
+
+  const bool layout_ok = st.ok(
+      {"cluster.nodes", "cluster.topology.node.gpus", "parallel.tp", "parallel.pp", "parallel.cp", "parallel.dp"});
+  bool dp_known = false;
+  if (layout_ok) {
+    const long long gpus = static_cast<long long>(sc.nodes) * sc.topology.node.gpus;
+    const long long model_parallel = static_cast<long long>(p.tp) * p.pp * p.cp;
+    const std::string cluster =
+        std::to_string(gpus) + " GPUs (" + str(sc.nodes) + " nodes x " + str(sc.topology.node.gpus) + " GPUs per node)";
+    if (p.dp == 0) {
+      if (gpus % model_parallel != 0) {
+        st.report("parallel.tp", "tp*pp*cp = " + str(p.tp) + "*" + str(p.pp) + "*" + str(p.cp) + " = " +
+                                     std::to_string(model_parallel) + " does not divide the " + cluster);
+      } else {
+        p.dp = static_cast<int>(gpus / model_parallel);
+        dp_known = true;
+      }
+    } else if (model_parallel * p.dp != gpus) {
+      st.report("parallel.dp", "tp*pp*cp*dp = " + str(p.tp) + "*" + str(p.pp) + "*" + str(p.cp) + "*" + str(p.dp) +
+                                   " = " + std::to_string(model_parallel * p.dp) + " does not equal the " + cluster);
+    } else {
+      dp_known = true;
+    }
+  }
+
+  if (st.ok({"parallel.tp", "model.heads"}) && m.heads % p.tp != 0) {
+    st.report("parallel.tp", "must divide model.heads (" + str(m.heads) + "), got " + str(p.tp));
+  }
+  if (st.ok({"parallel.pp_schedule", "parallel.virtual_stages"}) && p.pp_schedule != "interleaved" &&
+      p.virtual_stages != 1) {
+    st.report("parallel.virtual_stages", "must be 1 unless pp_schedule is interleaved, got " + str(p.virtual_stages));
+  }
+  if (st.ok({"parallel.pp", "parallel.virtual_stages", "model.layers"}) && m.layers % (p.pp * p.virtual_stages) != 0) {
+    if (p.virtual_stages == 1) {
+      st.report("parallel.pp", "must divide model.layers (" + str(m.layers) + "), got " + str(p.pp));
+    } else {
+      st.report("parallel.virtual_stages", "pp*virtual_stages = " + str(p.pp * p.virtual_stages) +
+                                               " must divide model.layers (" + str(m.layers) + ")");
+    }
+  }
+  if (st.ok({"parallel.ep", "model.experts"}) && m.experts % p.ep != 0) {
+    st.report("parallel.ep", "must divide model.experts (" + str(m.experts) + "), got " + str(p.ep));
+  }
+  if (dp_known && st.ok({"parallel.ep"}) && p.dp % p.ep != 0) {
+    st.report("parallel.ep", "must divide dp (" + str(p.dp) + "), got " + str(p.ep));
+  }
+  if (st.ok({"parallel.cp", "training.sequence_length"}) && t.sequence_length % p.cp != 0) {
+    st.report("parallel.cp", "must divide training.sequence_length (" + str(t.sequence_length) + "), got " + str(p.cp));
+  }
+  if (st.ok({"training.sequence_length", "model.position_embedding", "model.max_position"}) &&
+      m.position_embedding == "learned" && m.max_position > 0 && t.sequence_length > m.max_position) {
+    st.report("training.sequence_length",
+              "exceeds model.max_position (" + str(m.max_position) + "), got " + str(t.sequence_length));
+  }
+
+  if (st.ok({"training.global_batch_tokens", "training.sequence_length"})) {
+    const double batch = t.global_batch_tokens;
+    if (!divides(t.sequence_length, batch)) {
+      st.report("training.global_batch_tokens",
+                "must be a multiple of training.sequence_length (" + str(t.sequence_length) + "), got " + whole(batch));
+    } else if (dp_known && st.ok({"parallel.microbatch_size"})) {
+      const double sequences = batch / t.sequence_length;
+      const double per_step = static_cast<double>(p.dp) * p.microbatch_size;
+      if (!divides(per_step, sequences)) {
+        st.report("training.global_batch_tokens", whole(batch) + " tokens = " + whole(sequences) + " sequences of " +
+                                                      str(t.sequence_length) +
+                                                      ", not a multiple of dp*microbatch_size = " + str(p.dp) + "*" +
+                                                      str(p.microbatch_size) + " = " + whole(per_step));
+      }
+    }
+  }
+  if (st.ok({"run.mode", "training.tokens"}) && sc.run.mode == "full" && !(t.tokens > 0)) {
+    st.report("training.tokens", "must be set (> 0) when run.mode is full");
+  }
+  if (st.ok({"training.precision", "cluster.topology.device.peak_flops"}) &&
+      sc.topology.device.peak_flops.count(t.precision) == 0) {
+    st.report("training.precision",
+              "the device " + sc.topology.device.name + " gives no peak_flops for " + t.precision);
+  }
+}
+
+}  // namespace ironlaw::config::detail

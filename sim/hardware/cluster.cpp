@@ -1,0 +1,351 @@
+#include "hardware/cluster.hpp"
+
+#include <algorithm>
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/breadth_first_search.hpp>
+#include <boost/graph/visitors.hpp>
+#include <cmath>
+#include <stdexcept>
+#include <tuple>
+
+#include "core/error.hpp"
+
+namespace ironlaw::hardware {
+
+namespace {
+
+struct EdgeInfo {
+  engine::LinkId link = 0;
+};
+
+using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, VertexInfo, EdgeInfo>;
+using Vertex = std::size_t;
+
+/// splitmix64 (Steele, Lea, Flood 2014): a fixed, portable mixing function for ECMP hashing.
+std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+/// Every problem with `t` for `nodes` nodes, each pointing at the topology file.
+std::vector<Diagnostic> validate(const config::TopologySpec& t, int nodes) {
+  std::vector<Diagnostic> out;
+  const SourceLoc where{t.file.empty() ? t.name : t.file, 0, 0};
+  auto fail = [&](const std::string& key, const std::string& message) { out.push_back({where, key, message}); };
+  const auto& n = t.node;
+  const auto& f = t.fabric;
+  if (nodes < 1) fail("nodes", "expected at least 1 node, got " + std::to_string(nodes));
+  if (n.gpus < 1) fail("node.gpus", "expected at least 1 GPU per node, got " + std::to_string(n.gpus));
+  if (n.gpus > 1 && !(n.nvlink.bandwidth > 0)) fail("node.nvlink.bandwidth", "expected a positive bandwidth");
+  if (n.gpus_per_pcie_switch < 1) {
+    fail("node.gpus_per_pcie_switch", "expected at least 1, got " + std::to_string(n.gpus_per_pcie_switch));
+  } else if (n.gpus >= 1 && n.gpus % n.gpus_per_pcie_switch != 0) {
+    fail("node.gpus_per_pcie_switch", "must divide node.gpus (" + std::to_string(n.gpus) + "), got " +
+                                          std::to_string(n.gpus_per_pcie_switch));
+  }
+  if (!(n.pcie.bandwidth > 0)) fail("node.pcie.bandwidth", "expected a positive bandwidth");
+  if (n.nics < 1) {
+    fail("node.nics", "every GPU must reach a NIC: expected at least 1 NIC per node, got " + std::to_string(n.nics));
+  } else if (n.gpus_per_pcie_switch >= 1 && n.gpus >= 1 && n.gpus % n.gpus_per_pcie_switch == 0) {
+    const int switches = n.gpus / n.gpus_per_pcie_switch;
+    if (n.nics % switches != 0) {
+      fail("node.nics", "every PCIe switch must hold a NIC: expected a multiple of the " + std::to_string(switches) +
+                            " PCIe switches, got " + std::to_string(n.nics));
+    }
+  }
+  if (!(n.nic.bandwidth > 0)) fail("node.nic.bandwidth", "expected a positive bandwidth");
+  if (f.kind != "leaf_spine") fail("fabric.kind", "expected \"leaf_spine\" (the only fabric modelled so far), got \"" + f.kind + "\"");
+  if (f.nodes_per_leaf < 1) fail("fabric.nodes_per_leaf", "expected at least 1, got " + std::to_string(f.nodes_per_leaf));
+  if (!(f.oversubscription >= 1.0)) fail("fabric.oversubscription", "expected a ratio of at least 1");
+  if (f.spines < 0) fail("fabric.spines", "expected 0 (automatic) or a positive count");
+  const bool multi_leaf = f.nodes_per_leaf >= 1 && nodes > f.nodes_per_leaf;
+  if (multi_leaf && f.spines == 0 && !(f.leaf_spine.bandwidth > 0)) {
+    fail("fabric.leaf_spine.bandwidth", "expected a positive bandwidth (needed to size the spine tier)");
+  }
+  if (multi_leaf && f.leaf_spine.bandwidth < 0) fail("fabric.leaf_spine.bandwidth", "expected a positive bandwidth");
+  const std::pair<const char*, Time> latencies[] = {{"node.nvlink.latency", n.nvlink.latency},
+                                                     {"node.pcie.latency", n.pcie.latency},
+                                                     {"node.nic.latency", n.nic.latency},
+                                                     {"fabric.leaf_spine.latency", f.leaf_spine.latency},
+                                                     {"fabric.switch_latency", f.switch_latency}};
+  for (const auto& [key, latency] : latencies) {
+    if (latency < Time::zero()) fail(key, "expected a non-negative latency");
+  }
+  return out;
+}
+
+}  // namespace
+
+struct Cluster::Impl {
+  config::TopologySpec topology;
+  int nodes = 0;
+  int gpus_per_node = 0;
+  int pcie_switches = 0;  // per node
+  int nics = 0;           // per node
+  int leaves = 0;
+  int spines = 0;
+  bool has_nvswitch = false;
+  Vertex block = 0;  // vertices per node
+  Graph graph;
+
+  // Link ids by element, filled while building (see the layout in vertex_of_*).
+  std::vector<engine::LinkId> gpu_up, gpu_down;          // per GPU: GPU → NVSwitch, NVSwitch → GPU
+  std::vector<engine::LinkId> gpu_to_pcie, pcie_to_gpu;  // per GPU
+  std::vector<engine::LinkId> pcie_to_nic, nic_to_pcie;  // per NIC
+  std::vector<engine::LinkId> nic_up, nic_down;          // per NIC: NIC → leaf, leaf → NIC
+  std::vector<engine::LinkId> leaf_up, spine_down;       // per (leaf, spine): leaf → spine, spine → leaf
+  // (link, from, to) in creation order; link ids increase, so lookups bisect.
+  std::vector<std::tuple<engine::LinkId, Vertex, Vertex>> ends;
+
+  // Vertex layout: node blocks [nvswitch?][gpus][pcie switches][nics], then leaves, then spines.
+  Vertex node_base(int node) const { return static_cast<Vertex>(node) * block; }
+  Vertex nvswitch_vertex(int node) const { return node_base(node); }
+  Vertex gpu_vertex(int gpu) const {
+    const int node = gpu / gpus_per_node;
+    return node_base(node) + (has_nvswitch ? 1 : 0) + static_cast<Vertex>(gpu % gpus_per_node);
+  }
+  Vertex pcie_vertex(int node, int sw) const {
+    return node_base(node) + (has_nvswitch ? 1 : 0) + static_cast<Vertex>(gpus_per_node + sw);
+  }
+  Vertex nic_vertex(int global_nic) const {
+    const int node = global_nic / nics;
+    return node_base(node) + (has_nvswitch ? 1 : 0) + static_cast<Vertex>(gpus_per_node + pcie_switches + global_nic % nics);
+  }
+  Vertex leaf_vertex(int leaf) const { return static_cast<Vertex>(nodes) * block + static_cast<Vertex>(leaf); }
+  Vertex spine_vertex(int spine) const { return leaf_vertex(leaves) + static_cast<Vertex>(spine); }
+
+  int leaf_of_node(int node) const { return node / topology.fabric.nodes_per_leaf; }
+  /// The NIC (global index) on the PCIe switch of `gpu`.
+  int nic_of_gpu(int gpu) const {
+    const int node = gpu / gpus_per_node;
+    const int local = gpu % gpus_per_node;
+    const int per_switch_gpus = topology.node.gpus_per_pcie_switch;
+    const int per_switch_nics = nics / pcie_switches;
+    const int sw = local / per_switch_gpus;
+    return node * nics + sw * per_switch_nics + (local % per_switch_gpus) % per_switch_nics;
+  }
+  int spine_for(int src, int dst, std::uint64_t flow_hash) const {
+    std::uint64_t h = splitmix64(static_cast<std::uint64_t>(src));
+    h = splitmix64(h ^ static_cast<std::uint64_t>(dst));
+    h = splitmix64(h ^ flow_hash);
+    return static_cast<int>(h % static_cast<std::uint64_t>(spines));
+  }
+
+  engine::LinkId link(engine::FlowNetwork& net, Vertex from, Vertex to, double bandwidth, Time latency) {
+    const std::string name = graph[from].name + "->" + graph[to].name;
+    const engine::LinkId id = net.add_link(bandwidth, latency, name);
+    boost::add_edge(from, to, EdgeInfo{id}, graph);
+    ends.emplace_back(id, from, to);
+    return id;
+  }
+
+  void build(engine::FlowNetwork& net);
+  void check_connected() const;
+};
+
+void Cluster::Impl::build(engine::FlowNetwork& net) {
+  const auto& n = topology.node;
+  const auto& f = topology.fabric;
+  gpus_per_node = n.gpus;
+  pcie_switches = n.gpus / n.gpus_per_pcie_switch;
+  nics = n.nics;
+  has_nvswitch = n.gpus > 1;
+  block = (has_nvswitch ? 1 : 0) + static_cast<Vertex>(n.gpus + pcie_switches + n.nics);
+  leaves = (nodes + f.nodes_per_leaf - 1) / f.nodes_per_leaf;
+
+  // Spine tier: a leaf's uplink capacity is its downlink capacity over the oversubscription.
+  double per_spine_link = 0;
+  if (leaves > 1) {
+    const double uplink = static_cast<double>(f.nodes_per_leaf) * nics * n.nic.bandwidth / f.oversubscription;
+    if (f.spines > 0) {
+      spines = f.spines;
+      per_spine_link = uplink / spines;
+      if (f.leaf_spine.bandwidth > 0) per_spine_link = std::min(per_spine_link, f.leaf_spine.bandwidth);
+    } else {
+      spines = static_cast<int>(std::ceil(uplink / f.leaf_spine.bandwidth * (1 - 1e-12)));
+      spines = std::max(spines, 1);
+      per_spine_link = uplink / spines;
+    }
+  }
+
+  const Vertex total = static_cast<Vertex>(nodes) * block + static_cast<Vertex>(leaves + spines);
+  for (Vertex v = 0; v < total; ++v) boost::add_vertex(graph);
+  for (int node = 0; node < nodes; ++node) {
+    const std::string prefix = "node" + std::to_string(node) + "/";
+    if (has_nvswitch) graph[nvswitch_vertex(node)] = {VertexKind::nvswitch, node, 0, prefix + "nvswitch"};
+    for (int g = 0; g < n.gpus; ++g) {
+      graph[gpu_vertex(node * n.gpus + g)] = {VertexKind::gpu, node, g, prefix + "gpu" + std::to_string(g)};
+    }
+    for (int s = 0; s < pcie_switches; ++s) {
+      graph[pcie_vertex(node, s)] = {VertexKind::pcie_switch, node, s, prefix + "pcie" + std::to_string(s)};
+    }
+    for (int k = 0; k < nics; ++k) {
+      graph[nic_vertex(node * nics + k)] = {VertexKind::nic, node, k, prefix + "nic" + std::to_string(k)};
+    }
+  }
+  for (int l = 0; l < leaves; ++l) graph[leaf_vertex(l)] = {VertexKind::leaf, -1, l, "leaf" + std::to_string(l)};
+  for (int s = 0; s < spines; ++s) graph[spine_vertex(s)] = {VertexKind::spine, -1, s, "spine" + std::to_string(s)};
+
+  const int gpus_total = nodes * n.gpus;
+  const int nics_total = nodes * nics;
+  gpu_up.resize(has_nvswitch ? gpus_total : 0);
+  gpu_down.resize(has_nvswitch ? gpus_total : 0);
+  gpu_to_pcie.resize(gpus_total);
+  pcie_to_gpu.resize(gpus_total);
+  pcie_to_nic.resize(nics_total);
+  nic_to_pcie.resize(nics_total);
+  nic_up.resize(nics_total);
+  nic_down.resize(nics_total);
+  leaf_up.resize(static_cast<std::size_t>(leaves) * spines);
+  spine_down.resize(static_cast<std::size_t>(leaves) * spines);
+
+  const Time sw = f.switch_latency;
+  for (int node = 0; node < nodes; ++node) {
+    for (int g = 0; g < n.gpus; ++g) {
+      const int gpu = node * n.gpus + g;
+      const Vertex gv = gpu_vertex(gpu);
+      if (has_nvswitch) {
+        gpu_up[gpu] = link(net, gv, nvswitch_vertex(node), n.nvlink.bandwidth, n.nvlink.latency);
+        gpu_down[gpu] = link(net, nvswitch_vertex(node), gv, n.nvlink.bandwidth, n.nvlink.latency);
+      }
+      const Vertex pv = pcie_vertex(node, g / n.gpus_per_pcie_switch);
+      gpu_to_pcie[gpu] = link(net, gv, pv, n.pcie.bandwidth, n.pcie.latency);
+      pcie_to_gpu[gpu] = link(net, pv, gv, n.pcie.bandwidth, n.pcie.latency);
+    }
+    const int per_switch_nics = nics / pcie_switches;
+    for (int k = 0; k < nics; ++k) {
+      const int nic = node * nics + k;
+      const Vertex nv = nic_vertex(nic);
+      const Vertex pv = pcie_vertex(node, k / per_switch_nics);
+      pcie_to_nic[nic] = link(net, pv, nv, n.pcie.bandwidth, n.pcie.latency);
+      nic_to_pcie[nic] = link(net, nv, pv, n.pcie.bandwidth, n.pcie.latency);
+      const Vertex lv = leaf_vertex(leaf_of_node(node));
+      nic_up[nic] = link(net, nv, lv, n.nic.bandwidth, n.nic.latency + sw);  // traverses the leaf
+      nic_down[nic] = link(net, lv, nv, n.nic.bandwidth, n.nic.latency);
+    }
+  }
+  for (int l = 0; l < leaves; ++l) {
+    for (int s = 0; s < spines; ++s) {
+      const std::size_t i = static_cast<std::size_t>(l) * spines + s;
+      leaf_up[i] = link(net, leaf_vertex(l), spine_vertex(s), per_spine_link, f.leaf_spine.latency + sw);
+      spine_down[i] = link(net, spine_vertex(s), leaf_vertex(l), per_spine_link, f.leaf_spine.latency + sw);
+    }
+  }
+}
+
+void Cluster::Impl::check_connected() const {
+  // One breadth-first search from the first GPU: links come in pairs, so every GPU that it
+  // reaches reaches it back, and through it every NIC it reaches.
+  std::vector<boost::default_color_type> color(boost::num_vertices(graph));
+  std::vector<int> reached(boost::num_vertices(graph), 0);
+  struct Mark : boost::default_bfs_visitor {
+    std::vector<int>* reached;
+    void discover_vertex(Vertex v, const Graph&) const { (*reached)[v] = 1; }
+  };
+  Mark mark;
+  mark.reached = &reached;
+  boost::breadth_first_search(graph, gpu_vertex(0),
+                              boost::visitor(mark).color_map(boost::make_iterator_property_map(
+                                  color.begin(), boost::get(boost::vertex_index, graph))));
+  std::vector<Diagnostic> problems;
+  const SourceLoc where{topology.file.empty() ? topology.name : topology.file, 0, 0};
+  for (Vertex v = 0; v < boost::num_vertices(graph); ++v) {
+    const auto& info = graph[v];
+    if ((info.kind == VertexKind::gpu || info.kind == VertexKind::nic) && !reached[v]) {
+      problems.push_back({where, "fabric", info.name + " is not connected to " + graph[gpu_vertex(0)].name});
+    }
+  }
+  if (!problems.empty()) throw InputError(std::move(problems));
+}
+
+Cluster::Cluster(const config::TopologySpec& topology, int nodes, engine::FlowNetwork& net) : impl_(new Impl) {
+  auto problems = validate(topology, nodes);
+  if (!problems.empty()) {
+    delete impl_;
+    throw InputError(std::move(problems));
+  }
+  impl_->topology = topology;
+  impl_->nodes = nodes;
+  try {
+    impl_->build(net);
+    impl_->check_connected();
+  } catch (...) {
+    delete impl_;
+    throw;
+  }
+}
+
+Cluster::~Cluster() { delete impl_; }
+
+int Cluster::nodes() const { return impl_->nodes; }
+int Cluster::gpus_per_node() const { return impl_->gpus_per_node; }
+const config::TopologySpec& Cluster::topology() const { return impl_->topology; }
+int Cluster::leaves() const { return impl_->leaves; }
+int Cluster::spines() const { return impl_->spines; }
+int Cluster::leaf_of(int gpu) const { return impl_->leaf_of_node(node_of(gpu)); }
+int Cluster::nic_of(int gpu) const { return impl_->nic_of_gpu(gpu); }
+std::size_t Cluster::gpu_vertex(int gpu) const { return impl_->gpu_vertex(gpu); }
+
+bool Cluster::crosses_spine(int src, int dst) const {
+  return impl_->spines > 0 && leaf_of(src) != leaf_of(dst);
+}
+
+std::vector<engine::LinkId> Cluster::route(int src, int dst, std::uint64_t flow_hash) const {
+  const Impl& m = *impl_;
+  if (src < 0 || dst < 0 || src >= gpus() || dst >= gpus()) throw std::out_of_range("Cluster::route: GPU index out of range");
+  std::vector<engine::LinkId> path;
+  if (src == dst) return path;
+  const int src_node = node_of(src);
+  const int dst_node = node_of(dst);
+  if (src_node == dst_node) {
+    path = {m.gpu_up[src], m.gpu_down[dst]};
+    return path;
+  }
+  const int src_nic = m.nic_of_gpu(src);
+  const int dst_nic = m.nic_of_gpu(dst);
+  const int src_leaf = m.leaf_of_node(src_node);
+  const int dst_leaf = m.leaf_of_node(dst_node);
+  path.reserve(8);
+  path.push_back(m.gpu_to_pcie[src]);
+  path.push_back(m.pcie_to_nic[src_nic]);
+  path.push_back(m.nic_up[src_nic]);
+  if (src_leaf != dst_leaf) {
+    const int spine = m.spine_for(src, dst, flow_hash);
+    path.push_back(m.leaf_up[static_cast<std::size_t>(src_leaf) * m.spines + spine]);
+    path.push_back(m.spine_down[static_cast<std::size_t>(dst_leaf) * m.spines + spine]);
+  }
+  path.push_back(m.nic_down[dst_nic]);
+  path.push_back(m.nic_to_pcie[dst_nic]);
+  path.push_back(m.pcie_to_gpu[dst]);
+  return path;
+}
+
+std::size_t Cluster::vertex_count() const { return boost::num_vertices(impl_->graph); }
+std::size_t Cluster::edge_count() const { return impl_->ends.size(); }
+
+const VertexInfo& Cluster::vertex(std::size_t v) const {
+  if (v >= vertex_count()) throw std::out_of_range("Cluster::vertex: index out of range");
+  return impl_->graph[v];
+}
+
+std::pair<std::size_t, std::size_t> Cluster::link_ends(engine::LinkId link) const {
+  const auto& ends = impl_->ends;
+  const auto it = std::lower_bound(ends.begin(), ends.end(), link,
+                                   [](const auto& e, engine::LinkId id) { return std::get<0>(e) < id; });
+  if (it == ends.end() || std::get<0>(*it) != link) throw std::out_of_range("Cluster::link_ends: not a link of this cluster");
+  return {std::get<1>(*it), std::get<2>(*it)};
+}
+
+int Cluster::hop_distance(int src, int dst) const {
+  const Graph& g = impl_->graph;
+  std::vector<int> distance(boost::num_vertices(g), -1);
+  const Vertex from = impl_->gpu_vertex(src);
+  distance[from] = 0;
+  boost::breadth_first_search(
+      g, from, boost::visitor(boost::make_bfs_visitor(boost::record_distances(distance.data(), boost::on_tree_edge()))));
+  return distance[impl_->gpu_vertex(dst)];
+}
+
+}  // namespace ironlaw::hardware

@@ -1,0 +1,250 @@
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "config/load.hpp"
+#include "config_test_support.hpp"
+
+using namespace ironlaw;
+using namespace ironlaw::config;
+using ironlaw::config::testing::data;
+using ironlaw::config::testing::data_dir;
+using ironlaw::config::testing::errors_of;
+
+TEST_CASE("a scenario loads with its model and topology files", "[scenario]") {
+  const Scenario s = load_scenario(data("basic.yaml"));
+  CHECK(s.name == "basic");
+  CHECK(s.file == data("basic.yaml"));
+  CHECK(s.seed == 7);
+  CHECK(s.nodes == 2);
+  CHECK(s.gpus() == 16);
+
+  CHECK(s.model.name == "tiny");
+  CHECK(s.model.file == data("model.yaml"));
+  CHECK(s.model.layers == 4);
+  CHECK(s.model.hidden == 256);
+  CHECK(s.model.ffn_hidden == 1024);
+  CHECK(s.model.heads == 8);
+  CHECK(s.model.kv_heads == 4);
+  CHECK(s.model.vocab == 1000);
+  CHECK(s.model.activation == "swiglu");
+  CHECK(s.model.norm == "rmsnorm");
+  CHECK(*s.model.published.params == Approx(3.2e6));
+  CHECK(*s.model.published.tokens == 1e12);
+  CHECK(*s.model.published.gpu_hours == 1500);
+  CHECK(*s.model.published.training_flops == Approx(1.9e19));
+  CHECK(s.model.published.hardware == "H100-80GB");
+  CHECK(s.model.published.sources.at("params") == "test card");
+  CHECK(s.model.published.sources.at("hardware") == "test card");
+
+  const TopologySpec& t = s.topology;
+  CHECK(t.name == "test-leaf-spine");
+  CHECK(t.file == data("topo.yaml"));
+  CHECK(t.source == "made up for the config tests");
+  CHECK(t.device.name == "Test GPU");
+  CHECK(t.device.peak_flops.at("bf16") == 1e15);
+  CHECK(t.device.peak_flops.at("fp32") == 60e12);
+  CHECK(t.device.peak_flops.count("fp8") == 0);
+  CHECK(t.device.hbm_bytes == 80e9);
+  CHECK(t.device.hbm_bandwidth == 3e12);
+  CHECK(t.device.sm_count == 132);
+  CHECK(t.device.max_gemm_fraction == 0.8);
+  CHECK(t.device.gemm_tile_m == 128);
+  CHECK(t.device.kernel_launch_overhead == Time::us(4));
+  CHECK(t.device.host_to_device_bandwidth == 50e9);
+  CHECK(t.node.gpus == 8);
+  CHECK(t.node.nvlink.bandwidth == 450e9);
+  CHECK(t.node.gpus_per_pcie_switch == 2);
+  CHECK(t.node.nic.bandwidth == 50e9);
+  CHECK(t.node.nic.latency == Time::us(2));
+  CHECK(t.fabric.kind == "leaf_spine");
+  CHECK(t.fabric.nodes_per_leaf == 4);
+  CHECK(t.fabric.oversubscription == 1.0);
+  CHECK(t.fabric.spines == 0);
+  CHECK(t.fabric.leaf_spine.bandwidth == 50e9);
+  CHECK(t.fabric.switch_latency == Time::ns(300));
+  CHECK(t.comm.channels == 4);
+  CHECK(t.comm.launch_latency == Time::us(5));
+  CHECK(t.comm.step_latency == Time::us(2));
+
+  CHECK(s.parallel.tp == 2);
+  CHECK(s.parallel.pp == 2);
+  CHECK(s.parallel.zero == 1);
+  CHECK(s.parallel.microbatch_size == 2);
+  CHECK(s.parallel.bucket_bytes == 4.0 * 1024 * 1024);
+  CHECK(s.parallel.order == std::vector<std::string>{"tp", "cp", "pp", "dp"});
+  CHECK(s.training.sequence_length == 1024);
+  CHECK(s.training.global_batch_tokens == 65536);
+  CHECK(s.training.tokens == 1.5e13);
+  CHECK(s.data.storage_bandwidth_per_node == 10e9);
+  CHECK(s.data.sample_bytes == 32768);
+  CHECK(s.data.workers_per_gpu == 4);
+  CHECK(s.data.prefetch_batches == 2);
+  CHECK(s.data.decode_time.distribution == "lognormal");
+  CHECK(s.data.decode_time.mean == Approx(2e-3));
+  CHECK(s.data.decode_time.cv == 0.5);
+  CHECK(s.reliability.failures == data("failures.yaml"));
+  CHECK(s.reliability.checkpoint_interval == Time::s(1800));
+  CHECK(s.reliability.checkpoint_storage_bandwidth == 200e9);
+  CHECK(s.reliability.restart_detection == Time::s(300));
+  CHECK(s.reliability.restart_reschedule == Time::s(600));
+  CHECK(s.run.steps == 5);
+  CHECK(s.output.trace == "op");
+}
+
+TEST_CASE("dp auto is filled in from the GPUs left after tp, pp and cp", "[scenario]") {
+  CHECK(load_scenario(data("basic.yaml")).parallel.dp == 4);  // 16 GPUs / (tp 2 * pp 2)
+  CHECK(load_scenario(data("basic.yaml"), {"cluster.nodes=8"}).parallel.dp == 16);
+  CHECK(load_scenario(data("basic.yaml"), {"parallel.dp=4"}).parallel.dp == 4);
+}
+
+TEST_CASE("the output path defaults to outputs/ beside the scenario folder", "[scenario]") {
+  const std::string expected =
+      std::filesystem::path(IRONLAW_SOURCE_DIR "/tests/config/outputs/basic.h5").lexically_normal().string();
+  CHECK(load_scenario(data("basic.yaml")).output.path == expected);
+  CHECK(load_scenario(data("basic.yaml"), {"output.path=runs/a.h5"}).output.path == data("runs/a.h5"));
+  CHECK(load_scenario(data("basic.yaml"), {"output.path=none"}).output.path.empty());
+}
+
+TEST_CASE("an inline model and topology load like files", "[scenario]") {
+  const Scenario s = load_scenario(data("inline.yaml"));
+  CHECK(s.model.layers == 2);
+  CHECK(s.model.kv_heads == 4);  // defaults to heads
+  CHECK(s.model.file == data("inline.yaml"));
+  CHECK(s.topology.device.name == "Inline GPU");
+  CHECK(s.topology.device.hbm_bytes == 16.0 * 1024 * 1024 * 1024);
+  CHECK(s.topology.node.gpus == 4);
+  CHECK(s.topology.fabric.switch_latency == Time::ns(500));
+  CHECK(s.topology.comm.channels == 0);
+  CHECK(s.gpus() == 4);
+  CHECK(s.parallel.dp == 4);
+  CHECK(s.output.path == data("out/inline.h5"));
+  CHECK(s.reliability.failures.empty());
+}
+
+TEST_CASE("every key remembers the file, line and column of its value", "[scenario]") {
+  const Scenario s = load_scenario(data("basic.yaml"));
+  CHECK(s.where("cluster.nodes").str() == data("basic.yaml") + ":6:10");
+  CHECK(s.where("parallel.dp").str() == data("basic.yaml") + ":11:7");
+  CHECK(s.where("model.layers").str() == data("model.yaml") + ":3:9");
+  CHECK(s.where("cluster.topology.node.nic.bandwidth").str() == data("topo.yaml") + ":12:25");
+  CHECK(s.where("cluster.topology.device.sm_count").str() == data("device.yaml") + ":8:20");
+  // A key never written: its nearest written parent, else the scenario file itself.
+  CHECK(s.where("parallel.cp_unwritten").str() == data("basic.yaml") + ":7:1");
+  CHECK(s.where("nothing").str() == data("basic.yaml"));
+}
+
+TEST_CASE("overrides change scenario values with the units of the YAML", "[scenario][overrides]") {
+  const Scenario s = load_scenario(data("basic.yaml"),
+                                   {"cluster.nodes=4", "parallel.zero=3", "training.tokens=2 T",
+                                    "data.loader.decode_time.mean=5 ms", "parallel.order=[dp, pp, cp, tp]", "seed=99"});
+  CHECK(s.nodes == 4);
+  CHECK(s.parallel.dp == 8);
+  CHECK(s.parallel.zero == 3);
+  CHECK(s.training.tokens == 2e12);
+  CHECK(s.data.decode_time.mean == Approx(5e-3));
+  CHECK(s.parallel.order == std::vector<std::string>{"dp", "pp", "cp", "tp"});
+  CHECK(s.seed == 99);
+  CHECK(s.where("cluster.nodes").str() == "--set");
+  CHECK(s.where("parallel.tp").str() == data("basic.yaml") + ":8:7");
+}
+
+TEST_CASE("overrides reach into the included topology and model", "[scenario][overrides]") {
+  const Scenario s =
+      load_scenario(data("basic.yaml"), {"cluster.topology.node.nic.bandwidth=200 Gbit/s", "model.layers=8",
+                                         "cluster.topology.device.sm_count=100", "cluster.topology.comm.channels=2"});
+  CHECK(s.topology.node.nic.bandwidth == 25e9);
+  CHECK(s.topology.node.nic.latency == Time::us(2));  // the sibling keeps its file value
+  CHECK(s.topology.device.sm_count == 100);
+  CHECK(s.topology.comm.channels == 2);
+  CHECK(s.model.layers == 8);
+  CHECK(s.model.hidden == 256);
+  CHECK(s.where("model.layers").str() == "--set");
+  CHECK(s.resolved_yaml.find("value: 200 Gbit/s") != std::string::npos);
+  CHECK(s.resolved_yaml.find("source: set on the command line (--set)") != std::string::npos);
+}
+
+TEST_CASE("an override can swap an included file and set keys inside the new one", "[scenario][overrides]") {
+  CHECK(load_scenario(data("basic.yaml"), {"model.layers=8", "model=model.yaml"}).model.layers == 8);
+  CHECK(errors_of([] { load_scenario(data("basic.yaml"), {"cluster.topology=topo_bare.yaml"}); }).front() ==
+        "topo_bare.yaml:4:9: cluster.topology.node.gpus: expected { value, source } \xE2\x80\x94 every hardware "
+        "constant needs its source");
+}
+
+TEST_CASE("the resolved scenario is deterministic and reloads to the same scenario", "[scenario][resolved]") {
+  const std::vector<std::string> overrides{"cluster.nodes=4", "cluster.topology.node.nic.bandwidth=200 Gbit/s"};
+  const Scenario a = load_scenario(data("basic.yaml"), overrides);
+  const Scenario b = load_scenario(data("basic.yaml"), overrides);
+  CHECK(a.resolved_yaml == b.resolved_yaml);
+  CHECK(a.resolved_yaml != load_scenario(data("basic.yaml")).resolved_yaml);
+  // Includes are inlined with their sources; paths are resolved.
+  CHECK(a.resolved_yaml.find("model.yaml") == std::string::npos);
+  CHECK(a.resolved_yaml.find("name: Test GPU") != std::string::npos);
+  CHECK(a.resolved_yaml.find("sm_count: {value: 132, source: test value}") != std::string::npos);
+  CHECK(a.resolved_yaml.find("failures: " + data("failures.yaml")) != std::string::npos);
+  CHECK(a.resolved_yaml.find("nodes: 4") != std::string::npos);
+
+  const auto dir = std::filesystem::temp_directory_path() / "ironlaw_config_test_resolved";
+  std::filesystem::create_directories(dir);
+  const std::string copy = (dir / "resolved.yaml").string();
+  std::ofstream(copy) << a.resolved_yaml;
+  const Scenario c = load_scenario(copy);
+  std::filesystem::remove_all(dir);
+  CHECK(c.nodes == 4);
+  CHECK(c.parallel.dp == a.parallel.dp);
+  CHECK(c.model.layers == a.model.layers);
+  CHECK(c.model.published.sources == a.model.published.sources);
+  CHECK(c.topology.node.nic.bandwidth == 25e9);
+  CHECK(c.topology.device.peak_flops == a.topology.device.peak_flops);
+  CHECK(c.reliability.failures == a.reliability.failures);
+  CHECK(c.output.path == a.output.path);
+  CHECK(c.resolved_yaml == a.resolved_yaml);
+}
+
+TEST_CASE("scenario_keys lists every settable key and no efficiency knob", "[scenario]") {
+  const auto keys = scenario_keys();
+  for (const char* key : {"name",
+                          "seed",
+                          "model",
+                          "model.layers",
+                          "model.published.params",
+                          "cluster.topology",
+                          "cluster.nodes",
+                          "cluster.topology.device",
+                          "cluster.topology.device.peak_flops.bf16",
+                          "cluster.topology.node.nic.bandwidth",
+                          "cluster.topology.comm.step_latency",
+                          "parallel.dp",
+                          "parallel.order",
+                          "parallel.bucket_size",
+                          "training.global_batch_tokens",
+                          "data.loader.workers_per_gpu",
+                          "data.loader.decode_time.mean",
+                          "reliability.failures",
+                          "reliability.checkpoint.interval",
+                          "run.mode",
+                          "output.path",
+                          "output.trace"}) {
+    INFO(key);
+    CHECK(std::count(keys.begin(), keys.end(), key) == 1);
+  }
+  for (const auto& key : keys) {
+    INFO(key);
+    if (key == "cluster.topology.device.max_gemm_fraction") continue;  // a measured device property
+    for (const char* word :
+         {"mfu", "hfu", "efficiency", "overlap", "stall", "fraction", "utilization", "utilisation"}) {
+      CHECK(key.find(word) == std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("did_you_mean suggests near misses only", "[scenario]") {
+  const std::vector<std::string> keys{"nodes", "name", "topology"};
+  CHECK(did_you_mean("nodez", keys) == "nodes");
+  CHECK(did_you_mean("topolgy", keys) == "topology");
+  CHECK(did_you_mean("Nodes", keys) == "nodes");
+  CHECK(did_you_mean("bandwidth", keys).empty());
+  CHECK(did_you_mean("nodes", {"cluster.nodes", "model.name"}) == "cluster.nodes");
+  CHECK(did_you_mean("name", {"model.name", "cluster.topology.name"}).empty());
+}

@@ -1,0 +1,269 @@
+// Tests of the cluster graph and its routes. Specs are built in C++ with the DGX H100 numbers of
+// topologies/dgx-h100-leaf-spine.yaml (sources there; each number's origin repeated below).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+
+#include "config/load.hpp"
+#include "core/error.hpp"
+#include "engine/flow_network.hpp"
+#include "engine/simulator.hpp"
+#include "hardware/cluster.hpp"
+
+using namespace ironlaw;
+using hardware::Cluster;
+using hardware::VertexKind;
+
+namespace {
+
+constexpr double GBps = 1e9;
+
+/// DGX H100 on a non-blocking NDR leaf/spine fabric (topologies/dgx-h100-leaf-spine.yaml).
+config::TopologySpec dgx_h100() {
+  config::TopologySpec t;
+  t.name = "dgx-h100-leaf-spine";
+  t.file = "topologies/dgx-h100-leaf-spine.yaml";
+  t.node.gpus = 8;                                   // DGX BasePOD RA: 8 H100 SXM5
+  t.node.nvlink = {360 * GBps, Time::ns(500)};       // 450 GB/s line − 20 % protocol (nccl-tests #212); 0.5 us assumed
+  t.node.gpus_per_pcie_switch = 1;                   // DGX H100: one GPU + one CX-7 per PCIe switch
+  t.node.pcie = {51 * GBps, Time::ns(250)};          // Azure nvbandwidth H2D 51 GB/s; 250 ns assumed
+  t.node.nics = 8;                                   // 8 × ConnectX-7 400 Gb/s
+  t.node.nic = {47 * GBps, Time::ns(500)};           // nccl-tests #290: 46–48 GB/s per NDR NIC
+  t.fabric.nodes_per_leaf = 4;                       // QM9700 64 ports: 32 down + 32 up
+  t.fabric.oversubscription = 1;
+  t.fabric.spines = 0;
+  t.fabric.leaf_spine = {47 * GBps, Time::ns(100)};  // NDR port, as the NIC; 100 ns cable assumed
+  t.fabric.switch_latency = Time::ns(300);           // assumed
+  t.comm.channels = 8;
+  t.comm.launch_latency = Time::ns(8400);            // NCCL tuning.cc baseLat Ring/Simple
+  t.comm.step_latency = Time::ns(3400);              // NCCL tuning.cc hwLat NVLink Ring/Simple
+  return t;
+}
+
+struct World {
+  engine::Simulator sim;
+  engine::FlowNetwork net{sim};
+};
+
+/// True if `path` is a chain of links from GPU `src` to GPU `dst` in the cluster graph.
+bool is_path(const Cluster& c, const std::vector<engine::LinkId>& path, int src, int dst) {
+  std::size_t at = c.gpu_vertex(src);
+  for (auto link : path) {
+    const auto [from, to] = c.link_ends(link);
+    if (from != at) return false;
+    at = to;
+  }
+  return at == c.gpu_vertex(dst);
+}
+
+}  // namespace
+
+TEST_CASE("one DGX H100 node is 8 GPUs, an NVSwitch, 8 PCIe switches and 8 NICs under one leaf") {
+  World w;
+  Cluster c(dgx_h100(), 1, w.net);
+  CHECK(c.gpus() == 8);
+  CHECK(c.leaves() == 1);
+  CHECK(c.spines() == 0);
+  CHECK(c.vertex_count() == 1 + 8 + 8 + 8 + 1);
+  // Per GPU: NVLink up/down, GPU↔PCIe; per NIC: PCIe↔NIC, NIC↔leaf.
+  CHECK(c.edge_count() == 8 * 2 + 8 * 2 + 8 * 2 + 8 * 2);
+  CHECK(w.net.link_count() == c.edge_count());
+  std::map<VertexKind, int> kinds;
+  for (std::size_t v = 0; v < c.vertex_count(); ++v) ++kinds[c.vertex(v).kind];
+  CHECK(kinds[VertexKind::gpu] == 8);
+  CHECK(kinds[VertexKind::nvswitch] == 1);
+  CHECK(kinds[VertexKind::pcie_switch] == 8);
+  CHECK(kinds[VertexKind::nic] == 8);
+  CHECK(kinds[VertexKind::leaf] == 1);
+}
+
+TEST_CASE("16 DGX H100 nodes on 4-node leaves need 4 leaves and 32 spines") {
+  World w;
+  Cluster c(dgx_h100(), 16, w.net);
+  CHECK(c.gpus() == 128);
+  CHECK(c.leaves() == 4);
+  // Uplink per leaf = 4 nodes × 8 NICs × 47 GB/s; one 47 GB/s link per spine → 32 spines.
+  CHECK(c.spines() == 32);
+  CHECK(c.vertex_count() == 16 * 25 + 4 + 32);
+  CHECK(c.edge_count() == 16 * 64 + 4 * 32 * 2);
+  CHECK(w.net.link_count() == c.edge_count());
+}
+
+TEST_CASE("links are named by the stable paths of their ends") {
+  World w;
+  Cluster c(dgx_h100(), 16, w.net);
+  const auto intra = c.route(8 * 3 + 5, 8 * 3 + 1);
+  REQUIRE(intra.size() == 2);
+  CHECK(w.net.link_name(intra[0]) == "node3/gpu5->node3/nvswitch");
+  CHECK(w.net.link_name(intra[1]) == "node3/nvswitch->node3/gpu1");
+  const auto inter = c.route(0, 8 * 15 + 7);
+  REQUIRE(inter.size() == 8);
+  CHECK(w.net.link_name(inter[0]) == "node0/gpu0->node0/pcie0");
+  CHECK(w.net.link_name(inter[1]) == "node0/pcie0->node0/nic0");
+  CHECK(w.net.link_name(inter[2]) == "node0/nic0->leaf0");
+  CHECK(w.net.link_name(inter[5]) == "leaf3->node15/nic7");
+  CHECK(w.net.link_name(inter[7]) == "node15/pcie7->node15/gpu7");
+}
+
+TEST_CASE("an intra-node route uses only the NVLink links of its two GPUs") {
+  World w;
+  const auto spec = dgx_h100();
+  Cluster c(spec, 2, w.net);
+  for (int src = 8; src < 16; ++src) {
+    for (int dst = 8; dst < 16; ++dst) {
+      if (src == dst) continue;
+      const auto path = c.route(src, dst);
+      REQUIRE(path.size() == 2);
+      CHECK(c.vertex(c.link_ends(path[0]).second).kind == VertexKind::nvswitch);
+      for (auto link : path) CHECK(w.net.link_bandwidth(link) == spec.node.nvlink.bandwidth);
+      CHECK(is_path(c, path, src, dst));
+    }
+  }
+  CHECK(c.route(3, 3).empty());
+}
+
+TEST_CASE("every route is a path in the graph and a shortest one") {
+  World w;
+  Cluster c(dgx_h100(), 16, w.net);
+  for (int src = 0; src < c.gpus(); src += 5) {
+    for (int dst = 0; dst < c.gpus(); dst += 3) {
+      if (src == dst) continue;
+      const auto path = c.route(src, dst, static_cast<std::uint64_t>(src * 7 + dst));
+      INFO("src " << src << " dst " << dst);
+      CHECK(is_path(c, path, src, dst));
+      CHECK(static_cast<int>(path.size()) == c.hop_distance(src, dst));
+    }
+  }
+}
+
+TEST_CASE("inter-node traffic leaves through the source GPU's NIC and arrives at the destination GPU's NIC") {
+  World w;
+  Cluster c(dgx_h100(), 2, w.net);
+  const auto path = c.route(3, 8 + 6);
+  REQUIRE(path.size() == 6);  // same leaf: GPU → PCIe → NIC → leaf → NIC → PCIe → GPU
+  CHECK(c.vertex(c.link_ends(path[1]).second).name == "node0/nic3");
+  CHECK(c.vertex(c.link_ends(path[3]).second).name == "node1/nic6");
+  CHECK(c.nic_of(3) == 3);
+  CHECK(c.nic_of(8 + 6) == 8 + 6);
+}
+
+TEST_CASE("ECMP spreads different GPU pairs over the spines, deterministically") {
+  World w;
+  Cluster c(dgx_h100(), 16, w.net);
+  std::set<std::size_t> spines_used;
+  for (int src = 0; src < 32; ++src) {      // leaf 0
+    for (int dst = 96; dst < 128; ++dst) {  // leaf 3
+      REQUIRE(c.crosses_spine(src, dst));
+      const auto path = c.route(src, dst);
+      REQUIRE(path.size() == 8);
+      spines_used.insert(c.link_ends(path[3]).second);
+      CHECK(path == c.route(src, dst));  // same inputs, same route
+    }
+  }
+  // 1,024 pairs hashed over 32 spines: every spine is used.
+  CHECK(spines_used.size() == 32);
+  // The flow hash moves one pair's flows over several spines.
+  std::set<std::size_t> by_hash;
+  for (std::uint64_t h = 0; h < 64; ++h) by_hash.insert(c.link_ends(c.route(0, 127, h)[3]).second);
+  CHECK(by_hash.size() > 16);
+  CHECK_FALSE(c.crosses_spine(0, 31));
+}
+
+TEST_CASE("an oversubscription of 2 halves a leaf's uplink capacity") {
+  auto uplink = [](double oversubscription) {
+    World w;
+    auto spec = dgx_h100();
+    spec.fabric.oversubscription = oversubscription;
+    Cluster c(spec, 16, w.net);
+    double total = 0;
+    for (engine::LinkId l = 0; l < w.net.link_count(); ++l) {
+      const auto [from, to] = c.link_ends(l);
+      if (c.vertex(from).name == "leaf0" && c.vertex(to).kind == VertexKind::spine) total += w.net.link_bandwidth(l);
+    }
+    return total;
+  };
+  const double full = uplink(1);
+  CHECK(full == Approx(4 * 8 * 47 * GBps).epsilon(1e-12));
+  CHECK(uplink(2) == Approx(full / 2).epsilon(1e-12));
+}
+
+TEST_CASE("a given spine count splits the uplink capacity evenly") {
+  World w;
+  auto spec = dgx_h100();
+  spec.fabric.spines = 8;
+  spec.fabric.leaf_spine.bandwidth = 0;  // not needed when the count is given
+  Cluster c(spec, 8, w.net);
+  CHECK(c.spines() == 8);
+  const auto path = c.route(0, 63);
+  REQUIRE(path.size() == 8);
+  CHECK(w.net.link_bandwidth(path[3]) == Approx(4 * 8 * 47 * GBps / 8));
+}
+
+TEST_CASE("an impossible topology is rejected with every problem, naming the file and key") {
+  World w;
+  auto spec = dgx_h100();
+  spec.node.nics = 0;
+  spec.node.nvlink.bandwidth = 0;
+  try {
+    Cluster c(spec, 0, w.net);
+    FAIL("expected InputError");
+  } catch (const InputError& e) {
+    std::set<std::string> keys;
+    for (const auto& d : e.diagnostics()) {
+      CHECK(d.where.file == "topologies/dgx-h100-leaf-spine.yaml");
+      keys.insert(d.key);
+    }
+    CHECK(keys == std::set<std::string>{"nodes", "node.nics", "node.nvlink.bandwidth"});
+    CHECK(std::string(e.what()).find("topologies/dgx-h100-leaf-spine.yaml: node.nics: every GPU must reach a NIC") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("a NIC count that leaves a PCIe switch without a NIC is rejected") {
+  World w;
+  auto spec = dgx_h100();
+  spec.node.nics = 4;  // 8 PCIe switches, 4 NICs
+  CHECK_THROWS_AS(Cluster(spec, 1, w.net), InputError);
+  spec.node.nics = 8;
+  spec.node.gpus_per_pcie_switch = 3;  // does not divide 8 GPUs
+  CHECK_THROWS_AS(Cluster(spec, 1, w.net), InputError);
+}
+
+TEST_CASE("DGX A100-style PCIe switches with two GPUs and two NICs give each GPU its own NIC") {
+  World w;
+  auto spec = dgx_h100();
+  spec.node.gpus_per_pcie_switch = 2;
+  Cluster c(spec, 2, w.net);
+  CHECK(c.vertex_count() == 2 * (1 + 8 + 4 + 8) + 1);
+  for (int g = 0; g < 16; ++g) CHECK(c.nic_of(g) == g);
+  const auto path = c.route(5, 8 + 2);
+  CHECK(c.vertex(c.link_ends(path[0]).second).name == "node0/pcie2");
+  CHECK(is_path(c, path, 5, 10));
+}
+
+TEST_CASE("a 2,048-node cluster builds and routes without all-pairs tables") {
+  World w;
+  Cluster c(dgx_h100(), 2048, w.net);
+  CHECK(c.gpus() == 16384);
+  CHECK(c.leaves() == 512);
+  CHECK(c.spines() == 32);
+  CHECK(c.edge_count() == 2048u * 64 + 512u * 32 * 2);
+  const auto path = c.route(0, 16383, 42);
+  CHECK(path.size() == 8);
+  CHECK(is_path(c, path, 0, 16383));
+}
+
+TEST_CASE("the shipped DGX topologies load and build 16 nodes") {
+  for (const char* file : {"/topologies/dgx-h100-leaf-spine.yaml", "/topologies/dgx-a100-leaf-spine.yaml"}) {
+    INFO(file);
+    const auto spec = config::load_topology(std::string(IRONLAW_SOURCE_DIR) + file);
+    World w;
+    Cluster c(spec, 16, w.net);
+    CHECK(c.gpus() == 128);
+    CHECK(spec.comm.channels == 8);
+    for (int dst = 1; dst < 128; dst += 9) CHECK(static_cast<int>(c.route(0, dst).size()) == c.hop_distance(0, dst));
+  }
+}
