@@ -7,8 +7,26 @@
 /// lone flow). Rates are re-solved (progressive filling: the most constrained link first) for
 /// the flows connected to a change, and at most once per simulated instant: all starts and
 /// ends at one time are batched into a single re-solve.
+///
+/// Pinned-down semantics:
+/// - A re-solve is an ordinary Simulator event scheduled at the instant of the first change
+///   (start, drain, cancel) after the previous re-solve, so it runs after every event already
+///   queued for that instant; changes made by those events join the same batch. A change made
+///   at the same instant *after* the re-solve ran (e.g. by a completion callback) gets one more.
+/// - Until that re-solve has run, a new flow has rate 0 (rate() returns 0 right after
+///   start_flow()); it still consumes bandwidth from its start time, since no simulated time
+///   passes before the re-solve.
+/// - Only the connected component (flows ↔ shared links) of the changed links is re-solved;
+///   flows whose rate did not change keep their scheduled drain event.
+/// - Bytes are doubles, time is integer ns: a drain time is rounded up to whole ns, and a
+///   flow with remaining ≤ max(1e-6·bytes, 1e-3 B) at a re-solve counts as drained.
+/// - A flow with zero bytes drains at once; one with an empty path completes after 0 ns.
+///   Completion is always delivered by an event (or inside the drain event), never
+///   synchronously inside start_flow().
+/// - Callbacks may start and cancel flows.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -36,29 +54,47 @@ class FlowNetwork {
   FlowNetwork& operator=(const FlowNetwork&) = delete;
   ~FlowNetwork();
 
-  /// Adds a one-directional link. `bandwidth` in bytes/s (> 0).
+  /// Adds a one-directional link. `bandwidth` in bytes/s (> 0, finite); `latency` ≥ 0.
+  /// Throws std::invalid_argument otherwise. Amortised O(1).
   LinkId add_link(double bandwidth, Time latency, std::string name = {});
+  /// Number of links added. O(1).
   std::size_t link_count() const;
+  /// Name given to add_link (may be empty). O(1).
   const std::string& link_name(LinkId id) const;
+  /// Capacity [B/s]. O(1).
   double link_bandwidth(LinkId id) const;
+  /// Propagation latency added once per traversal. O(1).
+  Time link_latency(LinkId id) const;
+  /// Counters of a link, current as of now(): `busy` includes the ongoing busy period;
+  /// `bytes` counts a flow's payload once it has drained (a cancelled flow counts the part
+  /// drained before the cancel). O(1).
   const LinkStats& link_stats(LinkId id) const;
 
   /// Starts a flow of `bytes` over `path` (links in order; may be empty = local copy that takes
   /// only 0 time). `on_done` runs at completion. Amortised cost: one re-solve of the connected
   /// flows per simulated instant.
+  /// Cost: O(path length) here, plus the batched re-solve: O((F·P + L) log L) for the F flows
+  /// and L links of the touched component. No heap allocation once flow slots are warm.
+  /// Throws std::invalid_argument for an unknown link or negative/non-finite bytes.
+  /// FlowIds are never reused within one FlowNetwork and are never 0.
   FlowId start_flow(std::span<const LinkId> path, double bytes, OnDone on_done);
-  /// Cancels a flow in progress; its callback never runs. Idempotent.
+  /// Cancels a flow in progress (draining or in its latency tail); its callback never runs.
+  /// Idempotent; unknown or finished flows are ignored. O(path length) + the batched re-solve.
   void cancel_flow(FlowId id);
 
-  /// Current fair-share rate of an active flow [B/s] (0 if not active).
+  /// Current fair-share rate of an active flow [B/s] (0 if not active, in its latency tail,
+  /// or not yet re-solved since it started). O(1).
   double rate(FlowId id) const;
+  /// Flows started and neither completed nor cancelled (includes flows in their latency tail).
   std::size_t active_flows() const;
   /// Flows started since construction.
   std::uint64_t flows_started() const;
+  /// Re-solve passes run since construction (for benchmarks and tests).
+  std::uint64_t resolves() const;
 
  private:
   struct Impl;
-  Impl* impl_;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace ironlaw::engine

@@ -3,6 +3,11 @@
 ///
 /// Events are ordered by (time, insertion sequence): two events at the same time run in the
 /// order they were scheduled (a FIFO contract, as in SimPy), never by pointer or hash order.
+///
+/// Implementation: a 4-ary min-heap of (time, sequence, slot) entries; the actions live in a
+/// slot table indexed by slot. Cancelling marks the slot free (lazy deletion): the stale heap
+/// entry is skipped when it reaches the top, and the heap is compacted whenever stale entries
+/// outnumber live ones, so memory stays O(pending events) even under heavy cancellation.
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -12,7 +17,12 @@
 namespace ironlaw::engine {
 
 /// Identifies a scheduled event; never reused within one Simulator.
+/// Encodes (slot generation << 32 | slot); generations start at 1, so 0 is never an id.
 using EventId = std::uint64_t;
+
+/// An EventId that no Simulator ever returns; a convenient "no event" value. cancel() of it
+/// returns false.
+inline constexpr EventId kNoEvent = 0;
 
 class Simulator {
  public:
@@ -26,47 +36,64 @@ class Simulator {
   Time now() const { return now_; }
 
   /// Schedules `action` at absolute time `at` (≥ now()). O(log n).
+  /// Throws std::logic_error if `at` < now() or `action` is empty.
+  /// May be called from inside a running action.
   EventId schedule_at(Time at, Action action);
   /// Schedules `action` after `delay` (≥ 0). O(log n).
   EventId schedule_in(Time delay, Action action) { return schedule_at(now_ + delay, std::move(action)); }
 
   /// Cancels a pending event. O(1); idempotent; returns false if the event already ran,
-  /// was already cancelled, or never existed.
+  /// was already cancelled, or never existed. Releases the action (and its captures) at once.
+  /// Amortised O(1) including the occasional heap compaction.
   bool cancel(EventId id);
 
-  /// Runs events until none are left. Returns the number of events executed.
+  /// Runs events until none are left (or stop() is called). Returns the number of events
+  /// executed by this call. Throws std::logic_error if called from inside an action.
   std::uint64_t run();
   /// Runs every event with time ≤ `until`, then sets now() to `until` (if later).
+  /// If stop() is called from an action, returns after that action and leaves now() at its
+  /// time. Returns the number of events executed by this call.
+  /// Throws std::logic_error if called from inside an action.
   std::uint64_t run_until(Time until);
+  /// Asks the current run()/run_until() to return after the action being executed. Pending
+  /// events stay pending; a later run continues with them. No effect outside a run.
+  void stop() { stop_requested_ = true; }
 
   /// Events executed since construction (cancelled ones not counted).
   std::uint64_t events_executed() const { return executed_; }
-  /// Events currently pending (cancelled ones excluded).
+  /// Events currently pending (cancelled ones excluded). O(1), exact.
   std::size_t pending() const { return live_; }
 
  private:
   struct Entry {
     Time at;
-    EventId seq;
+    std::uint64_t seq;
     std::uint32_t slot;
   };
-  struct Later {
-    bool operator()(const Entry& a, const Entry& b) const {
-      return a.at != b.at ? a.at > b.at : a.seq > b.seq;
-    }
+  struct Slot {
+    Action action;
+    std::uint64_t seq = kFreeSeq;  // seq of the event occupying this slot, kFreeSeq if none
+    std::uint32_t generation = 0;  // generation of the current/last occupant
   };
-  bool step(Time until);
+  static constexpr std::uint64_t kFreeSeq = ~std::uint64_t{0};
+
+  std::uint64_t run_events(Time until);
+  void release_slot(std::uint32_t slot);
+  void heap_push(const Entry& e);
+  void heap_pop();
+  void sift_down(std::size_t i);
+  void compact();
 
   Time now_;
-  EventId next_seq_ = 0;
+  std::uint64_t next_seq_ = 0;
   std::uint64_t executed_ = 0;
   std::size_t live_ = 0;
+  std::size_t stale_ = 0;  // heap entries whose event was cancelled
+  bool running_ = false;
+  bool stop_requested_ = false;
   std::vector<Entry> heap_;
-  // Action storage by slot; a slot is recycled after its event runs or is cancelled.
-  std::vector<Action> actions_;
-  std::vector<EventId> slot_seq_;  // seq of the event occupying each slot (for cancel checks)
+  std::vector<Slot> slots_;
   std::vector<std::uint32_t> free_slots_;
-  std::vector<std::uint32_t> seq_slot_unused_;
 };
 
 }  // namespace ironlaw::engine

@@ -1,0 +1,403 @@
+#include "engine/flow_network.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <utility>
+
+namespace ironlaw::engine {
+
+namespace {
+
+constexpr std::uint32_t kMaxGeneration = 0xffffffffu;
+
+// Bytes moved at `rate` [B/s] during `dt` (exact when rate·ns fits a double's mantissa).
+double drained_bytes(double rate, Time dt) {
+  return rate * static_cast<double>(dt.count_ns()) / 1e9;
+}
+
+}  // namespace
+
+struct FlowNetwork::Impl {
+  enum class State : std::uint8_t { free, draining, tail };
+
+  // One entry of a link's active-flow list: which flow, and which hop of its path this is.
+  struct Hop {
+    std::uint32_t flow;
+    std::uint32_t hop;
+  };
+
+  struct Link {
+    double bandwidth = 0;
+    Time latency;
+    std::string name;
+    mutable LinkStats stats;
+    mutable Time busy_since;  // start of the current busy period (or of what stats.busy lacks)
+    std::vector<Hop> flows;   // active (draining) flows; swap-remove
+    // Re-solve scratch.
+    std::uint32_t mark = 0;       // == epoch_ when in the current component
+    bool dirty = false;
+    std::uint32_t unfrozen = 0;
+    double cap_left = 0;
+  };
+
+  struct Flow {
+    std::vector<LinkId> path;       // capacity kept across reuse of the slot
+    std::vector<std::uint32_t> pos; // pos[h]: index of this flow in links[path[h]].flows
+    OnDone on_done;
+    double bytes = 0;
+    double remaining = 0;
+    double rate = 0;
+    double new_rate = 0;
+    Time last_update;
+    Time latency;                   // sum of the path's latencies
+    EventId event = kNoEvent;       // pending drain or completion event
+    std::uint32_t generation = 0;
+    std::uint32_t mark = 0;         // == epoch_ when in the current component
+    std::uint32_t frozen = 0;       // == epoch_ when its rate is fixed in this filling
+    State state = State::free;
+  };
+
+  struct Share {
+    double share;
+    LinkId link;
+    bool operator>(const Share& o) const {
+      return share != o.share ? share > o.share : link > o.link;
+    }
+  };
+
+  explicit Impl(Simulator& s) : sim(s) {}
+
+  Simulator& sim;
+  std::vector<Link> links;
+  std::vector<Flow> flows;
+  std::vector<std::uint32_t> free_flows;
+  std::vector<LinkId> dirty_links;
+  bool resolve_pending = false;
+  EventId resolve_event = kNoEvent;
+  std::size_t active = 0;
+  std::uint64_t started = 0;
+  std::uint64_t resolve_count = 0;
+  std::uint32_t epoch = 0;
+  // Re-solve scratch, reused across calls.
+  std::vector<LinkId> comp_links;
+  std::vector<std::uint32_t> comp_flows;
+  std::vector<Share> fill_heap;
+
+  static FlowId make_id(std::uint32_t slot, std::uint32_t generation) {
+    return (static_cast<FlowId>(generation) << 32) | slot;
+  }
+
+  // The slot of a live flow, or nullptr.
+  Flow* find(FlowId id) {
+    const auto slot = static_cast<std::uint32_t>(id & 0xffffffffu);
+    if (slot >= flows.size()) return nullptr;
+    Flow& f = flows[slot];
+    if (f.state == State::free || f.generation != static_cast<std::uint32_t>(id >> 32)) return nullptr;
+    return &f;
+  }
+
+  bool is_drained(const Flow& f) const {
+    return f.remaining <= std::max(1e-6 * f.bytes, 1e-3);
+  }
+
+  void mark_dirty(LinkId l) {
+    Link& link = links[l];
+    if (!link.dirty) {
+      link.dirty = true;
+      dirty_links.push_back(l);
+    }
+    if (!resolve_pending) {
+      resolve_pending = true;
+      resolve_event = sim.schedule_in(Time::zero(), [this] { resolve(); });
+    }
+  }
+
+  std::uint32_t allocate_slot() {
+    std::uint32_t slot;
+    if (!free_flows.empty()) {
+      slot = free_flows.back();
+      free_flows.pop_back();
+    } else {
+      slot = static_cast<std::uint32_t>(flows.size());
+      flows.emplace_back();
+    }
+    ++flows[slot].generation;
+    return slot;
+  }
+
+  void free_slot(std::uint32_t slot) {
+    Flow& f = flows[slot];
+    f.state = State::free;
+    f.path.clear();
+    f.pos.clear();
+    f.on_done = nullptr;
+    f.event = kNoEvent;
+    f.rate = 0;
+    --active;
+    if (f.generation != kMaxGeneration) free_flows.push_back(slot);  // else retired: ids stay unique
+  }
+
+  void add_to_links(std::uint32_t slot) {
+    Flow& f = flows[slot];
+    f.pos.resize(f.path.size());
+    for (std::uint32_t h = 0; h < f.path.size(); ++h) {
+      Link& link = links[f.path[h]];
+      if (link.flows.empty()) link.busy_since = sim.now();
+      f.pos[h] = static_cast<std::uint32_t>(link.flows.size());
+      link.flows.push_back(Hop{slot, h});
+      mark_dirty(f.path[h]);
+    }
+  }
+
+  // Removes a flow from its links' lists; marks them dirty unless inside a re-solve.
+  void remove_from_links(std::uint32_t slot, double bytes_carried, bool dirty) {
+    Flow& f = flows[slot];
+    for (std::uint32_t h = 0; h < f.path.size(); ++h) {
+      const LinkId l = f.path[h];
+      Link& link = links[l];
+      link.stats.bytes += bytes_carried;
+      const std::uint32_t p = f.pos[h];
+      const Hop moved = link.flows.back();
+      link.flows[p] = moved;
+      flows[moved.flow].pos[moved.hop] = p;
+      link.flows.pop_back();
+      if (link.flows.empty()) link.stats.busy += sim.now() - link.busy_since;
+      if (dirty) mark_dirty(l);
+    }
+  }
+
+  void schedule_completion(std::uint32_t slot, Time delay) {
+    flows[slot].event = sim.schedule_in(delay, [this, slot] { complete(slot); });
+  }
+
+  void complete(std::uint32_t slot) {
+    Flow& f = flows[slot];
+    OnDone done = std::move(f.on_done);
+    const FlowId id = make_id(slot, f.generation);
+    free_slot(slot);
+    if (done) done(id);
+  }
+
+  // Drain event: the last byte has left the source.
+  void on_drained(std::uint32_t slot) {
+    Flow& f = flows[slot];
+    f.event = kNoEvent;
+    f.remaining = 0;
+    remove_from_links(slot, f.bytes, true);
+    f.state = State::tail;
+    f.rate = 0;
+    if (f.latency == Time::zero()) {
+      complete(slot);
+    } else {
+      schedule_completion(slot, f.latency);
+    }
+  }
+
+  void schedule_drain(std::uint32_t slot) {
+    Flow& f = flows[slot];
+    f.event = sim.schedule_in(transfer_time(f.remaining, f.rate), [this, slot] { on_drained(slot); });
+  }
+
+  void resolve() {
+    resolve_pending = false;
+    resolve_event = kNoEvent;
+    ++resolve_count;
+    const Time now = sim.now();
+    ++epoch;
+
+    // 1. The connected component of the dirty links (flows ↔ links), breadth first.
+    comp_links.clear();
+    comp_flows.clear();
+    for (LinkId l : dirty_links) {
+      links[l].dirty = false;
+      if (links[l].mark != epoch) {
+        links[l].mark = epoch;
+        comp_links.push_back(l);
+      }
+    }
+    dirty_links.clear();
+    for (std::size_t i = 0; i < comp_links.size(); ++i) {
+      for (const Hop& hop : links[comp_links[i]].flows) {
+        Flow& f = flows[hop.flow];
+        if (f.mark == epoch) continue;
+        f.mark = epoch;
+        comp_flows.push_back(hop.flow);
+        for (LinkId l : f.path) {
+          if (links[l].mark != epoch) {
+            links[l].mark = epoch;
+            comp_links.push_back(l);
+          }
+        }
+      }
+    }
+
+    // 2. Bring remaining bytes up to now; flows drained up to rounding finish here.
+    for (std::uint32_t slot : comp_flows) {
+      Flow& f = flows[slot];
+      f.remaining -= drained_bytes(f.rate, now - f.last_update);
+      f.last_update = now;
+      if (is_drained(f)) {
+        sim.cancel(f.event);
+        f.event = kNoEvent;
+        f.remaining = 0;
+        remove_from_links(slot, f.bytes, false);
+        f.state = State::tail;
+        f.rate = 0;
+        schedule_completion(slot, f.latency);
+      }
+    }
+
+    // 3. Progressive filling: fix the link with the smallest fair share first. Each loaded
+    //    link sits in the heap once, keyed by a lower bound of its share (shares only grow as
+    //    flows freeze elsewhere); a popped link whose share has grown is re-queued with its
+    //    current share instead of being re-pushed at every change.
+    fill_heap.clear();
+    for (LinkId l : comp_links) {
+      Link& link = links[l];
+      link.cap_left = link.bandwidth;
+      link.unfrozen = static_cast<std::uint32_t>(link.flows.size());
+      if (link.unfrozen > 0) fill_heap.push_back(Share{link.bandwidth / link.unfrozen, l});
+    }
+    std::make_heap(fill_heap.begin(), fill_heap.end(), std::greater<>{});
+    while (!fill_heap.empty()) {
+      std::pop_heap(fill_heap.begin(), fill_heap.end(), std::greater<>{});
+      const Share top = fill_heap.back();
+      fill_heap.pop_back();
+      Link& link = links[top.link];
+      if (link.unfrozen == 0) continue;
+      const double share = std::max(link.cap_left, 0.0) / link.unfrozen;
+      if (share > top.share * (1 + 1e-12)) {  // grew since queued: not the minimum yet
+        fill_heap.push_back(Share{share, top.link});
+        std::push_heap(fill_heap.begin(), fill_heap.end(), std::greater<>{});
+        continue;
+      }
+      for (const Hop& hop : link.flows) {
+        Flow& f = flows[hop.flow];
+        if (f.frozen == epoch) continue;
+        f.frozen = epoch;
+        f.new_rate = share;
+        for (LinkId k : f.path) {
+          links[k].cap_left -= share;
+          --links[k].unfrozen;
+        }
+      }
+    }
+
+    // 4. Reschedule the drain of every flow whose rate changed.
+    for (std::uint32_t slot : comp_flows) {
+      Flow& f = flows[slot];
+      if (f.state != State::draining) continue;
+      if (f.new_rate == f.rate && f.event != kNoEvent) continue;
+      sim.cancel(f.event);
+      f.event = kNoEvent;
+      f.rate = f.new_rate;
+      if (f.rate > 0) schedule_drain(slot);
+    }
+  }
+};
+
+FlowNetwork::FlowNetwork(Simulator& sim) : impl_(std::make_unique<Impl>(sim)) {}
+
+FlowNetwork::~FlowNetwork() {
+  // Pending events capture this network; they must not outlive it.
+  for (Impl::Flow& f : impl_->flows) {
+    if (f.state != Impl::State::free) impl_->sim.cancel(f.event);
+  }
+  impl_->sim.cancel(impl_->resolve_event);
+}
+
+LinkId FlowNetwork::add_link(double bandwidth, Time latency, std::string name) {
+  if (!(bandwidth > 0) || !std::isfinite(bandwidth)) {
+    throw std::invalid_argument("FlowNetwork::add_link: bandwidth must be positive and finite");
+  }
+  if (latency < Time::zero()) throw std::invalid_argument("FlowNetwork::add_link: negative latency");
+  Impl::Link link;
+  link.bandwidth = bandwidth;
+  link.latency = latency;
+  link.name = std::move(name);
+  impl_->links.push_back(std::move(link));
+  return static_cast<LinkId>(impl_->links.size() - 1);
+}
+
+std::size_t FlowNetwork::link_count() const { return impl_->links.size(); }
+
+const std::string& FlowNetwork::link_name(LinkId id) const { return impl_->links.at(id).name; }
+
+double FlowNetwork::link_bandwidth(LinkId id) const { return impl_->links.at(id).bandwidth; }
+
+Time FlowNetwork::link_latency(LinkId id) const { return impl_->links.at(id).latency; }
+
+const LinkStats& FlowNetwork::link_stats(LinkId id) const {
+  const Impl::Link& link = impl_->links.at(id);
+  if (!link.flows.empty()) {
+    const Time now = impl_->sim.now();
+    link.stats.busy += now - link.busy_since;
+    link.busy_since = now;
+  }
+  return link.stats;
+}
+
+FlowId FlowNetwork::start_flow(std::span<const LinkId> path, double bytes, OnDone on_done) {
+  Impl& m = *impl_;
+  if (!(bytes >= 0) || !std::isfinite(bytes)) {
+    throw std::invalid_argument("FlowNetwork::start_flow: bytes must be finite and ≥ 0");
+  }
+  Time latency;
+  for (LinkId l : path) {
+    if (l >= m.links.size()) throw std::invalid_argument("FlowNetwork::start_flow: unknown link");
+    latency += m.links[l].latency;
+  }
+  const std::uint32_t slot = m.allocate_slot();
+  Impl::Flow& f = m.flows[slot];
+  f.path.assign(path.begin(), path.end());
+  f.on_done = std::move(on_done);
+  f.bytes = bytes;
+  f.remaining = bytes;
+  f.rate = 0;
+  f.new_rate = 0;
+  f.last_update = m.sim.now();
+  f.latency = latency;
+  f.event = kNoEvent;
+  ++m.active;
+  ++m.started;
+  const FlowId id = Impl::make_id(slot, f.generation);
+  if (path.empty()) {
+    f.state = Impl::State::tail;
+    m.schedule_completion(slot, Time::zero());
+  } else if (m.is_drained(f)) {
+    f.state = Impl::State::tail;
+    f.remaining = 0;
+    m.schedule_completion(slot, latency);
+  } else {
+    f.state = Impl::State::draining;
+    m.add_to_links(slot);
+  }
+  return id;
+}
+
+void FlowNetwork::cancel_flow(FlowId id) {
+  Impl& m = *impl_;
+  Impl::Flow* f = m.find(id);
+  if (f == nullptr) return;
+  const auto slot = static_cast<std::uint32_t>(id & 0xffffffffu);
+  m.sim.cancel(f->event);
+  if (f->state == Impl::State::draining) {
+    const double left = f->remaining - drained_bytes(f->rate, m.sim.now() - f->last_update);
+    m.remove_from_links(slot, std::max(f->bytes - left, 0.0), true);
+  }
+  m.free_slot(slot);
+}
+
+double FlowNetwork::rate(FlowId id) const {
+  const Impl::Flow* f = impl_->find(id);
+  return f != nullptr && f->state == Impl::State::draining ? f->rate : 0.0;
+}
+
+std::size_t FlowNetwork::active_flows() const { return impl_->active; }
+
+std::uint64_t FlowNetwork::flows_started() const { return impl_->started; }
+
+std::uint64_t FlowNetwork::resolves() const { return impl_->resolve_count; }
+
+}  // namespace ironlaw::engine
