@@ -290,7 +290,7 @@ std::vector<int> channel_ring(const std::vector<int>& ranks, const hardware::Clu
 }
 
 Communicator::Communicator(engine::Simulator& sim, engine::FlowNetwork& net, const hardware::Cluster& cluster)
-    : sim_(sim), net_(net), cluster_(cluster) {}
+    : sim_(sim), net_(net), cluster_(cluster), flows_per_connection_(cluster.topology().comm.flows_per_connection) {}
 
 void Communicator::set_flows_per_connection(int flows) {
   if (flows < 1) throw std::invalid_argument("Communicator: flows per connection must be ≥ 1");
@@ -328,7 +328,8 @@ void Communicator::start(CollectiveOp op, const std::vector<int>& ranks, double 
 
 std::vector<BenchRow> bench_collective(const config::TopologySpec& topology, int nodes, CollectiveOp op,
                                        double min_bytes, double max_bytes, double factor, Algorithm algorithm) {
-  return bench_collective(topology, nodes, op, min_bytes, max_bytes, factor, algorithm, 1);
+  return bench_collective(topology, nodes, op, min_bytes, max_bytes, factor, algorithm,
+                          topology.comm.flows_per_connection);
 }
 
 std::vector<BenchRow> bench_collective(const config::TopologySpec& topology, int nodes, CollectiveOp op,

@@ -110,6 +110,10 @@ void parse_comm(Section s, CommSpec& c) {
   s.integer("channels", c.channels, kOptionalHardwareLatency);
   s.duration("launch_latency", c.launch_latency, kOptionalHardwareLatency);
   s.duration("step_latency", c.step_latency, kOptionalHardwareLatency);
+  if (s.integer("flows_per_connection", c.flows_per_connection, kOptionalHardwareLatency) &&
+      c.flows_per_connection < 1) {
+    s.state().fail(s.full("flows_per_connection"), "must be at least 1");
+  }
   s.finish();
 }
 
@@ -163,7 +167,7 @@ void parse_model(Section s, ModelSpec& m) {
   s.choice("norm", m.norm, {"layernorm", "rmsnorm"});
   s.flag("bias", m.bias);
   s.flag("tied_embeddings", m.tied_embeddings);
-  s.choice("position_embedding", m.position_embedding, {"rope", "learned"});
+  s.choice("position_embedding", m.position_embedding, {"rope", "learned", "relative"});
   s.integer("max_position", m.max_position, Rule{.sign = Sign::non_negative, .form = Form::either});
   s.integer("experts", m.experts, Rule{.sign = Sign::positive, .form = Form::either});
   s.integer("experts_per_token", m.experts_per_token, Rule{.sign = Sign::positive, .form = Form::either});

@@ -65,6 +65,9 @@ struct CommSpec {
   int channels = 0;     ///< rings per collective; 0 = one per NIC
   Time launch_latency;  ///< per collective call
   Time step_latency;    ///< per ring step, per hop software latency
+  /// Network flows (queue pairs) one GPU-to-GPU connection is spread over when it crosses the
+  /// spine; ECMP hashes each separately, so more flows mean fewer spine collisions.
+  int flows_per_connection = 1;
 };
 
 struct TopologySpec {
@@ -102,7 +105,7 @@ struct ModelSpec {
   std::string norm = "layernorm";    ///< layernorm | rmsnorm
   bool bias = false;                 ///< linear layers carry biases (GPT-2/3)
   bool tied_embeddings = false;
-  std::string position_embedding = "rope";  ///< rope | learned
+  std::string position_embedding = "rope";  ///< rope | learned | relative (Gopher-style, no table)
   int max_position = 0;              ///< rows of a learned position table
   int experts = 1;                   ///< MoE: experts per layer (1 = dense)
   int experts_per_token = 1;

@@ -32,10 +32,10 @@ struct FlowNetwork::Impl {
     Time latency;
     std::string name;
     mutable LinkStats stats;
-    mutable Time busy_since;  // start of the current busy period (or of what stats.busy lacks)
+    mutable Time busy_since;  // while busy: the time up to which stats.busy has been counted
     std::vector<Hop> flows;   // active (draining) flows; swap-remove
     // Re-solve scratch.
-    std::uint32_t mark = 0;       // == epoch_ when in the current component
+    std::uint32_t mark = 0;       // == epoch when in the current component
     bool dirty = false;
     std::uint32_t unfrozen = 0;
     double cap_left = 0;
@@ -53,8 +53,8 @@ struct FlowNetwork::Impl {
     Time latency;                   // sum of the path's latencies
     EventId event = kNoEvent;       // pending drain or completion event
     std::uint32_t generation = 0;
-    std::uint32_t mark = 0;         // == epoch_ when in the current component
-    std::uint32_t frozen = 0;       // == epoch_ when its rate is fixed in this filling
+    std::uint32_t mark = 0;         // == epoch when in the current component
+    std::uint32_t frozen = 0;       // == epoch when its rate is fixed in this filling
     State state = State::free;
   };
 

@@ -1,5 +1,8 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -159,4 +162,52 @@ TEST_CASE("mass cancellation keeps pending exact and runs exactly the survivors"
   CHECK(sim.run() == 1'000);
   CHECK(sum == expected);  // 0 + 10 + ... + 9990 = 10·(999·1000/2) = 4,995,000
   CHECK(expected == 4'995'000);
+}
+
+TEST_CASE("random schedules and cancels execute in (time, insertion) order", "[simulator]") {
+  // Reference: the surviving events sorted by (time, insertion index). Times come from a small
+  // range so that ties are common; a third of the events schedule a follow-up from inside
+  // their action, and every fifth event cancels an earlier one.
+  Simulator sim;
+  struct Planned {
+    std::int64_t at;
+    std::size_t index;
+  };
+  std::vector<Planned> planned;
+  std::vector<EventId> ids;
+  std::vector<bool> cancelled;
+  std::vector<std::size_t> ran;
+  std::uint64_t x = 88172645463325252ull;  // xorshift64
+  auto next = [&x] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  std::function<void(std::int64_t)> add = [&](std::int64_t at) {
+    const std::size_t index = planned.size();
+    planned.push_back(Planned{at, index});
+    cancelled.push_back(false);
+    ids.push_back(sim.schedule_at(Time::ns(at), [&, index] {
+      ran.push_back(index);
+      if (next() % 3 == 0) add(sim.now().count_ns() + static_cast<std::int64_t>(next() % 50));
+    }));
+    if (index % 5 == 4) {
+      const std::size_t victim = next() % index;
+      if (sim.cancel(ids[victim])) cancelled[victim] = true;
+    }
+  };
+  for (int i = 0; i < 5'000; ++i) add(static_cast<std::int64_t>(next() % 200));
+  sim.run();
+  std::vector<Planned> expected;
+  for (const Planned& p : planned) {
+    if (!cancelled[p.index]) expected.push_back(p);
+  }
+  std::stable_sort(expected.begin(), expected.end(),
+                   [](const Planned& a, const Planned& b) { return a.at < b.at; });
+  REQUIRE(ran.size() == expected.size());
+  bool same = true;
+  for (std::size_t i = 0; i < ran.size(); ++i) same = same && ran[i] == expected[i].index;
+  CHECK(same);
+  CHECK(sim.pending() == 0);
 }

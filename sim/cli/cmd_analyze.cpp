@@ -1,0 +1,162 @@
+// `ironlaw analyze`: read a recorded run back and break its time down by kind, rank or step.
+// Works batch by batch on /events, so a trace of any size fits in memory.
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <iostream>
+#include <array>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+#include "core/records.hpp"
+#include "output/h5_reader.hpp"
+
+namespace po = boost::program_options;
+
+namespace ironlaw::cli {
+
+namespace {
+
+struct StepRange {
+  std::int64_t first = 0;
+  std::int64_t last = -1;  // inclusive; -1 = to the end
+};
+
+StepRange parse_steps(const std::string& text) {
+  const auto colon = text.find(':');
+  StepRange r;
+  try {
+    if (colon == std::string::npos) {
+      r.first = r.last = std::stoll(text);
+    } else {
+      if (colon > 0) r.first = std::stoll(text.substr(0, colon));
+      if (colon + 1 < text.size()) r.last = std::stoll(text.substr(colon + 1)) - 1;
+    }
+  } catch (const std::exception&) {
+    throw InputError({"--steps", 0, 0}, "--steps", "expected A:B (steps A to B-1) or A, got \"" + text + "\"");
+  }
+  if (r.first < 0) throw InputError({"--steps", 0, 0}, "--steps", "steps count from 0");
+  return r;
+}
+
+/// Busy seconds per (row key, kind), summed over events.
+using Table = std::map<std::int64_t, std::array<double, kEventKindCount>>;
+
+}  // namespace
+
+int cmd_analyze(const Args& args) {
+  po::options_description opts("ironlaw analyze OUT.h5 [options]");
+  std::string path, by = "kind", steps_text;
+  opts.add_options()
+      ("help,h", "show this help")
+      ("file", po::value(&path), "HDF5 output of ironlaw run")
+      ("by", po::value(&by)->default_value(by), "kind | rank | step")
+      ("steps", po::value(&steps_text), "only steps A..B-1 (A:B), or one step (A)")
+      ("csv", "comma-separated output");
+  po::positional_options_description pos;
+  pos.add("file", 1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
+  if (vm.count("help")) {
+    std::cout << opts;
+    return kExitOk;
+  }
+  po::notify(vm);
+  if (path.empty()) throw InputError({"analyze", 0, 0}, "OUT.h5", "an HDF5 file written by `ironlaw run` is required");
+  if (by != "kind" && by != "rank" && by != "step") {
+    if (by == "link")
+      throw InputError({"--by", 0, 0}, "--by", "per-link records are not written by this version; use kind, rank or step");
+    throw InputError({"--by", 0, 0}, "--by", "expected kind, rank or step, got \"" + by + "\"");
+  }
+  const bool csv = vm.count("csv") > 0;
+
+  std::unique_ptr<output::H5Reader> reader;
+  try {
+    reader = std::make_unique<output::H5Reader>(path);
+  } catch (const std::runtime_error& e) {
+    throw InputError({path, 0, 0}, "OUT.h5", e.what());
+  }
+  const auto info = reader->scenario();
+  const auto steps = reader->steps();
+  StepRange range;
+  if (!steps_text.empty()) range = parse_steps(steps_text);
+  std::vector<StepRecord> chosen;
+  for (const auto& s : steps)
+    if (s.step >= range.first && (range.last < 0 || s.step <= range.last)) chosen.push_back(s);
+  if (chosen.empty()) throw InputError({"--steps", 0, 0}, "--steps", "no recorded step in that range");
+  const std::int64_t window_start = chosen.front().start_ns;
+  const std::int64_t window_end = chosen.back().end_ns;
+
+  if (!csv) {
+    std::printf("%s (%s, seed %llu, ironlaw %s): steps %lld..%lld\n", path.c_str(), info.name.c_str(),
+                static_cast<unsigned long long>(info.seed), info.version.c_str(),
+                static_cast<long long>(chosen.front().step), static_cast<long long>(chosen.back().step));
+  }
+
+  if (by == "step") {
+    std::printf(csv ? "step,time_s,compute_s,exposed_comm_s,bubble_s,data_stall_s,other_s\n"
+                    : "%6s %12s %12s %14s %10s %12s %10s\n",
+                "step", "time_s", "compute_s", "exposed_comm_s", "bubble_s", "data_stall_s", "other_s");
+    for (const auto& s : chosen) {
+      const double t = static_cast<double>(s.end_ns - s.start_ns) * 1e-9;
+      std::printf(csv ? "%lld,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g\n" : "%6lld %12.6f %12.6f %14.6f %10.6f %12.6f %10.6f\n",
+                  static_cast<long long>(s.step), t, s.compute_s, s.exposed_comm_s, s.bubble_s, s.data_stall_s,
+                  s.other_s);
+    }
+    return kExitOk;
+  }
+
+  if (reader->event_count() == 0) {
+    throw InputError({path, 0, 0}, "--by", "the file holds no /events (it was run with --trace none or step); rerun with --trace op");
+  }
+  Table table;
+  std::int64_t ranks_seen = 0;
+  std::map<std::int32_t, bool> ranks;
+  reader->for_each_event_batch([&](const std::vector<EventRecord>& batch) {
+    for (const auto& e : batch) {
+      if (e.end_ns <= window_start || e.start_ns >= window_end) continue;
+      const std::int64_t a = std::max(e.start_ns, window_start), b = std::min(e.end_ns, window_end);
+      const std::int64_t key = by == "rank" ? e.rank : 0;
+      auto [it, fresh] = table.try_emplace(key);
+      if (fresh) it->second.fill(0);
+      it->second[static_cast<int>(e.kind)] += static_cast<double>(b - a) * 1e-9;
+      ranks[e.rank] = true;
+    }
+  });
+  ranks_seen = static_cast<std::int64_t>(ranks.size());
+  const double window_s = static_cast<double>(window_end - window_start) * 1e-9;
+
+  if (by == "kind") {
+    const auto& row = table.begin()->second;
+    if (!csv) {
+      std::printf("busy time summed over %lld rank(s); a rank's share is busy time / (ranks x %.6f s)\n",
+                  static_cast<long long>(ranks_seen), window_s);
+      std::printf("%-12s %16s %14s %10s\n", "kind", "busy_s (all)", "per_rank_s", "share");
+    } else {
+      std::printf("kind,busy_s,per_rank_s,share\n");
+    }
+    for (int k = 0; k < kEventKindCount; ++k) {
+      if (row[k] == 0) continue;
+      const double per_rank = row[k] / static_cast<double>(ranks_seen);
+      std::printf(csv ? "%s,%.9g,%.9g,%.6f\n" : "%-12s %16.6f %14.6f %9.1f%%\n", event_kind_name(static_cast<EventKind>(k)),
+                  row[k], per_rank, (csv ? 1.0 : 100.0) * per_rank / window_s);
+    }
+    return kExitOk;
+  }
+
+  // by rank
+  std::printf(csv ? "rank" : "%6s", "rank");
+  for (int k = 0; k < kEventKindCount; ++k) std::printf(csv ? ",%s_s" : " %12s", event_kind_name(static_cast<EventKind>(k)));
+  std::printf("\n");
+  for (const auto& [rank, row] : table) {
+    std::printf(csv ? "%lld" : "%6lld", static_cast<long long>(rank));
+    for (int k = 0; k < kEventKindCount; ++k) std::printf(csv ? ",%.9g" : " %12.6f", row[k]);
+    std::printf("\n");
+  }
+  return kExitOk;
+}
+
+}  // namespace ironlaw::cli

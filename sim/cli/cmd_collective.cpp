@@ -1,0 +1,116 @@
+// `ironlaw collective`: a simulated nccl-tests table (all_reduce_perf and friends), so users
+// can hold the model against their own measurements. Columns and busbw as nccl-tests defines
+// them (doc/PERFORMANCE.md).
+#include <boost/program_options.hpp>
+#include <cctype>
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+#include "cli/common.hpp"
+#include "comm/collective.hpp"
+#include "config/load.hpp"
+
+namespace po = boost::program_options;
+
+namespace ironlaw::cli {
+
+namespace {
+
+/// nccl-tests size syntax: an integer with an optional K, M or G suffix (powers of 1024).
+double parse_size(const std::string& text, const std::string& option) {
+  std::size_t pos = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &pos);
+  } catch (const std::exception&) {
+    throw InputError({option, 0, 0}, option, "expected a size like 8M or 8G (nccl-tests syntax), got \"" + text + "\"");
+  }
+  std::string suffix = text.substr(pos);
+  double mult = 1;
+  if (suffix == "K" || suffix == "k") mult = 1024.0;
+  else if (suffix == "M" || suffix == "m") mult = 1024.0 * 1024.0;
+  else if (suffix == "G" || suffix == "g") mult = 1024.0 * 1024.0 * 1024.0;
+  else if (!suffix.empty())
+    throw InputError({option, 0, 0}, option, "expected a size like 8M or 8G (nccl-tests syntax), got \"" + text + "\"");
+  if (v <= 0) throw InputError({option, 0, 0}, option, "expected a positive size, got \"" + text + "\"");
+  return v * mult;
+}
+
+}  // namespace
+
+int cmd_collective(const Args& args) {
+  po::options_description opts("ironlaw collective --op all_reduce|reduce_scatter|all_gather -b MIN -e MAX -f FACTOR [options]");
+  std::string op_name = "all_reduce", min_s = "8M", max_s = "8G", topology_path;
+  double factor = 2;
+  int nodes = 1;
+  int gpus_per_node = 0;
+  std::string algorithm = "auto";
+  opts.add_options()
+      ("help,h", "show this help")
+      ("op", po::value(&op_name)->default_value(op_name), "all_reduce | reduce_scatter | all_gather")
+      ("minbytes,b", po::value(&min_s)->default_value(min_s), "smallest size (K/M/G = 2^10/2^20/2^30)")
+      ("maxbytes,e", po::value(&max_s)->default_value(max_s), "largest size")
+      ("stepfactor,f", po::value(&factor)->default_value(factor), "multiply the size by this between rows")
+      ("nodes", po::value(&nodes)->default_value(nodes), "nodes in the job (all their GPUs take part)")
+      ("gpus-per-node", po::value(&gpus_per_node), "GPUs per node (default: the topology's)")
+      ("algorithm", po::value(&algorithm)->default_value(algorithm), "ring | hierarchical | auto")
+      ("topology", po::value(&topology_path), "topology YAML (default: topologies/dgx-h100-leaf-spine.yaml)");
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(opts).run(), vm);
+  if (vm.count("help")) {
+    std::cout << opts;
+    return kExitOk;
+  }
+  po::notify(vm);
+
+  comm::CollectiveOp op;
+  try {
+    op = comm::parse_op(op_name);
+  } catch (const std::invalid_argument&) {
+    throw InputError({"--op", 0, 0}, "--op", "expected all_reduce, reduce_scatter or all_gather, got \"" + op_name + "\"");
+  }
+  const double min_bytes = parse_size(min_s, "-b");
+  const double max_bytes = parse_size(max_s, "-e");
+  if (max_bytes < min_bytes) throw InputError({"-e", 0, 0}, "-e", "the largest size is below the smallest (-b)");
+  if (!(factor > 1)) throw InputError({"-f", 0, 0}, "-f", "the step factor must be greater than 1");
+  if (nodes < 1) throw InputError({"--nodes", 0, 0}, "--nodes", "expected at least 1 node");
+  comm::Algorithm alg = comm::Algorithm::automatic;
+  if (algorithm == "ring") alg = comm::Algorithm::ring;
+  else if (algorithm == "hierarchical") alg = comm::Algorithm::hierarchical;
+  else if (algorithm != "auto")
+    throw InputError({"--algorithm", 0, 0}, "--algorithm", "expected ring, hierarchical or auto, got \"" + algorithm + "\"");
+
+  if (topology_path.empty()) topology_path = default_topology_path();
+  config::TopologySpec topo = config::load_topology(topology_path);
+  if (vm.count("gpus-per-node")) {
+    if (gpus_per_node < 1 || gpus_per_node > topo.node.gpus)
+      throw InputError({"--gpus-per-node", 0, 0}, "--gpus-per-node",
+                       "expected 1.." + std::to_string(topo.node.gpus) + " (the node has " +
+                           std::to_string(topo.node.gpus) + " GPUs)");
+    topo.node.gpus = gpus_per_node;
+    topo.node.nics = std::min(topo.node.nics, gpus_per_node);
+  }
+  const int ranks = nodes * topo.node.gpus;
+  const auto rows = comm::bench_collective(topo, nodes, op, min_bytes, max_bytes, factor, alg);
+
+  std::printf("# ironlaw collective (simulated): %s over %d ranks (%d node(s) x %d GPUs), topology %s\n",
+              comm::op_name(op), ranks, nodes, topo.node.gpus, topo.name.c_str());
+  std::printf("# busbw as nccl-tests defines it: algbw x %s\n",
+              op == comm::CollectiveOp::all_reduce ? "2(n-1)/n" : "(n-1)/n");
+  std::printf("#\n#%12s %14s %8s %6s %6s %10s %8s %8s\n", "size", "count", "type", "redop", "root", "time",
+              "algbw", "busbw");
+  std::printf("#%12s %14s %8s %6s %6s %10s %8s %8s\n", "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)");
+  double sum_busbw = 0;
+  for (const auto& r : rows) {
+    std::printf(" %12.0f %14.0f %8s %6s %6d %10.1f %8.2f %8.2f\n", r.bytes, r.bytes / 4, "float",
+                op == comm::CollectiveOp::all_gather ? "none" : "sum", -1, r.time_us, r.algbw_gbs, r.busbw_gbs);
+    sum_busbw += r.busbw_gbs;
+  }
+  std::printf("# Avg bus bandwidth    : %g\n", rows.empty() ? 0.0 : sum_busbw / static_cast<double>(rows.size()));
+  return kExitOk;
+}
+
+}  // namespace ironlaw::cli

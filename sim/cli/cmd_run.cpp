@@ -1,0 +1,95 @@
+// `ironlaw run`: simulate a scenario's training steps, write the HDF5 trace, print the summary.
+#include <boost/program_options.hpp>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+#include "config/load.hpp"
+#include "core/records.hpp"
+#include "output/chrome_trace.hpp"
+#include "output/h5_reader.hpp"
+#include "output/h5_writer.hpp"
+#include "report/metrics.hpp"
+#include "run/simulation.hpp"
+
+namespace po = boost::program_options;
+
+namespace ironlaw::cli {
+
+int cmd_run(const Args& args) {
+  po::options_description opts("ironlaw run SCENARIO.yaml [options]");
+  std::string scenario_path, out_path, trace_text, chrome_path;
+  std::vector<std::string> sets;
+  std::uint64_t seed = 0;
+  opts.add_options()
+      ("help,h", "show this help")
+      ("scenario", po::value(&scenario_path), "scenario YAML")
+      ("set", po::value(&sets)->composing(), "KEY=VALUE override of a scenario key (repeatable), e.g. cluster.nodes=32")
+      ("output,o", po::value(&out_path), "HDF5 output (default: the scenario's output.path)")
+      ("trace", po::value(&trace_text), "none | step | op | flow (default: the scenario's output.trace)")
+      ("chrome-trace", po::value(&chrome_path), "also write the timeline as Chrome-trace JSON (Perfetto)")
+      ("seed", po::value(&seed), "root random seed (default: the scenario's seed)")
+      ("quiet,q", "print nothing on success");
+  po::positional_options_description pos;
+  pos.add("scenario", 1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
+  if (vm.count("help")) {
+    std::cout << opts;
+    return kExitOk;
+  }
+  po::notify(vm);
+  if (scenario_path.empty()) throw InputError({"run", 0, 0}, "SCENARIO", "a scenario file is required");
+
+  config::Scenario scenario = config::load_scenario(scenario_path, sets);
+  if (vm.count("seed")) scenario.seed = seed;
+  run::TraceLevel trace;
+  try {
+    trace = run::parse_trace_level(trace_text.empty() ? scenario.output.trace : trace_text);
+  } catch (const std::invalid_argument& e) {
+    throw InputError({"--trace", 0, 0}, "--trace", e.what());
+  }
+  if (!out_path.empty()) scenario.output.path = out_path;
+  if (scenario.output.path.empty()) throw InputError(scenario.where("output.path"), "output.path", "no output path");
+  // Layout problems are input errors: find them before any file is created.
+  run::resolve_layout(scenario);
+
+  const std::filesystem::path target(scenario.output.path);
+  if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path());
+  output::H5Writer writer(target);
+  writer.write_scenario(scenario.resolved_yaml, scenario.seed, scenario.name);
+  const run::SimulationResult result = run::simulate(scenario, writer, trace);
+  if (result.out_of_memory) {
+    std::cerr << "ironlaw run: " << scenario.name << ": out of memory: the layout needs "
+              << result.memory.total() / (1024.0 * 1024 * 1024) << " GiB per GPU, the "
+              << scenario.topology.device.name << " has " << result.hbm_bytes / (1024.0 * 1024 * 1024)
+              << " GiB; nothing was simulated and no output written.\n"
+              << report::format_memory_table(result);
+    return kExitJobFailed;  // the writer's temporary file is removed on destruction
+  }
+  const auto metrics = report::summary_metrics(scenario, result);
+  std::vector<std::pair<std::string, double>> row;
+  std::vector<std::string> units;
+  for (const auto& m : metrics) {
+    row.emplace_back(m.name, m.value);
+    units.push_back(m.unit);
+  }
+  writer.write_summary(row, units);
+  writer.commit();
+  // Exported from the committed file batch by batch, so memory stays bounded for any trace.
+  if (!chrome_path.empty()) output::export_chrome_trace(output::H5Reader(target), chrome_path);
+
+  if (!vm.count("quiet")) {
+    std::cout << report::format_summary(scenario, result);
+    std::cout << "\nwrote " << target.string();
+    if (!chrome_path.empty()) std::cout << " and " << chrome_path;
+    std::cout << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace ironlaw::cli

@@ -1,0 +1,58 @@
+// Entry point of the ironlaw command line: dispatches to a subcommand and turns every error
+// into a message and an exit status (2 bad input, 3 internal), never a crash.
+#include <boost/program_options/errors.hpp>
+#include <cstdio>
+#include <exception>
+#include <iostream>
+#include <string>
+
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+
+namespace {
+
+const char* kUsage =
+    "ironlaw — discrete-event simulator of distributed training on GPU clusters\n"
+    "\n"
+    "usage: ironlaw COMMAND [OPTIONS]   (ironlaw COMMAND --help for each)\n"
+    "\n"
+    "commands:\n"
+    "  run SCENARIO.yaml        simulate training steps; print step time, MFU, breakdown, memory\n"
+    "  sweep SCENARIO.yaml      vary keys over values (--vary KEY=V1,V2,...), one row per point\n"
+    "  analyze OUT.h5           time breakdown of a recorded run by kind, rank or step\n"
+    "  explain SCENARIO.yaml    simulated vs published GPU-hours (--published-gpu-hours H)\n"
+    "  budget                   the 6ND training-compute calculator of seed 003 (MFU is an input)\n"
+    "  validate                 compare simulated results with published figures\n"
+    "  collective               an nccl-tests-style table of simulated collectives\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace ironlaw::cli;
+  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
+    std::cout << kUsage;
+    return argc < 2 ? kExitBadInput : kExitOk;
+  }
+  const std::string command = argv[1];
+  Args args(argv + 2, argv + argc);
+  try {
+    if (command == "run") return cmd_run(args);
+    if (command == "sweep") return cmd_sweep(args);
+    if (command == "analyze") return cmd_analyze(args);
+    if (command == "explain") return cmd_explain(args);
+    if (command == "budget") return cmd_budget(args);
+    if (command == "validate") return cmd_validate(args);
+    if (command == "collective") return cmd_collective(args);
+    std::cerr << "ironlaw: unknown command \"" << command << "\"\n\n" << kUsage;
+    return kExitBadInput;
+  } catch (const ironlaw::InputError& e) {
+    for (const auto& d : e.diagnostics()) std::cerr << d.str() << "\n";
+    return kExitBadInput;
+  } catch (const boost::program_options::error& e) {
+    std::cerr << "ironlaw " << command << ": " << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    std::cerr << "ironlaw " << command << ": internal error: " << e.what() << "\n";
+    return kExitInternal;
+  }
+}

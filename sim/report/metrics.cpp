@@ -1,0 +1,159 @@
+#include "report/metrics.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+#include "workload/model_cost.hpp"
+
+namespace ironlaw::report {
+
+double utilisation(double flops_per_step, double step_time_s, double peak_flops_per_gpu, int gpus) {
+  if (step_time_s <= 0 || peak_flops_per_gpu <= 0 || gpus <= 0) return 0;
+  return flops_per_step / (peak_flops_per_gpu * gpus * step_time_s);
+}
+
+namespace {
+
+/// What a 6ND calculator would claim at 100 % of peak, for one step.
+struct Baselines {
+  double six_n_s = 0;          ///< 6·N·tokens / (GPUs × peak)
+  double six_n_attention_s = 0;///< (6·N + attention) · tokens / (GPUs × peak), PaLM attention term
+};
+
+Baselines baselines(const config::Scenario& s, const run::SimulationResult& r) {
+  Baselines b;
+  const double denom = r.peak_flops_per_gpu * r.gpus;
+  if (denom <= 0) return b;
+  const auto fpt = workload::flops_per_token(s.model, s.training.sequence_length);
+  b.six_n_s = r.model_flops_6n_per_step / denom;
+  b.six_n_attention_s = (fpt.six_n + fpt.attention_palm) * r.tokens_per_step / denom;
+  return b;
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string bytes_gib(double b) { return fmt("%.2f GiB", b / (1024.0 * 1024.0 * 1024.0)); }
+
+std::string seconds(double s) {
+  if (s >= 1) return fmt("%.3f s", s);
+  if (s >= 1e-3) return fmt("%.2f ms", s * 1e3);
+  return fmt("%.1f us", s * 1e6);
+}
+
+}  // namespace
+
+std::vector<Metric> summary_metrics(const config::Scenario& s, const run::SimulationResult& r) {
+  std::vector<Metric> m;
+  const double t = r.step_time_s;
+  const double tokens_per_s = t > 0 ? r.tokens_per_step / t : 0;
+  m.push_back({"step_time_s", t, "s"});
+  m.push_back({"tokens_per_s_per_gpu", r.gpus > 0 ? tokens_per_s / r.gpus : 0, "tokens/s"});
+  m.push_back({"model_tflops_per_gpu", (t > 0 && r.gpus > 0) ? r.model_flops_per_step / t / r.gpus / 1e12 : 0, "TFLOP/s"});
+  m.push_back({"mfu", utilisation(r.model_flops_per_step, t, r.peak_flops_per_gpu, r.gpus), "1"});
+  m.push_back({"mfu_6nd", utilisation(r.model_flops_6n_per_step, t, r.peak_flops_per_gpu, r.gpus), "1"});
+  m.push_back({"hfu", utilisation(r.hardware_flops_per_step, t, r.peak_flops_per_gpu, r.gpus), "1"});
+  m.push_back({"compute_s", r.compute_s, "s"});
+  m.push_back({"exposed_comm_s", r.exposed_comm_s, "s"});
+  m.push_back({"comm_s", r.comm_s, "s"});
+  m.push_back({"bubble_s", r.bubble_s, "s"});
+  m.push_back({"data_stall_s", r.data_stall_s, "s"});
+  m.push_back({"other_s", r.other_s, "s"});
+  m.push_back({"peak_memory_bytes", r.memory.total(), "B"});
+  m.push_back({"memory_weights_bytes", r.memory.weights, "B"});
+  m.push_back({"memory_gradients_bytes", r.memory.gradients, "B"});
+  m.push_back({"memory_optimizer_bytes", r.memory.optimizer, "B"});
+  m.push_back({"memory_activations_bytes", r.memory.activations, "B"});
+  m.push_back({"gpus", static_cast<double>(r.gpus), "1"});
+  m.push_back({"tokens_per_step", r.tokens_per_step, "tokens"});
+  m.push_back({"model_flops_per_step", r.model_flops_per_step, "FLOP"});
+  const Baselines b = baselines(s, r);
+  m.push_back({"baseline_6nd_step_time_s", b.six_n_s, "s"});
+  m.push_back({"baseline_6nd_attention_step_time_s", b.six_n_attention_s, "s"});
+  if (s.run.mode == "full" && t > 0) {
+    const double steps = std::ceil(s.training.tokens / r.tokens_per_step);
+    const double wall_s = steps * t;
+    m.push_back({"wall_days", wall_s / 86400.0, "d"});
+    m.push_back({"gpu_hours", wall_s / 3600.0 * r.gpus, "h"});
+    m.push_back({"interruptions", 0, "1"});
+    m.push_back({"goodput", 1, "1"});
+  }
+  return m;
+}
+
+double metric(const std::vector<Metric>& metrics, const std::string& name) {
+  for (const auto& m : metrics)
+    if (m.name == name) return m.value;
+  throw std::out_of_range("no metric named " + name);
+}
+
+std::string format_memory_table(const run::SimulationResult& r) {
+  std::string out;
+  auto row = [&](const char* what, double bytes) {
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "  %-12s %12s\n", what, bytes_gib(bytes).c_str());
+    out += buf;
+  };
+  out += "memory per GPU:\n";
+  row("weights", r.memory.weights);
+  row("gradients", r.memory.gradients);
+  row("optimizer", r.memory.optimizer);
+  row("activations", r.memory.activations);
+  row("total", r.memory.total());
+  row("HBM", r.hbm_bytes);
+  return out;
+}
+
+std::string format_summary(const config::Scenario& s, const run::SimulationResult& r) {
+  const auto m = summary_metrics(s, r);
+  const double t = r.step_time_s;
+  std::string out;
+  auto line = [&](const std::string& k, const std::string& v) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "  %-30s %s\n", k.c_str(), v.c_str());
+    out += buf;
+  };
+  auto share = [&](double part) { return t > 0 ? fmt(" (%5.1f %%)", 100.0 * part / t) : std::string(); };
+
+  out += "scenario " + s.name + ": " + s.model.name + " on " + std::to_string(r.gpus) + " GPUs (" +
+         std::to_string(s.nodes) + " x " + s.topology.node.name + ", " + s.topology.device.name + ")\n";
+  out += "layout: dp " + std::to_string(r.layout.dp) + ", tp " + std::to_string(r.layout.tp) + ", pp " +
+         std::to_string(r.layout.pp) + ", ZeRO " + std::to_string(s.parallel.zero) + ", " +
+         std::to_string(r.layout.microbatches) + " microbatch(es) of " +
+         std::to_string(r.layout.microbatch_sequences) + " x " + std::to_string(s.training.sequence_length) +
+         " tokens per rank, " + s.training.precision + "\n";
+  out += "simulated " + std::to_string(r.steps.size()) + " step(s): " + std::to_string(r.events_executed) +
+         " events, " + std::to_string(r.flows_started) + " flows\n\n";
+  line("step time", seconds(t));
+  line("tokens/s per GPU", fmt("%.1f", metric(m, "tokens_per_s_per_gpu")));
+  line("model TFLOP/s per GPU", fmt("%.1f", metric(m, "model_tflops_per_gpu")));
+  line("MFU (PaLM: 6N + 12LHQT)", fmt("%.1f %%", 100 * metric(m, "mfu")));
+  line("MFU (6N only)", fmt("%.1f %%", 100 * metric(m, "mfu_6nd")));
+  line("HFU (with recomputation)", fmt("%.1f %%", 100 * metric(m, "hfu")));
+  out += "\ntime per step, critical rank:\n";
+  line("compute", seconds(r.compute_s) + share(r.compute_s));
+  line("exposed communication", seconds(r.exposed_comm_s) + share(r.exposed_comm_s));
+  line("pipeline bubble", seconds(r.bubble_s) + share(r.bubble_s));
+  line("data stall", seconds(r.data_stall_s) + share(r.data_stall_s));
+  line("other (gaps)", seconds(r.other_s) + share(r.other_s));
+  line("all communication (hidden + exposed)", seconds(r.comm_s));
+  out += "\nbaselines (a calculator at 100 % of peak):\n";
+  line("6ND step time", seconds(metric(m, "baseline_6nd_step_time_s")));
+  line("6ND + attention step time", seconds(metric(m, "baseline_6nd_attention_step_time_s")));
+  line("simulated / 6ND+attention", fmt("%.2f x", t / metric(m, "baseline_6nd_attention_step_time_s")));
+  out += "\n" + format_memory_table(r);
+  if (s.run.mode == "full") {
+    out += "\nfull run to " + fmt("%.3g", s.training.tokens) + " tokens (no failures simulated yet):\n";
+    line("wall-clock", fmt("%.1f days", metric(m, "wall_days")));
+    line("GPU-hours", fmt("%.0f", metric(m, "gpu_hours")));
+  }
+  out += "\nnot simulated by this version: data pipeline (no data stalls), failures and checkpoints, "
+         "SM contention between communication and compute kernels.\n";
+  return out;
+}
+
+}  // namespace ironlaw::report

@@ -1,0 +1,38 @@
+#pragma once
+/// \file The user-visible numbers, each defined once, here, the way the field defines it.
+///
+/// - MFU (PaLM, Chowdhery et al. 2022, appendix B; Llama 3 reports MFU the same way):
+///   model FLOPs per token 6·N + 12·L·H·Q·T (N = parameters in matmuls, L layers, H heads of
+///   dimension Q, T sequence length), × tokens per step, ÷ (dense peak FLOP/s of the training
+///   precision × GPUs × step time).
+/// - mfu_6nd: the same with 6·N only (N = all parameters; the seed 003 / GPT-3 convention).
+/// - HFU: model FLOPs plus the FLOPs of activation recomputation, same denominator.
+/// - busbw: see comm::bus_factor (nccl-tests doc/PERFORMANCE.md).
+#include <string>
+#include <vector>
+
+#include "config/spec.hpp"
+#include "run/simulation.hpp"
+
+namespace ironlaw::report {
+
+/// FLOPs actually delivered per second per GPU over peak: flops_per_step / (peak × gpus × t).
+double utilisation(double flops_per_step, double step_time_s, double peak_flops_per_gpu, int gpus);
+
+struct Metric {
+  std::string name;   ///< column name in /summary and in sweep tables
+  double value = 0;
+  std::string unit;   ///< "s", "1" (fraction), "B", "tokens/s", ...
+};
+
+/// The /summary row of a simulated scenario (INTERFACE.md names), in a fixed order.
+std::vector<Metric> summary_metrics(const config::Scenario& scenario, const run::SimulationResult& result);
+/// Looks a metric up by name; throws std::out_of_range if absent.
+double metric(const std::vector<Metric>& metrics, const std::string& name);
+
+/// The human-readable summary `ironlaw run` prints.
+std::string format_summary(const config::Scenario& scenario, const run::SimulationResult& result);
+/// The per-term memory table printed for an out-of-memory layout.
+std::string format_memory_table(const run::SimulationResult& result);
+
+}  // namespace ironlaw::report

@@ -1,0 +1,91 @@
+// Scenario-level behaviour of the data-parallel step simulation. Each expectation is a
+// direction or an identity that follows from the mechanism, not a number the code printed.
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "config/load.hpp"
+#include "core/records.hpp"
+#include "report/metrics.hpp"
+#include "run/simulation.hpp"
+
+using namespace ironlaw;
+
+namespace {
+
+const std::string kMultinode = IRONLAW_SOURCE_DIR "/scenarios/gpt2-1.5b-ddp-multinode.yaml";
+const std::string kOneNode = IRONLAW_SOURCE_DIR "/scenarios/gpt2-ddp-1node.yaml";
+
+struct Outcome {
+  run::SimulationResult result;
+  std::vector<report::Metric> metrics;
+  double mfu() const { return report::metric(metrics, "mfu"); }
+};
+
+Outcome simulate(const std::string& path, std::vector<std::string> overrides) {
+  overrides.push_back("run.steps=1");
+  const auto scenario = config::load_scenario(path, overrides);
+  NullSink sink;
+  Outcome o{run::simulate(scenario, sink, run::TraceLevel::none), {}};
+  o.metrics = report::summary_metrics(scenario, o.result);
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("halving the NIC bandwidth lowers the MFU of a multi-node DDP run", "[run][ddp]") {
+  const auto full = simulate(kMultinode, {"cluster.nodes=8"});
+  const auto half = simulate(kMultinode, {"cluster.nodes=8", "cluster.topology.node.nic.bandwidth=24 GB/s"});
+  CHECK(half.result.comm_s > full.result.comm_s * 1.3);
+  CHECK(half.mfu() < full.mfu());
+  CHECK(half.result.compute_s == Approx(full.result.compute_s).epsilon(1e-12));
+}
+
+TEST_CASE("adding nodes at a fixed global batch lowers the MFU of DDP", "[run][ddp]") {
+  double previous = 1.0;
+  for (const char* nodes : {"1", "2", "4", "8"}) {
+    const auto o = simulate(kMultinode, {std::string("cluster.nodes=") + nodes});
+    INFO("nodes " << nodes << " mfu " << o.mfu());
+    CHECK(o.mfu() < previous);
+    previous = o.mfu();
+  }
+}
+
+TEST_CASE("adding compute-only work leaves communication time unchanged", "[run][ddp]") {
+  // Full activation recomputation adds one forward per layer to backward and nothing to the
+  // network: the all-reduces move the same bytes over the same links, one at a time.
+  const auto plain = simulate(kMultinode, {"cluster.nodes=4", "training.activation_checkpointing=none"});
+  const auto recompute = simulate(kMultinode, {"cluster.nodes=4", "training.activation_checkpointing=full"});
+  CHECK(recompute.result.compute_s > plain.result.compute_s);
+  CHECK(recompute.result.comm_s == Approx(plain.result.comm_s).epsilon(1e-9));
+  CHECK(report::metric(recompute.metrics, "hfu") > report::metric(recompute.metrics, "mfu"));
+}
+
+TEST_CASE("a step is never shorter than its compute or the 6ND bound at peak", "[run]") {
+  const auto o = simulate(kOneNode, {});
+  const double t = o.result.step_time_s;
+  CHECK(t >= o.result.compute_s);
+  CHECK(t >= report::metric(o.metrics, "baseline_6nd_attention_step_time_s"));
+  CHECK(o.mfu() > 0.0);
+  CHECK(o.mfu() < 1.0);
+  // The breakdown covers the step exactly.
+  CHECK(o.result.compute_s + o.result.exposed_comm_s + o.result.bubble_s + o.result.data_stall_s + o.result.other_s ==
+        Approx(t).epsilon(1e-9));
+}
+
+TEST_CASE("a layout that does not fit in HBM is reported out of memory, not simulated", "[run][memory]") {
+  // Llama 3 8B with plain DDP keeps 16 bytes per parameter on every GPU: 128 GB > 80 GB.
+  const auto o = simulate(IRONLAW_SOURCE_DIR "/scenarios/llama3-8b-fsdp-128.yaml", {"parallel.zero=0"});
+  CHECK(o.result.out_of_memory);
+  CHECK(o.result.steps.empty());
+  CHECK(o.result.memory.weights + o.result.memory.gradients + o.result.memory.optimizer ==
+        Approx(16.0 * 8.03e9).epsilon(0.01));
+}
+
+TEST_CASE("ZeRO-3 shards weights, gradients and optimizer state over the DP ranks", "[run][memory]") {
+  const auto z0 = simulate(kOneNode, {"parallel.zero=0"});
+  const auto z3 = simulate(kOneNode, {"parallel.zero=3"});
+  const double states0 = z0.result.memory.weights + z0.result.memory.gradients + z0.result.memory.optimizer;
+  const double states3 = z3.result.memory.weights + z3.result.memory.gradients + z3.result.memory.optimizer;
+  CHECK(states3 == Approx(states0 / 8).epsilon(1e-9));
+}
