@@ -76,6 +76,10 @@ void parse_device(Section s, DeviceSpec& d) {
   if (s.number("max_gemm_fraction", d.max_gemm_fraction, Dimension::count, kHardware) && d.max_gemm_fraction > 1) {
     s.state().fail(s.full("max_gemm_fraction"), "must be at most 1 (a fraction of the dense peak)");
   }
+  if (s.number("max_attention_fraction", d.max_attention_fraction, Dimension::count, kOptionalHardware) &&
+      d.max_attention_fraction > 1) {
+    s.state().fail(s.full("max_attention_fraction"), "must be at most 1 (a fraction of the dense peak)");
+  }
   s.integer("gemm_tile_m", d.gemm_tile_m, kOptionalHardware);
   s.integer("gemm_tile_n", d.gemm_tile_n, kOptionalHardware);
   s.duration("kernel_launch_overhead", d.kernel_launch_overhead, kHardwareLatency);

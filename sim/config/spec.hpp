@@ -27,6 +27,9 @@ struct DeviceSpec {
   double hbm_bandwidth = 0;                   ///< measured achievable HBM bandwidth [B/s]
   int sm_count = 0;                           ///< streaming multiprocessors
   double max_gemm_fraction = 0;               ///< best measured GEMM / dense peak (0,1]
+  /// Best measured fused (flash) attention kernel / dense peak (0,1]; 0 = as max_gemm_fraction.
+  /// Attention kernels interleave softmax with their matmuls and reach less than a plain GEMM.
+  double max_attention_fraction = 0;
   int gemm_tile_m = 128;                      ///< output tile rows of the GEMM kernel
   int gemm_tile_n = 256;                      ///< output tile cols of the GEMM kernel
   Time kernel_launch_overhead;                ///< per kernel

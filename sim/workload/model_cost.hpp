@@ -72,6 +72,9 @@ struct Op {
   /// Only output tiles touching the lower triangle (row ≥ column) of an m × n output are
   /// computed (causal attention); the rest are skipped by the kernel.
   bool causal = false;
+  /// A fused attention kernel (flash attention): its tensor-core rate is the device's measured
+  /// max_attention_fraction of peak instead of max_gemm_fraction.
+  bool fused_attention = false;
 
   bool is_gemm() const { return m > 0; }
 };

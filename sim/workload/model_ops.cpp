@@ -87,6 +87,7 @@ std::vector<Op> attention_core_forward(const Microbatch& mb) {
     op.k = 2.0 * d;
     op.batch = batch;
     op.causal = true;
+    op.fused_attention = true;
     op.flops = batch * s * (s + 1.0) / 2.0 * 4.0 * d;
     op.bytes = mb.tokens * d * (2.0 * heads + 2.0 * kv_heads) * mb.bpe + mb.tokens * heads * 4.0;
     ops.push_back(op);

@@ -41,8 +41,11 @@ double gemm_seconds(const Op& op, const config::DeviceSpec& device, const std::s
   const double tiles = tiles_per_problem * std::ceil(op.batch);
   const double sms = device.sm_count;
   const double waves = std::ceil(tiles / sms);
-  // Each SM computes one whole tile per wave at its share of the best measured GEMM rate.
-  const double sm_rate = peak->second * device.max_gemm_fraction / sms;
+  // Each SM computes one whole tile per wave at its share of the best measured rate of this
+  // kind of kernel (plain GEMM, or fused attention where the profile measures one).
+  const double fraction = op.fused_attention && device.max_attention_fraction > 0 ? device.max_attention_fraction
+                                                                                  : device.max_gemm_fraction;
+  const double sm_rate = peak->second * fraction / sms;
   return waves * 2.0 * tm * tn * op.k / sm_rate;
 }
 
