@@ -24,6 +24,9 @@
 ///   Completion is always delivered by an event (or inside the drain event), never
 ///   synchronously inside start_flow().
 /// - Callbacks may start and cancel flows.
+/// - Cost model: a re-solve costs O((F·P + L) log L) for the F flows (P hops each) and L links
+///   of the changed component. Where all flows share one component (a loaded fat-tree), every
+///   distinct drain instant re-solves all of them; flows that end together are solved once.
 #include <cstdint>
 #include <functional>
 #include <memory>
