@@ -2,16 +2,20 @@
 
 namespace ironlaw {
 
+// Built with append() rather than operator+ chains: GCC 12 misreports those with -Wrestrict.
 std::string SourceLoc::str() const {
-  if (line <= 0) return file;
-  return file + ":" + std::to_string(line) + ":" + std::to_string(column);
+  std::string out = file;
+  if (line <= 0) return out;
+  out.append(":").append(std::to_string(line)).append(":").append(std::to_string(column));
+  return out;
 }
 
 std::string Diagnostic::str() const {
   std::string out = where.str();
-  if (!out.empty()) out += ": ";
-  if (!key.empty()) out += key + ": ";
-  return out + message;
+  if (!out.empty()) out.append(": ");
+  if (!key.empty()) out.append(key).append(": ");
+  out.append(message);
+  return out;
 }
 
 namespace {

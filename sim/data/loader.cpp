@@ -1,0 +1,294 @@
+#include "data/loader.hpp"
+
+#include <cmath>
+#include <span>
+#include <stdexcept>
+#include <utility>
+
+namespace ironlaw::data {
+
+namespace {
+
+bool finite_non_negative(double x) { return x >= 0 && std::isfinite(x); }
+
+}  // namespace
+
+Distribution::Distribution(const config::DistributionSpec& spec) : mean_(spec.mean), cv_(spec.cv) {
+  if (spec.distribution == "constant") {
+    kind_ = Kind::constant;
+  } else if (spec.distribution == "exponential") {
+    kind_ = Kind::exponential;
+  } else if (spec.distribution == "lognormal") {
+    kind_ = Kind::lognormal;
+  } else {
+    throw std::invalid_argument("data::Distribution: unknown distribution \"" + spec.distribution +
+                                "\" (expected constant, exponential or lognormal)");
+  }
+  if (!finite_non_negative(mean_) || !finite_non_negative(cv_)) {
+    throw std::invalid_argument("data::Distribution: mean and cv must be finite and >= 0");
+  }
+}
+
+double Distribution::draw_seconds(RngStream& rng) const {
+  switch (kind_) {
+    case Kind::constant: return mean_;
+    case Kind::exponential: return rng.exponential(mean_);
+    case Kind::lognormal: return rng.lognormal(mean_, cv_);
+  }
+  return mean_;
+}
+
+Time Distribution::draw_sum(RngStream& rng, int n) const {
+  if (n <= 0) return Time::zero();
+  if (kind_ == Kind::constant) return Time::from_seconds(mean_) * n;
+  Time total;
+  for (int i = 0; i < n; ++i) total += Time::from_seconds(draw_seconds(rng));
+  return total;
+}
+
+DataPipeline::DataPipeline(engine::Simulator& sim, engine::FlowNetwork& net, const config::DataSpec& data,
+                           const config::DeviceSpec& device, int nodes, int gpus_per_node,
+                           int sequences_per_batch, std::uint64_t seed)
+    : sim_(sim),
+      net_(net),
+      decode_(data.storage_bandwidth_per_node > 0 ? config::DistributionSpec(data.decode_time)
+                                                  : config::DistributionSpec{}),
+      enabled_(data.storage_bandwidth_per_node > 0),
+      gpus_per_node_(gpus_per_node),
+      sequences_(sequences_per_batch) {
+  if (nodes < 1 || gpus_per_node < 1 || sequences_per_batch < 1) {
+    throw std::invalid_argument("DataPipeline: nodes, gpus_per_node and sequences_per_batch must be >= 1");
+  }
+  if (!finite_non_negative(data.storage_bandwidth_per_node)) {
+    throw std::invalid_argument("DataPipeline: storage_bandwidth_per_node must be finite and >= 0");
+  }
+  gpu_count_ = nodes * gpus_per_node;
+  if (!enabled_) return;
+  if (!finite_non_negative(data.sample_bytes)) {
+    throw std::invalid_argument("DataPipeline: sample_bytes must be finite and >= 0");
+  }
+  if (data.workers_per_gpu < 0 || data.prefetch_batches < 1) {
+    throw std::invalid_argument("DataPipeline: workers_per_gpu must be >= 0 and prefetch_batches >= 1");
+  }
+  if (!finite_non_negative(device.host_to_device_bandwidth)) {
+    throw std::invalid_argument("DataPipeline: host_to_device_bandwidth must be finite and >= 0");
+  }
+  on_demand_ = data.workers_per_gpu == 0;
+  workers_per_gpu_ = on_demand_ ? 1u : static_cast<std::uint32_t>(data.workers_per_gpu);
+  prefetch_ = static_cast<std::uint32_t>(data.prefetch_batches);
+  batch_bytes_ = static_cast<double>(sequences_per_batch) * data.sample_bytes;
+  h2d_time_ = device.host_to_device_bandwidth > 0 ? transfer_time(batch_bytes_, device.host_to_device_bandwidth)
+                                                  : Time::zero();
+
+  storage_links_.reserve(static_cast<std::size_t>(nodes));
+  for (int n = 0; n < nodes; ++n) {
+    storage_links_.push_back(
+        net_.add_link(data.storage_bandwidth_per_node, Time::zero(), "node" + std::to_string(n) + "/storage"));
+  }
+  const auto gpu_count = static_cast<std::size_t>(gpu_count_);
+  gpus_.resize(gpu_count);
+  ready_flags_.assign(gpu_count * prefetch_, 0);
+  workers_.reserve(gpu_count * workers_per_gpu_);
+  for (int n = 0; n < nodes; ++n) {
+    for (int g = 0; g < gpus_per_node; ++g) {
+      const std::string prefix = "node" + std::to_string(n) + "/gpu" + std::to_string(g) + "/loader/";
+      for (std::uint32_t w = 0; w < workers_per_gpu_; ++w) {
+        const std::string path = on_demand_ ? prefix + "main" : prefix + "worker" + std::to_string(w);
+        workers_.emplace_back(RngStream(seed, path));
+      }
+    }
+  }
+}
+
+DataPipeline::~DataPipeline() {
+  for (const Worker& w : workers_) {
+    if (w.state == WorkerState::reading) net_.cancel_flow(w.flow);
+    sim_.cancel(w.event);
+  }
+  for (const Gpu& g : gpus_) sim_.cancel(g.copy_event);
+}
+
+void DataPipeline::set_sink(RecordSink* sink) {
+  sink_ = sink;
+  if (sink_ == nullptr) return;
+  sink_resource_ = sink_->intern_resource("data");
+  sink_stall_name_ = sink_->intern_name("data_stall");
+  sink_h2d_name_ = sink_->intern_name("h2d");
+}
+
+void DataPipeline::check_gpu(int gpu) const {
+  if (gpu < 0 || gpu >= gpu_count_) {
+    throw std::out_of_range("DataPipeline: gpu " + std::to_string(gpu) + " out of range [0, " +
+                            std::to_string(gpu_count_) + ")");
+  }
+}
+
+std::size_t DataPipeline::slot_of(std::size_t gpu, std::int64_t batch) const {
+  return gpu * prefetch_ + static_cast<std::size_t>(batch % static_cast<std::int64_t>(prefetch_));
+}
+
+void DataPipeline::start() {
+  if (started_) return;
+  started_ = true;
+  if (!enabled_ || on_demand_) return;
+  for (std::uint32_t w = 0; w < workers_.size(); ++w) begin_load(w);
+}
+
+void DataPipeline::request(int gpu, Callback on_ready) {
+  check_gpu(gpu);
+  if (!on_ready) throw std::invalid_argument("DataPipeline::request: empty callback");
+  if (!enabled_) {
+    sim_.schedule_in(Time::zero(), std::move(on_ready));
+    return;
+  }
+  start();
+  const auto gi = static_cast<std::size_t>(gpu);
+  Gpu& g = gpus_[gi];
+  g.requests.push_back(std::move(on_ready));
+  serve(gi);
+  if (on_demand_) {
+    const auto w = static_cast<std::uint32_t>(gi);  // one worker per GPU
+    if (workers_[w].state == WorkerState::idle && g.requests.size() > g.popped) begin_load(w);
+  }
+}
+
+void DataPipeline::begin_load(std::uint32_t worker) {
+  Worker& w = workers_[worker];
+  const std::size_t gpu = worker / workers_per_gpu_;
+  w.batch = gpus_[gpu].next_load++;
+  w.state = WorkerState::reading;
+  const auto node = gpu / static_cast<std::size_t>(gpus_per_node_);
+  const std::span<const engine::LinkId> path(&storage_links_[node], 1);
+  w.flow = net_.start_flow(path, batch_bytes_, [this, worker](engine::FlowId) { on_read_done(worker); });
+}
+
+void DataPipeline::on_read_done(std::uint32_t worker) {
+  Worker& w = workers_[worker];
+  w.flow = 0;
+  w.state = WorkerState::decoding;
+  const Time decode = decode_.draw_sum(w.rng, sequences_);
+  w.event = sim_.schedule_in(decode, [this, worker] { on_decoded(worker); });
+}
+
+void DataPipeline::on_decoded(std::uint32_t worker) {
+  Worker& w = workers_[worker];
+  w.event = engine::kNoEvent;
+  const std::size_t gpu = worker / workers_per_gpu_;
+  Gpu& g = gpus_[gpu];
+  if (w.batch >= g.next_hand + static_cast<std::int64_t>(prefetch_)) {
+    w.state = WorkerState::blocked;  // its slot still holds batch − prefetch: wait for the pop
+    w.blocked_since = sim_.now();
+    return;
+  }
+  admit(worker);
+  if (!on_demand_) begin_load(worker);
+  serve(gpu);
+  if (on_demand_ && w.state == WorkerState::idle && g.requests.size() > g.popped) begin_load(worker);
+}
+
+void DataPipeline::admit(std::uint32_t worker) {
+  Worker& w = workers_[worker];
+  const std::size_t gpu = worker / workers_per_gpu_;
+  Gpu& g = gpus_[gpu];
+  ready_flags_[slot_of(gpu, w.batch)] = 1;
+  ++g.ready;
+  if (g.ready > g.stats.max_ready) g.stats.max_ready = g.ready;
+  ++g.stats.batches_loaded;
+  w.batch = -1;
+  w.state = WorkerState::idle;
+}
+
+void DataPipeline::serve(std::size_t gpu) {
+  Gpu& g = gpus_[gpu];
+  const Time now = sim_.now();
+  while (g.popped < g.requests.size()) {
+    const std::size_t slot = slot_of(gpu, g.next_hand);
+    if (ready_flags_[slot] == 0) {
+      if (!g.stalling) {
+        g.stalling = true;
+        g.stall_since = now;
+      }
+      return;
+    }
+    if (g.stalling) {
+      g.stalling = false;
+      const Time stall = now - g.stall_since;
+      if (stall > Time::zero()) {  // a request and a batch at the same instant is no stall
+        g.stats.stall += stall;
+        ++g.stats.stalls;
+        if (stall > g.stats.max_stall) g.stats.max_stall = stall;
+        if (sink_ != nullptr) {
+          sink_->on_event(EventRecord{static_cast<std::int32_t>(gpu), sink_resource_, EventKind::stall,
+                                      sink_stall_name_, g.stall_since.count_ns(), now.count_ns(), 0, 0});
+        }
+      }
+    }
+    ready_flags_[slot] = 0;
+    --g.ready;
+    ++g.next_hand;
+    ++g.popped;
+    ++g.stats.batches_popped;
+    // The freed slot belongs to batch (popped + prefetch): release the worker holding it.
+    const std::int64_t unblocked = g.next_hand - 1 + static_cast<std::int64_t>(prefetch_);
+    const auto first = static_cast<std::uint32_t>(gpu * workers_per_gpu_);
+    for (std::uint32_t wi = first; wi < first + workers_per_gpu_; ++wi) {
+      Worker& w = workers_[wi];
+      if (w.state == WorkerState::blocked && w.batch == unblocked) {
+        g.stats.worker_blocked += now - w.blocked_since;
+        admit(wi);
+        begin_load(wi);
+        break;
+      }
+    }
+    if (g.copy_event == engine::kNoEvent) start_copy(gpu);
+  }
+}
+
+void DataPipeline::start_copy(std::size_t gpu) {
+  Gpu& g = gpus_[gpu];
+  g.copy_start = sim_.now();
+  const auto gi = static_cast<std::uint32_t>(gpu);
+  g.copy_event = sim_.schedule_in(h2d_time_, [this, gi] { on_copied(gi); });
+}
+
+void DataPipeline::on_copied(std::size_t gpu) {
+  Gpu& g = gpus_[gpu];
+  g.copy_event = engine::kNoEvent;
+  const Time now = sim_.now();
+  g.stats.h2d += now - g.copy_start;
+  ++g.stats.batches_delivered;
+  if (sink_ != nullptr) {
+    sink_->on_event(EventRecord{static_cast<std::int32_t>(gpu), sink_resource_, EventKind::data, sink_h2d_name_,
+                                g.copy_start.count_ns(), now.count_ns(), 0, batch_bytes_});
+  }
+  Callback done = std::move(g.requests.front());
+  g.requests.erase(g.requests.begin());
+  --g.popped;
+  if (g.popped > 0) start_copy(gpu);
+  done();
+}
+
+GpuStats DataPipeline::stats(int gpu) const {
+  check_gpu(gpu);
+  if (!enabled_) return GpuStats{};
+  const auto gi = static_cast<std::size_t>(gpu);
+  const Gpu& g = gpus_[gi];
+  GpuStats s = g.stats;
+  const Time now = sim_.now();
+  if (g.stalling && now > g.stall_since) {
+    s.stall += now - g.stall_since;
+    ++s.stalls;
+  }
+  const std::size_t first = gi * workers_per_gpu_;
+  for (std::size_t wi = first; wi < first + workers_per_gpu_; ++wi) {
+    if (workers_[wi].state == WorkerState::blocked) s.worker_blocked += now - workers_[wi].blocked_since;
+  }
+  return s;
+}
+
+int DataPipeline::ready(int gpu) const {
+  check_gpu(gpu);
+  return enabled_ ? gpus_[static_cast<std::size_t>(gpu)].ready : 0;
+}
+
+}  // namespace ironlaw::data
