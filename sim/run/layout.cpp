@@ -1,0 +1,112 @@
+#include "run/layout.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+
+namespace ironlaw::run {
+
+int Layout::rank_of(const Coord& c) const {
+  int r = 0;
+  for (int d = 0; d < kDims; ++d) r += c.at[d] * stride[d];
+  return r;
+}
+
+Coord Layout::coord_of(int rank) const {
+  Coord c;
+  for (int d = 0; d < kDims; ++d) c.at[d] = (rank / stride[d]) % size[d];
+  return c;
+}
+
+std::vector<int> Layout::group(int rank, Dim d) const {
+  Coord c = coord_of(rank);
+  std::vector<int> out;
+  out.reserve(static_cast<std::size_t>(degree(d)));
+  for (int i = 0; i < degree(d); ++i) {
+    c[d] = i;
+    out.push_back(rank_of(c));
+  }
+  return out;
+}
+
+int Layout::first_layer(int j) const {
+  return std::accumulate(chunk_layers.begin(), chunk_layers.begin() + j, 0);
+}
+
+std::vector<int> split_layers(int layers, int chunks) {
+  if (chunks < 1 || layers < chunks) throw std::invalid_argument("split_layers: need 1 ≤ chunks ≤ layers");
+  const int per = (layers + chunks - 1) / chunks;  // the full size of a middle chunk
+  std::vector<int> out(static_cast<std::size_t>(chunks), per);
+  int shortfall = per * chunks - layers;
+  // Take the shortfall from the ends first (first, last, first, last, ...), then inwards.
+  int lo = 0, hi = chunks - 1;
+  bool from_front = true;
+  while (shortfall > 0) {
+    int& c = out[static_cast<std::size_t>(from_front ? lo : hi)];
+    if (c > 1) {
+      --c;
+      --shortfall;
+    }
+    if (from_front) ++lo; else --hi;
+    from_front = !from_front;
+    if (lo > hi) {
+      lo = 0;
+      hi = chunks - 1;
+    }
+  }
+  return out;
+}
+
+Layout resolve_layout(const config::Scenario& s) {
+  Layout l;
+  const auto& p = s.parallel;
+  l.gpus = s.gpus();
+  l.tp = p.tp;
+  l.pp = p.pp;
+  l.cp = p.cp;
+  l.ep = p.ep;
+  l.dp = p.dp > 0 ? p.dp : l.gpus / (p.tp * p.pp * p.cp);
+  l.virtual_stages = p.pp_schedule == "interleaved" ? p.virtual_stages : 1;
+
+  std::vector<Diagnostic> refused;
+  auto refuse = [&](const std::string& key, const std::string& what) {
+    refused.push_back({s.where(key), key, what});
+  };
+  if (p.cp != 1) refuse("parallel.cp", "context parallelism is not simulated by this version yet; use 1");
+  if (p.ep != 1) refuse("parallel.ep", "expert parallelism is not simulated by this version yet; use 1");
+  if (s.model.experts > 1) refuse("model.experts", "mixture-of-experts models are not simulated by this version yet");
+  if (p.zero == 3 && p.pp > 1)
+    refuse("parallel.zero", "ZeRO-3 with pipeline parallelism is not simulated; use zero 1 (Megatron's distributed optimizer)");
+  if (!refused.empty()) throw InputError(std::move(refused));
+
+  // Placement: strides follow parallel.order, innermost first.
+  l.size = {l.tp, l.cp, l.pp, l.dp};
+  int stride = 1;
+  for (const auto& name : p.order) {
+    const Dim d = name == "tp" ? Dim::tp : name == "cp" ? Dim::cp : name == "pp" ? Dim::pp : Dim::dp;
+    l.stride[static_cast<int>(d)] = stride;
+    stride *= l.degree(d);
+  }
+
+  const int seq = s.training.sequence_length;
+  const long long sequences = static_cast<long long>(s.training.global_batch_tokens / seq);
+  l.microbatch_sequences = p.microbatch_size;
+  l.microbatches = static_cast<int>(sequences / (static_cast<long long>(l.dp) * l.microbatch_sequences));
+  if (l.microbatches < 1 ||
+      static_cast<long long>(l.microbatches) * l.microbatch_sequences * l.dp != sequences) {
+    throw InputError(s.where("training.global_batch_tokens"), "training.global_batch_tokens",
+                     "the global batch of " + std::to_string(sequences) + " sequences does not split into " +
+                         "microbatches of " + std::to_string(l.microbatch_sequences) + " over " +
+                         std::to_string(l.dp) + " data-parallel ranks");
+  }
+  if (l.virtual_stages > 1 && l.microbatches % l.pp != 0) {
+    throw InputError(s.where("parallel.virtual_stages"), "parallel.virtual_stages",
+                     "the interleaved schedule needs the microbatches per pipeline (" +
+                         std::to_string(l.microbatches) + ") to be a multiple of pp (" + std::to_string(l.pp) + ")");
+  }
+  l.tokens_per_step = static_cast<double>(sequences) * seq;
+  l.chunk_layers = split_layers(s.model.layers, l.chunks());
+  return l;
+}
+
+}  // namespace ironlaw::run

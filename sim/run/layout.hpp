@@ -1,0 +1,61 @@
+#pragma once
+/// \file The parallel layout of a scenario resolved against its cluster: the degrees, where
+/// each rank sits (placement by `parallel.order`, innermost first: with the default
+/// [tp, cp, pp, dp] a TP group fills consecutive GPUs of one node), its process groups, and
+/// how layers are split over pipeline chunks.
+#include <array>
+#include <string>
+#include <vector>
+
+#include "config/spec.hpp"
+
+namespace ironlaw::run {
+
+enum class Dim { tp = 0, cp = 1, pp = 2, dp = 3 };
+inline constexpr int kDims = 4;
+
+/// One rank's coordinates in the layout.
+struct Coord {
+  std::array<int, kDims> at{};  ///< indexed by Dim
+  int operator[](Dim d) const { return at[static_cast<int>(d)]; }
+  int& operator[](Dim d) { return at[static_cast<int>(d)]; }
+};
+
+struct Layout {
+  int gpus = 1;
+  int tp = 1, pp = 1, cp = 1, dp = 1, ep = 1;
+  int virtual_stages = 1;        ///< model chunks per pipeline rank (interleaved 1F1B)
+  int microbatch_sequences = 1;  ///< sequences per microbatch
+  int microbatches = 1;          ///< per optimizer step per pipeline (gradient accumulation)
+  double tokens_per_step = 0;    ///< global batch
+  std::array<int, kDims> size{};    ///< degree per Dim
+  std::array<int, kDims> stride{};  ///< rank stride per Dim (from parallel.order)
+  /// Layers of each model chunk, in model order: chunk j = virtual chunk j / pp on stage j % pp
+  /// (Megatron's interleaving; with one virtual stage, chunk j is stage j).
+  std::vector<int> chunk_layers;
+
+  int degree(Dim d) const { return size[static_cast<int>(d)]; }
+  /// Global rank of a coordinate. O(1).
+  int rank_of(const Coord& c) const;
+  /// Coordinate of a global rank. O(1).
+  Coord coord_of(int rank) const;
+  /// The ranks that differ from `rank` only along `d`, in index order (its group along d). O(size).
+  std::vector<int> group(int rank, Dim d) const;
+  /// Number of model chunks = pp · virtual_stages.
+  int chunks() const { return pp * virtual_stages; }
+  /// Pipeline stage that holds model chunk j.
+  int stage_of_chunk(int j) const { return j % pp; }
+  /// First layer index of chunk j.
+  int first_layer(int j) const;
+};
+
+/// Resolves the layout of `scenario`; throws InputError for layouts this version cannot
+/// simulate (with the key and why).
+Layout resolve_layout(const config::Scenario& scenario);
+
+/// Splits `layers` over `chunks` pipeline chunks: as even as possible, with the first and the
+/// last chunk taking the shortfall (they also run the embedding and the LM head; Llama 3 405B
+/// puts 126 layers on 16 stages this way, §3.3.2). Every chunk gets at least one layer.
+std::vector<int> split_layers(int layers, int chunks);
+
+}  // namespace ironlaw::run

@@ -1,0 +1,82 @@
+// Placement of ranks and the split of layers over pipeline chunks.
+#include <catch2/catch.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "config/load.hpp"
+#include "core/records.hpp"
+#include "run/layout.hpp"
+#include "run/simulation.hpp"
+
+using namespace ironlaw;
+using run::Dim;
+
+namespace {
+// GPT-2 XL sequences with a Llama 3 8B model: 32 heads divide every TP degree used here.
+const std::string kScenario = IRONLAW_SOURCE_DIR "/scenarios/gpt2-1.5b-ddp-multinode.yaml";
+const std::string kLlama = "model=../models/llama3-8b.yaml";
+}
+
+TEST_CASE("layers split evenly, the first and last chunks taking the shortfall", "[layout]") {
+  CHECK(run::split_layers(32, 4) == std::vector<int>{8, 8, 8, 8});
+  // Llama 3 405B: 126 layers on 16 stages, one layer fewer on the first and the last (§3.3.2).
+  const auto llama = run::split_layers(126, 16);
+  CHECK(llama.front() == 7);
+  CHECK(llama.back() == 7);
+  CHECK(std::set<int>(llama.begin() + 1, llama.end() - 1) == std::set<int>{8});
+  CHECK(run::split_layers(5, 5) == std::vector<int>{1, 1, 1, 1, 1});
+  CHECK(run::split_layers(10, 4) == std::vector<int>{2, 3, 3, 2});
+}
+
+TEST_CASE("placement puts TP innermost, then CP, PP and DP by default", "[layout]") {
+  const auto s = config::load_scenario(kScenario, {kLlama, "cluster.nodes=4", "parallel.tp=8", "parallel.pp=2",
+                                                   "parallel.dp=2", "parallel.microbatch_size=1"});
+  const auto l = run::resolve_layout(s);
+  CHECK(l.group(0, Dim::tp) == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});  // one node
+  CHECK(l.group(3, Dim::pp) == std::vector<int>{3, 11});
+  CHECK(l.group(3, Dim::dp) == std::vector<int>{3, 19});
+  for (int r = 0; r < l.gpus; ++r) CHECK(l.rank_of(l.coord_of(r)) == r);
+}
+
+TEST_CASE("parallel.order changes the placement", "[layout]") {
+  const auto s = config::load_scenario(kScenario, {kLlama, "cluster.nodes=1", "parallel.tp=2", "parallel.dp=4",
+                                                   "parallel.order=[dp, tp, cp, pp]", "parallel.microbatch_size=1"});
+  const auto l = run::resolve_layout(s);
+  CHECK(l.group(0, Dim::dp) == std::vector<int>{0, 1, 2, 3});
+  CHECK(l.group(0, Dim::tp) == std::vector<int>{0, 4});
+}
+
+TEST_CASE("tensor parallelism inside one node moves bytes only over NVLink", "[layout][tp]") {
+  // TP = 8 fills a DGX H100; its all-reduces go GPU -> NVSwitch -> GPU. No PCIe, NIC or switch
+  // link may carry a byte.
+  const auto s = config::load_scenario(kScenario, {kLlama, "cluster.nodes=1", "parallel.tp=8", "parallel.dp=1",
+                                                   "parallel.microbatch_size=1", "run.steps=1"});
+  NullSink sink;
+  const auto r = run::simulate(s, sink, run::TraceLevel::none);
+  REQUIRE_FALSE(r.links.empty());
+  for (const auto& link : r.links) {
+    INFO(link.name);
+    CHECK(link.name.find("nvswitch") != std::string::npos);
+  }
+}
+
+TEST_CASE("one simulated replica gives the same step as simulating every rank", "[layout][symmetry]") {
+  // The symmetric mode simulates DP replica 0 op by op and every DP collective with all its
+  // flows; on a case small enough to run both, the step times agree to the nanosecond.
+  for (const std::vector<std::string>& layout :
+       {std::vector<std::string>{kLlama, "training.global_batch_tokens=32 Ki", "cluster.nodes=2", "parallel.tp=2", "parallel.pp=2", "parallel.dp=4",
+                                 "parallel.microbatch_size=1"},
+        std::vector<std::string>{kLlama, "training.global_batch_tokens=32 Ki", "cluster.nodes=2", "parallel.dp=16", "parallel.zero=1", "parallel.microbatch_size=1"}}) {
+    auto sym = layout, full = layout;
+    sym.push_back("run.detail=symmetric");
+    full.push_back("run.detail=full");
+    sym.push_back("run.steps=1");
+    full.push_back("run.steps=1");
+    NullSink a, b;
+    const auto rs = run::simulate(config::load_scenario(kScenario, sym), a, run::TraceLevel::none);
+    const auto rf = run::simulate(config::load_scenario(kScenario, full), b, run::TraceLevel::none);
+    CHECK(rs.ranks_simulated < rf.ranks_simulated);
+    CHECK(rs.steps.at(0).end_ns - rs.steps.at(0).start_ns == rf.steps.at(0).end_ns - rf.steps.at(0).start_ns);
+  }
+}
