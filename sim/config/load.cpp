@@ -118,6 +118,8 @@ void parse_comm(Section s, CommSpec& c) {
       c.flows_per_connection < 1) {
     s.state().fail(s.full("flows_per_connection"), "must be at least 1");
   }
+  s.number("chunk_bytes", c.chunk_bytes, Dimension::bytes, kOptionalHardware);
+  s.number("tree_min_chunk_bytes", c.tree_min_chunk_bytes, Dimension::bytes, kOptionalHardware);
   s.finish();
 }
 
@@ -341,6 +343,7 @@ void parse_scenario(Section& root, Scenario& sc) {
     Section run = root.section("run");
     run.integer("steps", sc.run.steps, kPositive);
     run.choice("mode", sc.run.mode, {"steps", "full"});
+    run.choice("detail", sc.run.detail, {"symmetric", "full"});
     run.finish();
   }
   {

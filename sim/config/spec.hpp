@@ -56,7 +56,10 @@ struct NodeSpec {
 /// The network between nodes.
 struct FabricSpec {
   std::string kind = "leaf_spine";  ///< leaf_spine | rail_optimized
-  int nodes_per_leaf = 4;           ///< nodes whose NICs hang off one leaf switch
+  /// leaf_spine: nodes whose NICs all hang off one leaf switch. rail_optimized: nodes whose NIC
+  /// of local index i hangs off one leaf of rail i (a rail of N nodes has ⌈N / nodes_per_leaf⌉
+  /// leaves), so one rail leaf takes nodes_per_leaf · (nics / gpus) NIC ports.
+  int nodes_per_leaf = 4;
   double oversubscription = 1.0;    ///< leaf downlink : uplink capacity ratio (≥ 1)
   int spines = 0;                   ///< 0 = as many as needed for the uplink capacity
   LinkSpec leaf_spine;              ///< one leaf ↔ spine link, per direction
@@ -71,6 +74,13 @@ struct CommSpec {
   /// Network flows (queue pairs) one GPU-to-GPU connection is spread over when it crosses the
   /// spine; ECMP hashes each separately, so more flows mean fewer spine collisions.
   int flows_per_connection = 1;
+  /// Bytes one pipeline step of a connection carries at most (NCCL Simple protocol: NCCL_BUFFSIZE
+  /// / NCCL_STEPS). Hierarchical slices are never cut below it; tree chunks start from it.
+  /// 0 = no limit (hierarchical runs `channels` slices whatever the size; no tree algorithm).
+  double chunk_bytes = 0;
+  /// Smallest tree chunk: a tree halves its chunk from chunk_bytes while a channel holds fewer
+  /// chunks than the tree is deep, down to this size. 0 = chunk_bytes.
+  double tree_min_chunk_bytes = 0;
 };
 
 struct TopologySpec {
@@ -164,6 +174,10 @@ struct ReliabilitySpec {
 struct RunSpec {
   int steps = 3;
   std::string mode = "steps";  ///< steps | full
+  /// symmetric: simulate one model replica (DP index 0) op by op, and every data-parallel
+  /// collective with all its flows on the whole fabric (the other replicas provably run the
+  /// same ops at the same times); full: every rank op by op.
+  std::string detail = "symmetric";
 };
 
 struct OutputSpec {
