@@ -134,25 +134,28 @@ std::string format_summary(const config::Scenario& s, const run::SimulationResul
   line("MFU (PaLM: 6N + 12LHQT)", fmt("%.1f %%", 100 * metric(m, "mfu")));
   line("MFU (6N only)", fmt("%.1f %%", 100 * metric(m, "mfu_6nd")));
   line("HFU (with recomputation)", fmt("%.1f %%", 100 * metric(m, "hfu")));
-  out += "\ntime per step, critical rank:\n";
+  out += "\ntime per step (mean over the " + std::to_string(r.ranks_simulated) + " rank(s) simulated op by op" +
+         (s.run.detail == "symmetric" && r.ranks_simulated < r.gpus ? ": one data-parallel replica" : "") + "):\n";
   line("compute", seconds(r.compute_s) + share(r.compute_s));
   line("exposed communication", seconds(r.exposed_comm_s) + share(r.exposed_comm_s));
   line("pipeline bubble", seconds(r.bubble_s) + share(r.bubble_s));
   line("data stall", seconds(r.data_stall_s) + share(r.data_stall_s));
   line("other (gaps)", seconds(r.other_s) + share(r.other_s));
+  line("optimizer step (in compute)", seconds(r.optimizer_s));
   line("all communication (hidden + exposed)", seconds(r.comm_s));
   out += "\nbaselines (a calculator at 100 % of peak):\n";
   line("6ND step time", seconds(metric(m, "baseline_6nd_step_time_s")));
   line("6ND + attention step time", seconds(metric(m, "baseline_6nd_attention_step_time_s")));
   line("simulated / 6ND+attention", fmt("%.2f x", t / metric(m, "baseline_6nd_attention_step_time_s")));
-  out += "\n" + format_memory_table(r);
+  out.append("\n").append(format_memory_table(r));
   if (s.run.mode == "full") {
-    out += "\nfull run to " + fmt("%.3g", s.training.tokens) + " tokens (no failures simulated yet):\n";
+    out.append("\nfull run to ").append(fmt("%.3g", s.training.tokens)).append(" tokens (no failures simulated yet):\n");
     line("wall-clock", fmt("%.1f days", metric(m, "wall_days")));
     line("GPU-hours", fmt("%.0f", metric(m, "gpu_hours")));
   }
-  out += "\nnot simulated by this version: data pipeline (no data stalls), failures and checkpoints, "
-         "SM contention between communication and compute kernels.\n";
+  out += "\nnot simulated by this version: ";
+  if (!(s.data.storage_bandwidth_per_node > 0)) out += "data loading (data.storage_bandwidth_per_node unset), ";
+  out += "failures and checkpoints, SM contention between communication and compute kernels.\n";
   return out;
 }
 
