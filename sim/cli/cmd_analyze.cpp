@@ -36,9 +36,9 @@ StepRange parse_steps(const std::string& text) {
       if (colon + 1 < text.size()) r.last = std::stoll(text.substr(colon + 1)) - 1;
     }
   } catch (const std::exception&) {
-    throw InputError({"--steps", 0, 0}, "--steps", "expected A:B (steps A to B-1) or A, got \"" + text + "\"");
+    throw InputError({}, "--steps", "expected A:B (steps A to B-1) or A, got \"" + text + "\"");
   }
-  if (r.first < 0) throw InputError({"--steps", 0, 0}, "--steps", "steps count from 0");
+  if (r.first < 0) throw InputError({}, "--steps", "steps count from 0");
   return r;
 }
 
@@ -68,8 +68,8 @@ int cmd_analyze(const Args& args) {
   if (path.empty()) throw InputError({"analyze", 0, 0}, "OUT.h5", "an HDF5 file written by `ironlaw run` is required");
   if (by != "kind" && by != "rank" && by != "step") {
     if (by == "link")
-      throw InputError({"--by", 0, 0}, "--by", "per-link records are not written by this version; use kind, rank or step");
-    throw InputError({"--by", 0, 0}, "--by", "expected kind, rank or step, got \"" + by + "\"");
+      throw InputError({}, "--by", "per-link records are not written by this version; use kind, rank or step");
+    throw InputError({}, "--by", "expected kind, rank or step, got \"" + by + "\"");
   }
   const bool csv = vm.count("csv") > 0;
 
@@ -77,8 +77,10 @@ int cmd_analyze(const Args& args) {
   try {
     reader = std::make_unique<output::H5Reader>(path);
   } catch (const std::runtime_error& e) {
-    throw InputError({path, 0, 0}, "OUT.h5", e.what());
+    throw InputError({}, "OUT.h5", e.what());
   }
+  if (!reader->has("/steps"))
+    throw InputError({}, "OUT.h5", path + " holds no /steps: it is not the output of `ironlaw run` (a sweep file?)");
   const auto info = reader->scenario();
   const auto steps = reader->steps();
   StepRange range;
@@ -86,7 +88,7 @@ int cmd_analyze(const Args& args) {
   std::vector<StepRecord> chosen;
   for (const auto& s : steps)
     if (s.step >= range.first && (range.last < 0 || s.step <= range.last)) chosen.push_back(s);
-  if (chosen.empty()) throw InputError({"--steps", 0, 0}, "--steps", "no recorded step in that range");
+  if (chosen.empty()) throw InputError({}, "--steps", "no recorded step in that range");
   const std::int64_t window_start = chosen.front().start_ns;
   const std::int64_t window_end = chosen.back().end_ns;
 

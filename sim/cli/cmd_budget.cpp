@@ -107,7 +107,7 @@ int cmd_budget(const Args& args) {
   std::string source = "seed 003 opening state (Llama 3 8B)";
   if (!preset.empty()) {
     const auto p = workload::find_budget_preset(preset);
-    if (!p) throw InputError({"--preset", 0, 0}, "--preset", "unknown preset \"" + preset + "\"; expected llama3-8b, llama3-70b, gpt3-175b or chinchilla-70b");
+    if (!p) throw InputError({}, "--preset", "unknown preset \"" + preset + "\"; expected llama3-8b, llama3-70b, gpt3-175b or chinchilla-70b");
     in = p->inputs;
     source = p->name + ": " + p->source;
   }

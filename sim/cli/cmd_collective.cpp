@@ -42,7 +42,7 @@ double parse_size(const std::string& text, const std::string& option) {
 }  // namespace
 
 int cmd_collective(const Args& args) {
-  po::options_description opts("ironlaw collective --op all_reduce|reduce_scatter|all_gather -b MIN -e MAX -f FACTOR [options]");
+  po::options_description opts("ironlaw collective --op all_reduce|reduce_scatter|all_gather|all_to_all -b MIN -e MAX -f FACTOR [options]");
   std::string op_name = "all_reduce", min_s = "8M", max_s = "8G", topology_path;
   double factor = 2;
   int nodes = 1;
@@ -50,7 +50,7 @@ int cmd_collective(const Args& args) {
   std::string algorithm = "auto";
   opts.add_options()
       ("help,h", "show this help")
-      ("op", po::value(&op_name)->default_value(op_name), "all_reduce | reduce_scatter | all_gather")
+      ("op", po::value(&op_name)->default_value(op_name), "all_reduce | reduce_scatter | all_gather | all_to_all")
       ("minbytes,b", po::value(&min_s)->default_value(min_s), "smallest size (K/M/G = 2^10/2^20/2^30)")
       ("maxbytes,e", po::value(&max_s)->default_value(max_s), "largest size")
       ("stepfactor,f", po::value(&factor)->default_value(factor), "multiply the size by this between rows")
@@ -70,24 +70,24 @@ int cmd_collective(const Args& args) {
   try {
     op = comm::parse_op(op_name);
   } catch (const std::invalid_argument&) {
-    throw InputError({"--op", 0, 0}, "--op", "expected all_reduce, reduce_scatter or all_gather, got \"" + op_name + "\"");
+    throw InputError({}, "--op", "expected all_reduce, reduce_scatter, all_gather or all_to_all, got \"" + op_name + "\"");
   }
   const double min_bytes = parse_size(min_s, "-b");
   const double max_bytes = parse_size(max_s, "-e");
-  if (max_bytes < min_bytes) throw InputError({"-e", 0, 0}, "-e", "the largest size is below the smallest (-b)");
-  if (!(factor > 1)) throw InputError({"-f", 0, 0}, "-f", "the step factor must be greater than 1");
-  if (nodes < 1) throw InputError({"--nodes", 0, 0}, "--nodes", "expected at least 1 node");
+  if (max_bytes < min_bytes) throw InputError({}, "-e", "the largest size is below the smallest (-b)");
+  if (!(factor > 1)) throw InputError({}, "-f", "the step factor must be greater than 1");
+  if (nodes < 1) throw InputError({}, "--nodes", "expected at least 1 node");
   comm::Algorithm alg = comm::Algorithm::automatic;
   if (algorithm == "ring") alg = comm::Algorithm::ring;
   else if (algorithm == "hierarchical") alg = comm::Algorithm::hierarchical;
   else if (algorithm != "auto")
-    throw InputError({"--algorithm", 0, 0}, "--algorithm", "expected ring, hierarchical or auto, got \"" + algorithm + "\"");
+    throw InputError({}, "--algorithm", "expected ring, hierarchical or auto, got \"" + algorithm + "\"");
 
   if (topology_path.empty()) topology_path = default_topology_path();
   config::TopologySpec topo = config::load_topology(topology_path);
   if (vm.count("gpus-per-node")) {
     if (gpus_per_node < 1 || gpus_per_node > topo.node.gpus)
-      throw InputError({"--gpus-per-node", 0, 0}, "--gpus-per-node",
+      throw InputError({}, "--gpus-per-node",
                        "expected 1.." + std::to_string(topo.node.gpus) + " (the node has " +
                            std::to_string(topo.node.gpus) + " GPUs)");
     topo.node.gpus = gpus_per_node;
@@ -106,7 +106,7 @@ int cmd_collective(const Args& args) {
   double sum_busbw = 0;
   for (const auto& r : rows) {
     std::printf(" %12.0f %14.0f %8s %6s %6d %10.1f %8.2f %8.2f\n", r.bytes, r.bytes / 4, "float",
-                op == comm::CollectiveOp::all_gather ? "none" : "sum", -1, r.time_us, r.algbw_gbs, r.busbw_gbs);
+                op == comm::CollectiveOp::all_gather || op == comm::CollectiveOp::all_to_all ? "none" : "sum", -1, r.time_us, r.algbw_gbs, r.busbw_gbs);
     sum_busbw += r.busbw_gbs;
   }
   std::printf("# Avg bus bandwidth    : %g\n", rows.empty() ? 0.0 : sum_busbw / static_cast<double>(rows.size()));

@@ -41,12 +41,12 @@ int cmd_explain(const Args& args) {
   config::Scenario s = config::load_scenario(scenario_path, sets);
   if (!vm.count("published-gpu-hours")) {
     if (!s.model.published.gpu_hours)
-      throw InputError({"--published-gpu-hours", 0, 0}, "--published-gpu-hours",
+      throw InputError({}, "--published-gpu-hours",
                        "required: the model card " + s.model.name + " publishes no gpu_hours");
     published_hours = *s.model.published.gpu_hours;
   }
   if (!(published_hours > 0))
-    throw InputError({"--published-gpu-hours", 0, 0}, "--published-gpu-hours", "expected a positive number of hours");
+    throw InputError({}, "--published-gpu-hours", "expected a positive number of hours");
   if (!(s.training.tokens > 0))
     throw InputError(s.where("training.tokens"), "training.tokens", "explain needs the run length in tokens");
 

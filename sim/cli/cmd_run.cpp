@@ -20,11 +20,44 @@ namespace po = boost::program_options;
 
 namespace ironlaw::cli {
 
+namespace {
+
+/// A seed is an unsigned 64-bit integer; "-1" or "1e3" are input errors, not wrapped values.
+std::uint64_t parse_seed(const std::string& text) {
+  std::size_t used = 0;
+  unsigned long long v = 0;
+  const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+  try {
+    if (digits) v = std::stoull(text, &used);
+  } catch (const std::out_of_range&) {
+    used = 0;
+  }
+  if (!digits || used != text.size())
+    throw InputError({}, "--seed", "expected an integer from 0 to 18446744073709551615, got \"" + text + "\"");
+  return v;
+}
+
+/// The output must be a file we can create: its folder is created if missing; a path that is
+/// a folder, or under something that is not one, is an input error found before simulating.
+void check_output_path(const std::filesystem::path& target, const SourceLoc& where, const std::string& key) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(target, ec)) throw InputError(where, key, "\"" + target.string() + "\" is a folder, expected a file path");
+  if (target.has_parent_path()) {
+    fs::create_directories(target.parent_path(), ec);
+    if (ec || !fs::is_directory(target.parent_path()))
+      throw InputError(where, key, "cannot create the folder \"" + target.parent_path().string() + "\": " +
+                                       (ec ? ec.message() : std::string("not a folder")));
+  }
+}
+
+}  // namespace
+
 int cmd_run(const Args& args) {
   po::options_description opts("ironlaw run SCENARIO.yaml [options]");
   std::string scenario_path, out_path, trace_text, chrome_path;
   std::vector<std::string> sets;
-  std::uint64_t seed = 0;
+  std::string seed_text;
   opts.add_options()
       ("help,h", "show this help")
       ("scenario", po::value(&scenario_path), "scenario YAML")
@@ -32,7 +65,7 @@ int cmd_run(const Args& args) {
       ("output,o", po::value(&out_path), "HDF5 output (default: the scenario's output.path)")
       ("trace", po::value(&trace_text), "none | step | op | flow (default: the scenario's output.trace)")
       ("chrome-trace", po::value(&chrome_path), "also write the timeline as Chrome-trace JSON (Perfetto)")
-      ("seed", po::value(&seed), "root random seed (default: the scenario's seed)")
+      ("seed", po::value(&seed_text), "root random seed, 0 … 2^64-1 (default: the scenario's seed)")
       ("quiet,q", "print nothing on success");
   po::positional_options_description pos;
   pos.add("scenario", 1);
@@ -46,12 +79,12 @@ int cmd_run(const Args& args) {
   if (scenario_path.empty()) throw InputError({"run", 0, 0}, "SCENARIO", "a scenario file is required");
 
   config::Scenario scenario = config::load_scenario(scenario_path, sets);
-  if (vm.count("seed")) scenario.seed = seed;
+  if (vm.count("seed")) scenario.seed = parse_seed(seed_text);
   run::TraceLevel trace;
   try {
     trace = run::parse_trace_level(trace_text.empty() ? scenario.output.trace : trace_text);
   } catch (const std::invalid_argument& e) {
-    throw InputError({"--trace", 0, 0}, "--trace", e.what());
+    throw InputError({}, "--trace", e.what());
   }
   if (!out_path.empty()) scenario.output.path = out_path;
   if (scenario.output.path.empty()) throw InputError(scenario.where("output.path"), "output.path", "no output path");
@@ -59,7 +92,7 @@ int cmd_run(const Args& args) {
   run::resolve_layout(scenario);
 
   const std::filesystem::path target(scenario.output.path);
-  if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path());
+  check_output_path(target, out_path.empty() ? scenario.where("output.path") : SourceLoc{}, out_path.empty() ? "output.path" : "-o");
   output::H5Writer writer(target);
   writer.write_scenario(scenario.resolved_yaml, scenario.seed, scenario.name);
   const run::SimulationResult result = run::simulate(scenario, writer, trace);

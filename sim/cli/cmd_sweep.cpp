@@ -3,7 +3,9 @@
 // world of its own, so the rows are identical whatever the thread count.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <iostream>
@@ -34,7 +36,7 @@ struct Axis {
 Axis parse_vary(const std::string& text) {
   const auto eq = text.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
-    throw InputError({"--vary", 0, 0}, "--vary", "expected KEY=V1,V2,..., got \"" + text + "\"");
+    throw InputError({}, "--vary", "expected KEY=V1,V2,..., got \"" + text + "\"");
   Axis a{text.substr(0, eq), {}};
   std::string rest = text.substr(eq + 1);
   std::size_t start = 0;
@@ -84,11 +86,19 @@ int cmd_sweep(const Args& args) {
   }
   po::notify(vm);
   if (scenario_path.empty()) throw InputError({"sweep", 0, 0}, "SCENARIO", "a scenario file is required");
-  if (varies.empty()) throw InputError({"--vary", 0, 0}, "--vary", "at least one --vary KEY=V1,V2,... is required");
-  if (threads < 1) throw InputError({"-j", 0, 0}, "-j", "expected at least 1 thread");
+  if (varies.empty()) throw InputError({}, "--vary", "at least one --vary KEY=V1,V2,... is required");
+  if (threads < 1) throw InputError({}, "-j", "expected at least 1 thread");
 
   std::vector<Axis> axes;
-  for (const auto& v : varies) axes.push_back(parse_vary(v));
+  const std::vector<std::string> known = config::scenario_keys();
+  for (const auto& v : varies) {
+    axes.push_back(parse_vary(v));
+    const std::string& key = axes.back().key;
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      const std::string hint = config::did_you_mean(key, known);
+      throw InputError(SourceLoc{"--vary", 0, 0}, key, std::string("unknown key") + (hint.empty() ? "" : "; did you mean \"" + hint + "\"?"));
+    }
+  }
 
   // Every point is loaded and validated before anything runs: a bad value fails fast (exit 2).
   std::vector<Point> points;

@@ -36,7 +36,7 @@ int cmd_validate(const Args& args) {
     if (!known) {
       std::string list;
       for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-      throw InputError({"--case", 0, 0}, "--case", "unknown case \"" + name + "\"; known: " + list);
+      throw InputError({}, "--case", "unknown case \"" + name + "\"; known: " + list);
     }
     names = {name};
   }

@@ -215,6 +215,10 @@ class StepRun {
     rec.start_ns = start.count_ns();
     rec.end_ns = end.count_ns();
     const double n = static_cast<double>(ranks_.size());
+    // The pipeline phase ends when the last rank finishes its last backward; idle time inside
+    // it is the pipeline's bubble (warm-up, drain and any wait on a neighbour stage).
+    Time pipeline_end = start;
+    for (const auto& t : timeline_) pipeline_end = std::max(pipeline_end, t.last_backward_end);
     for (auto& t : timeline_) {
       // compute | exposed communication | data stall | idle, each measured as union lengths.
       const Time compute = t.compute.total();
@@ -226,9 +230,7 @@ class StepRun {
       const Time idle = end - start - covered;
       Time bubble;
       if (lay_.pp > 1) {
-        // Idle time before the rank's last backward finished is the pipeline's; after it, the
-        // rank waits for gradients or for other ranks, which is not a bubble.
-        bubble = std::clamp(t.last_backward_end - start - covered_until(t, t.last_backward_end, start), Time::zero(), idle);
+        bubble = std::clamp(pipeline_end - start - covered_until(t, pipeline_end, start), Time::zero(), idle);
       }
       rec.compute_s += compute.seconds() / n;
       rec.exposed_comm_s += (working - compute).seconds() / n;

@@ -1,0 +1,277 @@
+// The calculators and tables that need no scenario: `budget` (seed 003's figures), `collective`
+// (an nccl-tests table checked against its own definitions), `validate`, and `--help`.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "cli_harness.hpp"
+
+using namespace ironlaw::cli_test;
+
+namespace {
+
+/// The budget line whose label starts with `label`, e.g. "MFU (6ND)".
+std::string line_starting(const std::string& text, const std::string& label) {
+  for (const auto& line : lines_of(text)) {
+    const auto first = line.find_first_not_of(' ');
+    if (first != std::string::npos && line.compare(first, label.size(), label) == 0) return line;
+  }
+  return "(no line \"" + label + "\")";
+}
+
+struct CollectiveRow {
+  double bytes, count, time_us, algbw, busbw;
+};
+
+/// The data rows of an nccl-tests-style table: size count type redop root time algbw busbw.
+std::vector<CollectiveRow> collective_rows(const std::string& text) {
+  std::vector<CollectiveRow> rows;
+  for (const auto& line : lines_of(text)) {
+    const auto w = words_of(line);
+    if (w.empty() || w[0][0] == '#') continue;
+    REQUIRE(w.size() == 8);
+    rows.push_back({number(w[0]), number(w[1]), number(w[5]), number(w[6]), number(w[7])});
+  }
+  return rows;
+}
+
+double average_bus_bandwidth(const std::string& text) {
+  const std::string label = "# Avg bus bandwidth    : ";
+  const auto at = text.find(label);
+  REQUIRE(at != std::string::npos);
+  return number(words_of(text.substr(at + label.size()))[0]);
+}
+
+/// Checks a collective table for n ranks: the sizes doubling from 8 MiB to 64 MiB, four-byte
+/// floats, algbw = size / time (GB/s, 1e9), busbw = algbw x factor, and the average line; every
+/// printed figure to its printed rounding.
+void check_table(const std::string& text, int n, double factor) {
+  INFO(text);
+  CHECK(text.find("over " + std::to_string(n) + " ranks") != std::string::npos);
+  const auto rows = collective_rows(text);
+  REQUIRE(rows.size() == 4);
+  double sum = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const CollectiveRow& r = rows[i];
+    INFO("row " << i);
+    CHECK(r.bytes == 8388608.0 * std::pow(2.0, static_cast<double>(i)));
+    CHECK(r.count == r.bytes / 4);
+    // time printed to 0.1 us, algbw to 0.01 GB/s.
+    const double algbw = r.bytes / (r.time_us * 1e3);
+    CHECK(r.algbw == Approx(algbw).margin(0.005 + algbw * 0.05 / r.time_us + 1e-9));
+    CHECK(r.busbw == Approx(r.algbw * factor).margin(0.005 + 0.005 * factor + 1e-9));
+    // A ring moves factor x size over each GPU's link, which carries 360 GB/s of payload per
+    // direction in topologies/dgx-h100-leaf-spine.yaml: the bus bandwidth cannot exceed it.
+    CHECK(r.busbw <= 360.0);
+    if (i > 0) CHECK(r.algbw >= rows[i - 1].algbw);  // latency amortised over larger messages
+    sum += r.busbw;
+  }
+  CHECK(average_bus_bandwidth(text) == Approx(sum / 4).margin(0.01));
+}
+
+}  // namespace
+
+TEST_CASE("budget --preset llama3-8b prints seed 003's figures", "[cli][budget]") {
+  TempDir dir;
+  const Outcome r = run_ironlaw({"budget", "--preset", "llama3-8b"}, dir.path());
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(line_starting(r.out, "6ND ").find("722.7 ZFLOP") != std::string::npos);
+  CHECK(line_starting(r.out, "attention that 6ND omits").find("96.65 ZFLOP") != std::string::npos);
+  CHECK(line_starting(r.out, "GPU-hours ").find("507,201 h") != std::string::npos);
+  CHECK(line_starting(r.out, "wall-clock").find("20.6 days") != std::string::npos);
+  CHECK(line_starting(r.out, "cost ").find("$1,268,002") != std::string::npos);
+  // MFU implied by the model card's 1.3M GPU-hours.
+  CHECK(line_starting(r.out, "MFU (6ND)").find("15.6 %") != std::string::npos);
+  CHECK(r.out.find("MFU 0.40 is an ASSUMPTION") != std::string::npos);
+}
+
+TEST_CASE("budget --preset llama3-70b implies 27.9 % MFU from the published hours", "[cli][budget]") {
+  TempDir dir;
+  const Outcome r = run_ironlaw({"budget", "--preset", "llama3-70b"}, dir.path());
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(line_starting(r.out, "MFU (6ND)").find("27.9 %") != std::string::npos);
+}
+
+TEST_CASE("budget --preset gpt3-175b prints 6ND next to the published 314.5 ZFLOP", "[cli][budget]") {
+  TempDir dir;
+  const Outcome r = run_ironlaw({"budget", "--preset", "gpt3-175b"}, dir.path());
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(line_starting(r.out, "6ND ").find("315.0 ZFLOP") != std::string::npos);
+  CHECK(line_starting(r.out, "published  ").find("314.5 ZFLOP") != std::string::npos);
+}
+
+TEST_CASE("budget clamps an MFU above 1 and says so", "[cli][budget]") {
+  TempDir dir;
+  const Outcome r = run_ironlaw({"budget", "--preset", "llama3-8b", "--mfu", "1.5"}, dir.path());
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.all().find("mfu 1.5 clamped to 1") != std::string::npos);
+  CHECK(r.out.find("MFU 1.00 is an ASSUMPTION") != std::string::npos);
+  // At 100 % of the 989.5 TFLOP/s peak: 722.7 ZFLOP / (989.5e12 x 3600) = 202,880 GPU-hours.
+  CHECK(line_starting(r.out, "GPU-hours ").find("202,880 h") != std::string::npos);
+}
+
+TEST_CASE("budget rejects an unknown preset and a malformed number", "[cli][budget][errors]") {
+  TempDir dir;
+  const Outcome preset = run_ironlaw({"budget", "--preset", "llama9"}, dir.path());
+  CHECK(preset.exit_code == 2);
+  CHECK(preset.err.find("unknown preset \"llama9\"") != std::string::npos);
+  const Outcome mfu = run_ironlaw({"budget", "--params", "8e9", "--tokens", "15 T", "--mfu", "abc"}, dir.path());
+  CHECK(mfu.exit_code == 2);
+  CHECK(mfu.err.find("--mfu") != std::string::npos);
+}
+
+TEST_CASE("collective all_reduce on one node prints an nccl-tests table with busbw = algbw x 2(n-1)/n",
+          "[cli][collective]") {
+  TempDir dir;
+  const Outcome r = run_ironlaw({"collective", "--op", "all_reduce", "-b", "8M", "-e", "64M", "-f", "2", "--nodes", "1"},
+                                dir.path());
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  check_table(r.out, 8, 2.0 * 7 / 8);
+}
+
+TEST_CASE("collective reduce_scatter on one node has busbw = algbw x (n-1)/n", "[cli][collective]") {
+  TempDir dir;
+  const Outcome r = run_ironlaw(
+      {"collective", "--op", "reduce_scatter", "-b", "8M", "-e", "64M", "-f", "2", "--nodes", "1"}, dir.path());
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  check_table(r.out, 8, 7.0 / 8);
+}
+
+TEST_CASE("collective all_gather on two nodes counts 16 ranks", "[cli][collective]") {
+  TempDir dir;
+  const Outcome r = run_ironlaw({"collective", "--op", "all_gather", "-b", "8M", "-e", "64M", "-f", "2", "--nodes", "2"},
+                                dir.path());
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  check_table(r.out, 16, 15.0 / 16);
+}
+
+TEST_CASE("collective rejects sizes and factors that make no table", "[cli][collective][errors]") {
+  TempDir dir;
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"-b", "0", "-e", "8M", "-f", "2"},
+                                               std::vector<std::string>{"-b", "64M", "-e", "8M", "-f", "2"},
+                                               std::vector<std::string>{"-b", "8M", "-e", "64M", "-f", "1"},
+                                               std::vector<std::string>{"-b", "abc", "-e", "64M", "-f", "2"},
+                                               std::vector<std::string>{"-b", "8M", "-e", "64M", "--nodes", "0"},
+                                               std::vector<std::string>{"--op", "broadcast"}}) {
+    std::vector<std::string> full{"collective"};
+    full.insert(full.end(), args.begin(), args.end());
+    const Outcome r = run_ironlaw(full, dir.path());
+    INFO(args[0] << " " << args[1] << ": " << r.err);
+    CHECK(r.signal == 0);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+  }
+}
+
+TEST_CASE("collective all_to_all on one node has busbw = algbw x (n-1)/n", "[cli][collective]") {
+  TempDir dir;
+  const Outcome r = run_ironlaw({"collective", "--op", "all_to_all", "-b", "8M", "-e", "64M", "-f", "2", "--nodes", "1"},
+                                dir.path());
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  check_table(r.out, 8, 7.0 / 8);
+}
+
+// nccl-tests' alltoall_perf prints redop "none": nothing is reduced.
+TEST_CASE("collective all_to_all reduces nothing and is listed in --help", "[cli][collective]") {
+  TempDir dir;
+  const Outcome r = run_ironlaw({"collective", "--op", "all_to_all", "-b", "8M", "-e", "8M", "-f", "2"}, dir.path());
+  REQUIRE(r.exit_code == 0);
+  for (const auto& line : lines_of(r.out)) {
+    const auto w = words_of(line);
+    if (!w.empty() && w[0][0] != '#') CHECK(w.at(3) == "none");
+  }
+  const Outcome help = run_ironlaw({"collective", "--help"}, dir.path());
+  CHECK(help.out.find("all_to_all") != std::string::npos);
+}
+
+TEST_CASE("validate prints every case with published, predicted and error columns", "[cli][validate]") {
+  TempDir dir;
+  const Outcome r = run_ironlaw({"validate"}, dir.path());
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("case seed003:") != std::string::npos);
+  CHECK(r.out.find("case nccl-h100:") != std::string::npos);
+  int headers = 0, rows = 0;
+  bool in_case = false;
+  for (const auto& line : lines_of(r.out)) {
+    const auto w = words_of(line);
+    if (w.size() == 5 && w[0] == "figure" && w[1] == "published" && w[2] == "predicted" && w[3] == "error") {
+      ++headers;
+      in_case = true;
+      continue;
+    }
+    if (!in_case) continue;
+    if (w.empty() || w[0] == "sources:") {
+      in_case = false;
+      continue;
+    }
+    // ... LABEL  PUBLISHED  PREDICTED  ERROR%  UNIT: error = (predicted - published) / published.
+    INFO(line);
+    const std::string& error_text = w[w.size() - 2];
+    REQUIRE(error_text.back() == '%');
+    const double published = number(w[w.size() - 4]);
+    const double predicted = number(w[w.size() - 3]);
+    const double error_pct = number(error_text.substr(0, error_text.size() - 1));
+    CHECK(error_pct == Approx(100 * (predicted - published) / published).margin(0.006));
+    ++rows;
+  }
+  CHECK(headers == 2);
+  CHECK(rows >= 9);
+}
+
+TEST_CASE("validate --case runs one case and rejects an unknown one", "[cli][validate]") {
+  TempDir dir;
+  const Outcome one = run_ironlaw({"validate", "--case", "nccl-h100"}, dir.path());
+  CHECK(one.exit_code == 0);
+  CHECK(one.out.find("case nccl-h100:") != std::string::npos);
+  CHECK(one.out.find("case seed003:") == std::string::npos);
+  const Outcome unknown = run_ironlaw({"validate", "--case", "nope"}, dir.path());
+  CHECK(unknown.exit_code == 2);
+  CHECK(unknown.err.find("unknown case \"nope\"") != std::string::npos);
+}
+
+TEST_CASE("explain compares simulated with published GPU-hours", "[cli][explain]") {
+  TempDir dir;
+  const Outcome r = run_ironlaw({"explain", repo_path("scenarios/gpt2-ddp-1node.yaml"), "--published-gpu-hours", "100"},
+                                dir.path());
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(line_starting(r.out, "published GPU-hours").find("100") != std::string::npos);
+  CHECK(r.out.find("simulated MFU") != std::string::npos);
+}
+
+TEST_CASE("--help of every subcommand exits 0 and documents it", "[cli][help]") {
+  TempDir dir;
+  for (const char* command : {"run", "sweep", "analyze", "explain", "budget", "validate", "collective"}) {
+    INFO(command);
+    const Outcome r = run_ironlaw({command, "--help"}, dir.path());
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.rfind(std::string("ironlaw ") + command, 0) == 0);
+    CHECK(r.out.find("--help") != std::string::npos);
+  }
+  const Outcome top = run_ironlaw({"--help"}, dir.path());
+  CHECK(top.exit_code == 0);
+  for (const char* command : {"run", "sweep", "analyze", "explain", "budget", "validate", "collective"})
+    CHECK(top.out.find(std::string("\n  ") + command + " ") != std::string::npos);
+}
+
+TEST_CASE("an unknown subcommand, or none, is bad input", "[cli][help]") {
+  TempDir dir;
+  const Outcome unknown = run_ironlaw({"simulate"}, dir.path());
+  CHECK(unknown.signal == 0);
+  CHECK(unknown.exit_code == 2);
+  CHECK(unknown.err.find("unknown command \"simulate\"") != std::string::npos);
+  const Outcome none = run_ironlaw({}, dir.path());
+  CHECK(none.exit_code == 2);
+}
