@@ -16,6 +16,9 @@ namespace {
 // GPT-2 XL sequences with a Llama 3 8B model: 32 heads divide every TP degree used here.
 const std::string kScenario = IRONLAW_SOURCE_DIR "/scenarios/gpt2-1.5b-ddp-multinode.yaml";
 const std::string kLlama = "model=../models/llama3-8b.yaml";
+// Input loading draws random decode times per GPU and reads over each node's storage link:
+// these tests look at the training step alone.
+const std::string kNoLoader = "data.storage_bandwidth_per_node=0";
 }
 
 TEST_CASE("layers split evenly, the first and last chunks taking the shortfall", "[layout]") {
@@ -50,7 +53,7 @@ TEST_CASE("parallel.order changes the placement", "[layout]") {
 TEST_CASE("tensor parallelism inside one node moves bytes only over NVLink", "[layout][tp]") {
   // TP = 8 fills a DGX H100; its all-reduces go GPU -> NVSwitch -> GPU. No PCIe, NIC or switch
   // link may carry a byte.
-  const auto s = config::load_scenario(kScenario, {kLlama, "cluster.nodes=1", "parallel.tp=8", "parallel.dp=1",
+  const auto s = config::load_scenario(kScenario, {kLlama, kNoLoader, "cluster.nodes=1", "parallel.tp=8", "parallel.dp=1",
                                                    "parallel.microbatch_size=1", "run.steps=1"});
   NullSink sink;
   const auto r = run::simulate(s, sink, run::TraceLevel::none);
@@ -65,9 +68,9 @@ TEST_CASE("one simulated replica gives the same step as simulating every rank", 
   // The symmetric mode simulates DP replica 0 op by op and every DP collective with all its
   // flows; on a case small enough to run both, the step times agree to the nanosecond.
   for (const std::vector<std::string>& layout :
-       {std::vector<std::string>{kLlama, "training.global_batch_tokens=32 Ki", "cluster.nodes=2", "parallel.tp=2", "parallel.pp=2", "parallel.dp=4",
+       {std::vector<std::string>{kLlama, kNoLoader, "training.global_batch_tokens=32 Ki", "cluster.nodes=2", "parallel.tp=2", "parallel.pp=2", "parallel.dp=4",
                                  "parallel.microbatch_size=1"},
-        std::vector<std::string>{kLlama, "training.global_batch_tokens=32 Ki", "cluster.nodes=2", "parallel.dp=16", "parallel.zero=1", "parallel.microbatch_size=1"}}) {
+        std::vector<std::string>{kLlama, kNoLoader, "training.global_batch_tokens=32 Ki", "cluster.nodes=2", "parallel.dp=16", "parallel.zero=1", "parallel.microbatch_size=1"}}) {
     auto sym = layout, full = layout;
     sym.push_back("run.detail=symmetric");
     full.push_back("run.detail=full");
