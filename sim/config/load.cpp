@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <filesystem>
+#include <utility>
 
 #include "config/reader.hpp"
 #include "config/validate.hpp"
@@ -151,8 +152,13 @@ void parse_published(Section s, PublishedFacts& p) {
   read("tokens", p.tokens, Dimension::count);
   read("gpu_hours", p.gpu_hours, Dimension::count);
   read("training_flops", p.training_flops, Dimension::flops);
-  std::string source;
-  if (s.text("hardware", p.hardware, Rule{.form = Form::sourced, .source = &source})) p.sources["hardware"] = source;
+  read("active_params", p.active_params, Dimension::count);
+  auto text = [&](const char* name, std::string& out) {
+    std::string source;
+    if (s.text(name, out, Rule{.form = Form::sourced, .source = &source})) p.sources[name] = source;
+  };
+  text("hardware", p.hardware);
+  text("throughput", p.throughput);
   s.finish();
 }
 
@@ -177,6 +183,18 @@ void parse_model(Section s, ModelSpec& m) {
   s.integer("max_position", m.max_position, Rule{.sign = Sign::non_negative, .form = Form::either});
   s.integer("experts", m.experts, Rule{.sign = Sign::positive, .form = Form::either});
   s.integer("experts_per_token", m.experts_per_token, Rule{.sign = Sign::positive, .form = Form::either});
+  const Rule optional_size{.sign = Sign::non_negative, .form = Form::either};
+  for (auto [key, out] : {std::pair<const char*, int*>{"shared_experts", &m.shared_experts},
+                          {"moe_ffn_hidden", &m.moe_ffn_hidden},
+                          {"dense_layers", &m.dense_layers},
+                          {"head_dim", &m.head_dim},
+                          {"q_lora_rank", &m.q_lora_rank},
+                          {"kv_lora_rank", &m.kv_lora_rank},
+                          {"qk_nope_head_dim", &m.qk_nope_head_dim},
+                          {"qk_rope_head_dim", &m.qk_rope_head_dim},
+                          {"v_head_dim", &m.v_head_dim}}) {
+    s.integer(key, *out, optional_size);
+  }
   parse_published(s.section("published"), m.published);
   s.finish();
 }

@@ -99,7 +99,11 @@ struct PublishedFacts {
   std::optional<double> tokens;
   std::optional<double> gpu_hours;
   std::optional<double> training_flops;
+  std::optional<double> active_params;  ///< MoE: parameters activated per token
   std::string hardware;
+  /// Published training throughput (TFLOP/s per GPU, the utilisation the authors derive), as
+  /// text: shown beside simulated results, never read by a simulation (DESIGN.md principle 1).
+  std::string throughput;
   std::map<std::string, std::string> sources;  ///< fact name → citation
 };
 
@@ -120,8 +124,20 @@ struct ModelSpec {
   bool tied_embeddings = false;
   std::string position_embedding = "rope";  ///< rope | learned | relative (Gopher-style, no table)
   int max_position = 0;              ///< rows of a learned position table
-  int experts = 1;                   ///< MoE: experts per layer (1 = dense)
-  int experts_per_token = 1;
+  int experts = 1;                   ///< MoE: routed experts per MoE layer (1 = dense)
+  int experts_per_token = 1;         ///< MoE: routed experts each token goes to (top-k)
+  int shared_experts = 0;            ///< MoE: experts every token goes to, per MoE layer
+  int moe_ffn_hidden = 0;            ///< MoE: FFN width of one routed/shared expert; 0 = ffn_hidden
+  int dense_layers = 0;              ///< MoE: the first dense_layers layers are dense (ffn_hidden)
+  /// Query/key/value head dimension; 0 = hidden / heads. Must be 0 under multi-head latent attention.
+  int head_dim = 0;
+  // Multi-head latent attention (DeepSeek-V2/V3, arXiv:2412.19437 §2.1.1); kv_lora_rank 0 =
+  // standard (grouped-query) attention.
+  int q_lora_rank = 0;               ///< query compression rank d_c'; 0 = full-rank query projection
+  int kv_lora_rank = 0;              ///< key/value compression rank d_c
+  int qk_nope_head_dim = 0;          ///< per-head query/key dimension without RoPE d_h
+  int qk_rope_head_dim = 0;          ///< per-head decoupled RoPE query/key dimension d_h^R
+  int v_head_dim = 0;                ///< per-head value dimension
   PublishedFacts published;
 };
 

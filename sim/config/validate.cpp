@@ -28,7 +28,9 @@ std::string whole(double v) {
 
 void validate_model(const ModelSpec& m, LoadState& st, const std::string& prefix) {
   const auto k = [&](const char* key) { return key_in(prefix, key); };
-  if (st.ok({k("hidden"), k("heads")}) && m.hidden % m.heads != 0) {
+  const bool mla = m.kv_lora_rank > 0;
+  if (st.ok({k("hidden"), k("heads"), k("head_dim"), k("kv_lora_rank")}) && !mla && m.head_dim == 0 &&
+      m.hidden % m.heads != 0) {
     st.report(k("hidden"), "must be a multiple of heads (" + str(m.heads) + "), got " + str(m.hidden));
   }
   if (st.ok({k("heads"), k("kv_heads")}) && (m.kv_heads > m.heads || m.heads % m.kv_heads != 0)) {
@@ -37,6 +39,28 @@ void validate_model(const ModelSpec& m, LoadState& st, const std::string& prefix
   if (st.ok({k("experts"), k("experts_per_token")}) && m.experts_per_token > m.experts) {
     st.report(k("experts_per_token"),
               "must be at most experts (" + str(m.experts) + "), got " + str(m.experts_per_token));
+  }
+  if (st.ok({k("experts"), k("shared_experts"), k("moe_ffn_hidden"), k("dense_layers")}) && m.experts == 1 &&
+      (m.shared_experts > 0 || m.moe_ffn_hidden > 0 || m.dense_layers > 0)) {
+    st.report(k("experts"), "shared_experts, moe_ffn_hidden and dense_layers describe a mixture of experts; they "
+                            "need experts > 1, got experts 1");
+  }
+  if (st.ok({k("layers"), k("dense_layers")}) && m.dense_layers > m.layers) {
+    st.report(k("dense_layers"), "must be at most layers (" + str(m.layers) + "), got " + str(m.dense_layers));
+  }
+  if (st.ok({k("kv_lora_rank"), k("q_lora_rank"), k("qk_nope_head_dim"), k("qk_rope_head_dim"), k("v_head_dim"),
+             k("head_dim"), k("heads"), k("kv_heads"), k("bias")})) {
+    if (!mla && (m.q_lora_rank > 0 || m.qk_nope_head_dim > 0 || m.qk_rope_head_dim > 0 || m.v_head_dim > 0)) {
+      st.report(k("kv_lora_rank"), "q_lora_rank, qk_nope_head_dim, qk_rope_head_dim and v_head_dim describe "
+                                   "multi-head latent attention; they need kv_lora_rank > 0");
+    } else if (mla && (m.qk_nope_head_dim + m.qk_rope_head_dim == 0 || m.v_head_dim == 0)) {
+      st.report(k("kv_lora_rank"), "multi-head latent attention needs qk_nope_head_dim + qk_rope_head_dim > 0 and "
+                                   "v_head_dim > 0");
+    } else if (mla && (m.head_dim > 0 || m.kv_heads != m.heads || m.bias)) {
+      st.report(k("kv_lora_rank"), "multi-head latent attention takes its head dimensions from qk_nope_head_dim, "
+                                   "qk_rope_head_dim and v_head_dim, one key/value head per query head and no "
+                                   "biases: drop head_dim, kv_heads and bias");
+    }
   }
   if (st.ok({k("position_embedding"), k("max_position")}) && m.position_embedding == "learned" && m.max_position == 0) {
     st.report(k("max_position"), "learned position embeddings need max_position (rows of the table) >= 1");

@@ -3,10 +3,13 @@
 /// token, bytes touched, memory per GPU. Pure functions of the specs; no simulation here.
 ///
 /// Shape vocabulary: L layers, h hidden, f ffn_hidden, a heads, g kv_heads (0 means a),
-/// d = h / a head dimension, V vocab, s sequence length, t = sequences·s tokens of a
-/// microbatch. Unknown enum strings (activation, norm, precision, ...) throw
-/// std::invalid_argument naming the field; the config loader is expected to have rejected
-/// them with a file position first.
+/// d head dimension (head_dim, else h / a; MLA: d = qk_nope + qk_rope for queries and keys and
+/// d_v = v_head_dim for values, otherwise d_v = d), V vocab, s sequence length, t = sequences·s
+/// tokens of a microbatch. Mixture of experts: E routed experts, k experts_per_token, S
+/// shared_experts, f_e moe_ffn_hidden (0 means f); layers [0, dense_layers) are dense with f,
+/// the others MoE (experts == 1: all dense). Unknown enum strings (activation, norm,
+/// precision, ...) throw std::invalid_argument naming the field; the config loader is expected
+/// to have rejected them with a file position first.
 #include <string>
 #include <vector>
 
@@ -16,11 +19,17 @@ namespace ironlaw::workload {
 
 /// Parameter count by part, from the shape (Llama 3 8B → 8.03e9).
 ///
-/// Per layer: attention Q and O h·h each, K and V h·(g·d) each (+ a bias per output when
-/// `bias`); MLP gelu 2·h·f (+ f + h biases), swiglu 3·h·f, × experts (mlp) or
-/// × experts_per_token (mlp_active), + an h × experts router when experts > 1; norms
-/// layernorm 2·h (gain + bias), rmsnorm h, two per layer plus the final one. Embedding V·h,
-/// learned positions max_position·h, LM head V·h unless tied.
+/// Per layer: attention Q and O h·(a·d) each, K and V h·(g·d) each (+ a bias per output when
+/// `bias`); under multi-head latent attention (DeepSeek-V3 report §2.1.1) instead
+/// W^DQ h·q_lora_rank + W^UQ/W^QR q_lora_rank·a·d (q_lora_rank 0: h·a·d), W^DKV/W^KR
+/// h·(kv_lora_rank + qk_rope), W^UK/W^UV kv_lora_rank·a·(qk_nope + d_v), W^O a·d_v·h, and the
+/// two latent RMSNorms (q_lora_rank + kv_lora_rank, in `norm`). One FFN of width w: gelu 2·h·w
+/// (+ w + h biases), swiglu 3·h·w. Dense layers: one FFN of f. MoE layers: E + S experts of f_e
+/// (mlp) of which k + S are active (mlp_active), + an h × E router (+ E biases). Norms layernorm
+/// 2·h (gain + bias), rmsnorm h, two per layer plus the final one. Embedding V·h, learned
+/// positions max_position·h, LM head V·h unless tied. Not counted: DeepSeek-V3's per-expert
+/// routing bias (E per MoE layer, set by the balancing rule, not by gradients) and its
+/// multi-token-prediction module (see models/deepseek-v3.yaml).
 /// position_embedding "relative" (Transformer-XL style, Gopher/Chinchilla) adds the per-layer
 /// h·h projection of the relative position encodings to `attention` — this is what makes
 /// Gopher-family counts 13·L·h² + V·h rather than 12·L·h² + V·h.
@@ -28,17 +37,23 @@ struct ParamCount {
   double embedding = 0;      ///< token embedding table (vocab × hidden)
   double position = 0;       ///< learned position table (0 for RoPE)
   double attention = 0;      ///< Q, K, V, O projections (+ biases), all layers
-  double mlp = 0;            ///< feed-forward weights (+ biases), all layers, all experts
-  double mlp_active = 0;     ///< feed-forward weights a token actually uses (MoE: experts_per_token)
+  double mlp = 0;            ///< feed-forward weights (+ biases), all layers, all experts, routers
+  /// Feed-forward weights a token actually uses: dense layers, and per MoE layer k routed +
+  /// S shared experts + the router.
+  double mlp_active = 0;
+  double routed_experts = 0; ///< the routed experts' weights, all MoE layers (what EP shards)
   double norm = 0;           ///< norm gains/biases, all layers + final norm
   double lm_head = 0;        ///< output projection (0 when tied to the embedding)
 
   double total() const { return embedding + position + attention + mlp + norm + lm_head; }
   /// Kaplan's N: everything but embedding and position tables.
   double non_embedding() const { return attention + mlp + norm + lm_head; }
+  /// Parameters a token activates: total() less the routed experts it is not sent to (the
+  /// "37B activated" of DeepSeek-V3: embedding and LM head included). = total() when dense.
+  double active() const;
   /// PaLM's N for MFU: parameters that take part in matmuls per token — attention, the active
-  /// MLP (MoE: routed experts and router) and the LM head (tied or not), biases included;
-  /// not the embedding/position lookups and not the norm gains (no matmul).
+  /// MLP (MoE: k routed + S shared experts and the router) and the LM head (tied or not),
+  /// biases included; not the embedding/position lookups and not the norm gains (no matmul).
   double matmul_active() const;
   double lm_head_matmul = 0;  ///< vocab × hidden, counted in matmuls even when tied
 };
@@ -47,11 +62,14 @@ ParamCount count_params(const config::ModelSpec& model);
 /// Model FLOPs per token under the conventions of ../shared/reference/calibration.md.
 /// N_matmul = ParamCount::matmul_active() (weights and biases of the linear layers a token
 /// passes through, LM head included even when tied; norm gains and lookup tables excluded);
-/// H = heads, Q = head dimension, T = `sequence_length`.
+/// H = heads, Q = head dimension, T = `sequence_length`. For a mixture of experts N_matmul
+/// counts the activated experts only, so `palm` is the MFU numerator of a MoE model too.
 struct FlopsPerToken {
-  double six_n = 0;          ///< 6·N (N = total params, as seed 003 / GPT-3 count)
-  double palm = 0;           ///< 6·N_matmul + 12·L·H·Q·T (PaLM appendix B; Llama 3 MFU)
-  double attention_palm = 0; ///< the 12·L·H·Q·T term alone
+  double six_n = 0;          ///< 6·N (N = total params, as seed 003 / GPT-3 count; naive for MoE)
+  double six_n_active = 0;   ///< 6·N_active (ParamCount::active(); = six_n when dense)
+  /// 6·N_matmul + 12·L·H·Q·T (PaLM appendix B; Llama 3 MFU). MLA: 6·N_matmul + 6·L·H·T·(d + d_v).
+  double palm = 0;
+  double attention_palm = 0; ///< the attention term alone
 };
 FlopsPerToken flops_per_token(const config::ModelSpec& model, int sequence_length);
 
@@ -79,29 +97,60 @@ struct Op {
   bool is_gemm() const { return m > 0; }
 };
 
-/// Forward ops of one transformer layer on one GPU: a microbatch of `sequences` sequences of
-/// `sequence_length` tokens, the layer's weights split `tp` ways (Megatron column/row split).
+/// Forward ops of transformer layer `layer` (0-based; dense and MoE layers differ) on one GPU:
+/// a microbatch of `sequences` sequences of `sequence_length` tokens, the layer's weights split
+/// `tp` ways (Megatron column/row split), the routed experts of a MoE layer spread over `ep`
+/// GPUs (E/ep local experts each). The defaults (layer 0, ep 1) keep the dense-model calls.
 ///
-/// In order (pre-norm): norm_attn, qkv (m = t, n = (a + 2g)·d/tp, k = h), rel_pos (relative
-/// positions only), rotary (RoPE only), the attention core, attn_out (m = t, n = h,
-/// k = a·d/tp), residual_attn, norm_mlp, router (MoE only), mlp_up (n = f/tp, swiglu 2·f/tp:
-/// gate and up fused), mlp_act, mlp_down (n = h, k = f/tp), residual_mlp. MoE expert GEMMs are
-/// grouped: batch = experts, m = t·experts_per_token/experts (perfect balance).
-/// Attention core: flash → one causal "attn_core" op, FLOPs = sequences·(a/tp)·s(s+1)/2·4·d
-/// (seed 003's count), bytes = Q, K, V, O + fp32 row statistics (no s² term); no flash →
-/// attn_scores (full s × s, the mask applied afterwards), attn_softmax (s² read + written),
-/// attn_values. Elementwise ops: bytes = elements · (reads + writes) · bytes_per_element; they
-/// run on all t·h elements on every TP rank (no sequence parallelism). Dropout is not modelled
-/// (Llama-style training has none); TP all-reduces belong to the comm layer.
+/// In order (pre-norm): norm_attn; the projections in — standard: qkv (m = t,
+/// n = (a + 2g)·d/tp, k = h); MLA: q_down (n = q_lora_rank, k = h), q_norm, q_up
+/// (n = a·d/tp, k = q_lora_rank) — or q_proj (n = a·d/tp, k = h) when q_lora_rank is 0 —
+/// kv_down (n = kv_lora_rank + qk_rope, k = h), kv_norm, kv_up (n = a·(qk_nope + d_v)/tp,
+/// k = kv_lora_rank); the down projections and latent norms are not split by TP (every TP rank
+/// computes them whole, as DeepSeek-V3's reference model.py keeps wq_a / wkv_a plain Linear
+/// layers) —; rel_pos (relative positions only), rotary (RoPE only; MLA: the a/tp query heads
+/// and the one shared key head of qk_rope each), the attention core, attn_out (m = t, n = h,
+/// k = a·d_v/tp), residual_attn, norm_mlp, then
+///   dense layer: mlp_up (n = f/tp, swiglu 2·f/tp: gate and up fused), mlp_act, mlp_down
+///     (n = h, k = f/tp);
+///   MoE layer: router (m = t, n = E, k = h; whole on every TP rank), router_topk (scores read
+///     once), moe_permute (t·k token rows of h gathered in expert order), moe_dispatch,
+///     mlp_up / mlp_act / mlp_down as grouped GEMMs over the local experts — batch = E/ep,
+///     m = t·k·ep/E rows each: every expert gets exactly its share of the EP group's t·k·ep
+///     token copies (perfect balance, an idealisation: real routers are uneven and the busiest
+///     expert sets the pace), widths f_e/tp —, moe_combine, moe_unpermute (t·k rows read,
+///     weighted and summed into t rows), shared_up / shared_act / shared_down (one FFN of
+///     width S·f_e over all t tokens, when S > 0);
+/// residual_mlp.
+/// "moe_dispatch" and "moe_combine" are markers: 0 FLOPs, 0 bytes, no GEMM, and op_time 0.
+/// They sit where the dispatch and combine all-to-alls go (moe_all_to_all_bytes): each
+/// all-to-all starts after the ops before its marker and the ops after it wait for it. The
+/// shared-expert ops need only norm_mlp's output, so a scheduler may run them while the
+/// all-to-alls are in flight (DeepSeek-V3 §3.2.1 overlaps them). Under TP the partial sums to
+/// all-reduce end, besides attn_out and a dense mlp_down, at shared_down and at the routed
+/// mlp_down (expert TP = TP); in backward the column-parallel input gradients are q_up_dgrad
+/// (or q_proj_dgrad) and kv_up_dgrad under MLA, shared_up_dgrad and the routed mlp_up_dgrad.
+/// Attention core: flash → one causal "attn_core" op, FLOPs = sequences·(a/tp)·s(s+1)/2·
+/// 2·(d + d_v) (seed 003's 4·d per cell when d_v = d), k = d + d_v, bytes = Q, K, V, O + fp32
+/// row statistics (no s² term); no flash → attn_scores (full s × s, the mask applied
+/// afterwards), attn_softmax (s² read + written), attn_values. Elementwise ops: bytes =
+/// elements · (reads + writes) · bytes_per_element; they run on all t·h elements on every TP
+/// rank (no sequence parallelism). Dropout is not modelled (Llama-style training has none); TP
+/// all-reduces and the all-to-alls belong to the comm layer. Throws std::invalid_argument
+/// unless 0 ≤ layer < layers, ep ≥ 1 and ep divides experts.
 std::vector<Op> layer_forward_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
-                                  int sequences, int tp);
-/// Backward ops of the same layer: every GEMM becomes its input-gradient and weight-gradient
-/// GEMMs (2× forward FLOPs); elementwise ops ≈ 2× bytes (and FLOPs). The flash-attention core
-/// backward is one kernel of 2.5× its forward FLOPs: five s×s×d matmuls (QKᵀ recomputed inside
-/// the kernel, dV = PᵀdO, dP = dO·Vᵀ, dQ = dS·K, dK = dSᵀQ) against the forward's two —
-/// hardware FLOPs, so the in-kernel recompute counts.
+                                  int sequences, int tp, int layer = 0, int ep = 1);
+/// Backward ops of the same layer, in reverse order: every GEMM becomes its input-gradient and
+/// weight-gradient GEMMs (2× forward FLOPs); elementwise ops ≈ 2× bytes (and FLOPs). The
+/// flash-attention core backward is one kernel of five s×s matmuls (QKᵀ recomputed inside the
+/// kernel over d, dV = PᵀdO over d_v, dP = dO·Vᵀ over d_v, dQ = dS·K over d, dK = dSᵀQ over d)
+/// against the forward's two: (3·d + 2·d_v)/(d + d_v) × its FLOPs, 2.5× when d_v = d —
+/// hardware FLOPs, so the in-kernel recompute counts. The MoE markers come back as
+/// "moe_combine_bwd" (before the experts' backward: the output gradients travel to the
+/// experts) and "moe_dispatch_bwd" (after it: the input gradients travel home), each an
+/// all-to-all of the same bytes as its forward.
 std::vector<Op> layer_backward_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
-                                   int sequences, int tp);
+                                   int sequences, int tp, int layer = 0, int ep = 1);
 /// Forward ops that run once per microbatch outside the layers: embedding lookup (gather t
 /// rows of h, plus t position rows when learned; written t·h), final norm, LM head GEMM
 /// (m = t, n = V/tp, k = h; vocab-parallel), cross-entropy (reads the logits, writes fp32
@@ -112,9 +161,38 @@ std::vector<Op> head_forward_ops(const config::ModelSpec& model, const config::T
 std::vector<Op> head_backward_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
                                   int sequences, int tp);
 /// Forward ops recomputed in backward under the activation-checkpointing policy
-/// (none: empty; selective: the attention core; full: the whole layer forward).
+/// (none: empty; selective: the attention core; full: the whole layer forward, MoE markers
+/// included as "recompute_moe_dispatch" / "recompute_moe_combine": the all-to-alls repeat).
 std::vector<Op> layer_recompute_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
-                                    int sequences, int tp);
+                                    int sequences, int tp, int layer = 0, int ep = 1);
+
+/// Whether layer `layer` (0-based) is a mixture-of-experts layer: experts > 1 and
+/// layer ≥ dense_layers. Throws std::invalid_argument unless 0 ≤ layer < layers.
+bool is_moe_layer(const config::ModelSpec& model, int layer);
+/// The 0-based indices of the MoE layers, ascending (empty for a dense model). O(layers).
+std::vector<int> moe_layer_indices(const config::ModelSpec& model);
+
+/// The expert-parallel all-to-all traffic of one MoE layer for one microbatch, per GPU.
+///
+/// A GPU holds t = sequences·sequence_length tokens and sends each of them to k experts:
+/// routed = t·k·h·bytes_per_element(precision) bytes of token copies. Under perfect balance the
+/// experts of a token are spread uniformly over the ep GPUs of the EP group, so the fraction
+/// (ep − 1)/ep of those copies leaves the GPU in the dispatch all-to-all, and the same share of
+/// expert outputs (h each) comes back in the combine: dispatch = combine =
+/// t·k·h·bpe·(ep − 1)/ep, and as many bytes arrive as leave. Backward repeats both with the
+/// gradients (moe_combine_bwd, moe_dispatch_bwd), full recompute repeats the forward pair.
+/// Not modelled: DeepSeek-V3's FP8 dispatch (the training precision is used for both),
+/// node-limited routing and the de-duplication of copies bound for one node (§3.2.2), token
+/// dropping and router imbalance. TP ranks hold the same tokens; which of them sends what is the
+/// run layer's choice. Throws std::invalid_argument for a dense model, sequences < 1, ep < 1
+/// or ep not dividing experts.
+struct MoeAllToAll {
+  double routed_bytes = 0;    ///< t·k·h·bpe: every token copy, the ones staying local included
+  double dispatch_bytes = 0;  ///< bytes this GPU sends to the other EP ranks in the dispatch
+  double combine_bytes = 0;   ///< bytes this GPU sends back in the combine
+};
+MoeAllToAll moe_all_to_all_bytes(const config::ModelSpec& model, const config::TrainingSpec& training,
+                                 int sequences, int ep);
 /// The optimizer step over `params_local` parameters held by this GPU (memory-bound update).
 /// Bytes per parameter: the fp32 weights (master copy under mixed precision, the weights
 /// themselves in fp32) read + written 8, each fp32 state tensor read + written 8 (adam 2
@@ -133,8 +211,9 @@ Op optimizer_op(const config::TrainingSpec& training, double params_local);
 /// sm_count): every SM computes one whole tile per wave, so partial tiles and partial waves
 /// cost full time. Other ops: compute = flops / peak_flops["fp32"] (CUDA-core rate; 0 if the
 /// device lists none). Memory = bytes / hbm_bandwidth. Result = max(compute, memory) + launch
-/// overhead, rounded up to whole ns. Throws std::invalid_argument if the device has no peak
-/// for a GEMM's `precision`. O(⌈m/tile_m⌉) for causal ops, O(1) otherwise.
+/// overhead, rounded up to whole ns. An op with nothing to do (not a GEMM, 0 FLOPs, 0 bytes: the
+/// MoE markers) launches no kernel and takes 0. Throws std::invalid_argument if the device has
+/// no peak for a GEMM's `precision`. O(⌈m/tile_m⌉) for causal ops, O(1) otherwise.
 Time op_time(const Op& op, const config::DeviceSpec& device, const std::string& precision);
 
 /// Bytes per element of the training precision (fp32 4, bf16/fp16 2, fp8 1): what GEMM
@@ -178,8 +257,10 @@ double activation_bytes_per_layer(const config::ModelSpec& model, const config::
 /// Mixed-precision training (weights/grads in the training precision, fp32 master + optimizer
 /// moments), ZeRO stage `parallel.zero` sharding over `dp` ranks, activations of
 /// `in_flight_microbatches` microbatches under the recompute policy.
-/// Parameters per GPU: (all but experts + experts / ep) / (tp · pp) — an even split across
-/// stages (embedding and LM head are not placed on the first/last stage separately).
+/// Parameters per GPU: (all but the routed experts + routed experts / ep) / (tp · pp) — an even
+/// split across stages (embedding and LM head are not placed on the first/last stage
+/// separately). Activations follow Korthikanti et al. for every layer, MoE layers included (the
+/// k·f_e-wide expert activations are not counted apart).
 /// Activations: activation_bytes_per_layer × ⌈layers / pp⌉ × in_flight_microbatches, plus the
 /// fp32 logits of one microbatch (s·b·V/tp·4 B; the last stage's loss input), with b =
 /// parallel.microbatch_size. A bound for the worst stage, not a placement of stages.

@@ -67,8 +67,8 @@ MemoryBreakdown memory_per_gpu(const config::ModelSpec& model, const config::Tra
   if (in_flight_microbatches < 0) throw std::invalid_argument("in_flight_microbatches must be >= 0");
   if (parallel.microbatch_size < 1) throw std::invalid_argument("microbatch_size must be >= 1");
   const ParamCount p = count_params(model);
-  const double experts = model.experts > 1 ? p.mlp : 0.0;
-  const double params_local = (p.total() - experts + experts / parallel.ep) / (parallel.tp * parallel.pp);
+  const double params_local =
+      (p.total() - p.routed_experts + p.routed_experts / parallel.ep) / (parallel.tp * parallel.pp);
   MemoryBreakdown m = model_state_memory(params_local, training, parallel.zero, dp);
 
   const double layers_local = std::ceil(static_cast<double>(model.layers) / parallel.pp);

@@ -1,5 +1,6 @@
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "workload/model_cost.hpp"
@@ -41,13 +42,18 @@ struct Microbatch {
   double s = 0;          ///< sequence length
   double tokens = 0;     ///< sequences · s
   double tp = 1;
+  double ep = 1;
   bool flash = true;
 };
 
 Microbatch microbatch(const config::ModelSpec& model, const config::TrainingSpec& training, int sequences,
-                      int tp) {
+                      int tp, int ep = 1) {
   if (sequences <= 0) throw std::invalid_argument("sequences per microbatch must be positive");
   if (tp <= 0) throw std::invalid_argument("tp must be positive");
+  if (ep <= 0 || model.experts % ep != 0) {
+    throw std::invalid_argument("ep must be positive and divide experts (" + std::to_string(model.experts) +
+                                "), got " + std::to_string(ep));
+  }
   if (training.sequence_length <= 0) throw std::invalid_argument("sequence_length must be positive");
   check_recompute_policy(training.activation_checkpointing);
   Microbatch mb;
@@ -57,6 +63,7 @@ Microbatch microbatch(const config::ModelSpec& model, const config::TrainingSpec
   mb.s = training.sequence_length;
   mb.tokens = mb.sequences * mb.s;
   mb.tp = tp;
+  mb.ep = ep;
   mb.flash = training.flash_attention;
   return mb;
 }
@@ -73,23 +80,25 @@ std::vector<Op> attention_core_forward(const Microbatch& mb) {
   const double heads = sh.heads / mb.tp;
   const double kv_heads = sh.kv_heads / mb.tp;
   const double d = sh.head_dim;
+  const double dv = sh.v_head_dim;
   const double s = mb.s;
   const double batch = mb.sequences * heads;  // one (s × s) problem per sequence and local head
   std::vector<Op> ops;
   if (mb.flash) {
     // One fused causal kernel. Model FLOPs as seed 003 counts them: s(s+1)/2 cells of the
-    // causal triangle × 4·d (2·d for QKᵀ, 2·d for PV) per head. No s² tensor touches HBM:
-    // read Q, K, V, write O, plus the fp32 log-sum-exp row statistics kept for backward.
+    // causal triangle × (2·d for QKᵀ + 2·d_v for PV) per head. No s² tensor touches HBM:
+    // read Q, K (d each), V, write O (d_v each), plus the fp32 log-sum-exp row statistics
+    // kept for backward.
     Op op;
     op.name = "attn_core";
     op.m = s;
     op.n = s;
-    op.k = 2.0 * d;
+    op.k = d + dv;
     op.batch = batch;
     op.causal = true;
     op.fused_attention = true;
-    op.flops = batch * s * (s + 1.0) / 2.0 * 4.0 * d;
-    op.bytes = mb.tokens * d * (2.0 * heads + 2.0 * kv_heads) * mb.bpe + mb.tokens * heads * 4.0;
+    op.flops = batch * s * (s + 1.0) / 2.0 * 2.0 * (d + dv);
+    op.bytes = mb.tokens * (heads + kv_heads) * (d + dv) * mb.bpe + mb.tokens * heads * 4.0;
     ops.push_back(op);
   } else {
     // Unfused (Megatron's baddbmm path): the full s × s score matrix is computed (the causal
@@ -97,12 +106,76 @@ std::vector<Op> attention_core_forward(const Microbatch& mb) {
     // read back — HBM traffic ∝ s²·heads.
     ops.push_back(gemm("attn_scores", s, s, d, batch, mb.bpe));
     ops.push_back(elementwise("attn_softmax", batch * s * s, 1, 1, kSoftmaxFlops, mb.bpe));
-    ops.push_back(gemm("attn_values", s, d, s, batch, mb.bpe));
+    ops.push_back(gemm("attn_values", s, dv, s, batch, mb.bpe));
   }
   return ops;
 }
 
-std::vector<Op> forward_ops(const Microbatch& mb) {
+/// The projections from the normalised input to the per-head queries, keys and values.
+void attention_projections(const Microbatch& mb, double norm_flops, std::vector<Op>& ops) {
+  const Shape& sh = mb.sh;
+  const double t = mb.tokens;
+  const double h = sh.hidden;
+  const double tp = mb.tp;
+  if (!sh.mla) {
+    // Column-parallel fused QKV projection: output a·d + 2·g·d features, split over tp.
+    ops.push_back(gemm("qkv", t, (sh.heads + 2.0 * sh.kv_heads) * sh.head_dim / tp, h, 1, mb.bpe));
+    return;
+  }
+  // MLA (DeepSeek-V3 report §2.1.1): low-rank query and joint key/value latents, replicated on
+  // the TP ranks, then column-parallel up projections to the local heads.
+  const double q_width = sh.heads * sh.head_dim / tp;
+  if (sh.q_lora_rank > 0) {
+    ops.push_back(gemm("q_down", t, sh.q_lora_rank, h, 1, mb.bpe));
+    ops.push_back(elementwise("q_norm", t * sh.q_lora_rank, 1, 1, norm_flops, mb.bpe));
+    ops.push_back(gemm("q_up", t, q_width, sh.q_lora_rank, 1, mb.bpe));
+  } else {
+    ops.push_back(gemm("q_proj", t, q_width, h, 1, mb.bpe));
+  }
+  ops.push_back(gemm("kv_down", t, sh.kv_lora_rank + sh.qk_rope_dim, h, 1, mb.bpe));
+  ops.push_back(elementwise("kv_norm", t * sh.kv_lora_rank, 1, 1, norm_flops, mb.bpe));
+  ops.push_back(gemm("kv_up", t, sh.heads * (sh.qk_nope_dim + sh.v_head_dim) / tp, sh.kv_lora_rank, 1, mb.bpe));
+}
+
+/// One feed-forward block of width `width` (already divided over TP) over `rows` rows, run as
+/// `batch` equal problems: up (gate and up fused under swiglu), activation, down.
+void ffn(const Microbatch& mb, const std::string& prefix, double rows, double width, double batch,
+         std::vector<Op>& ops) {
+  const Shape& sh = mb.sh;
+  const double up_width = (sh.swiglu ? 2.0 : 1.0) * width;
+  ops.push_back(gemm(prefix + "_up", rows, up_width, sh.hidden, batch, mb.bpe));
+  ops.push_back(elementwise(prefix + "_act", rows * batch * width, sh.swiglu ? 2 : 1, 1,
+                            sh.swiglu ? kSwigluFlops : kGeluFlops, mb.bpe));
+  ops.push_back(gemm(prefix + "_down", rows, sh.hidden, width, batch, mb.bpe));
+}
+
+/// A marker op: where an all-to-all sits in the op list; no work of its own.
+Op marker(std::string name) {
+  Op op;
+  op.name = std::move(name);
+  return op;
+}
+
+/// The feed-forward half of a MoE layer after norm_mlp (see layer_forward_ops).
+void moe_forward(const Microbatch& mb, std::vector<Op>& ops) {
+  const Shape& sh = mb.sh;
+  const double t = mb.tokens;
+  const double h = sh.hidden;
+  const double k = sh.experts_per_token;
+  ops.push_back(gemm("router", t, sh.experts, h, 1, mb.bpe));
+  ops.push_back(elementwise("router_topk", t * sh.experts, 1, 0, kSoftmaxFlops, mb.bpe));
+  ops.push_back(elementwise("moe_permute", t * k * h, 1, 1, 0, mb.bpe));
+  ops.push_back(marker("moe_dispatch"));
+  // The EP group's ep·t·k token copies spread evenly over its E experts; this GPU runs its E/ep.
+  const double local_experts = sh.experts / mb.ep;
+  ffn(mb, "mlp", t * k * mb.ep / sh.experts, sh.moe_ffn / mb.tp, local_experts, ops);
+  ops.push_back(marker("moe_combine"));
+  // Read the t·k expert outputs, scale each by its gate weight and sum per token: t rows written.
+  ops.push_back(elementwise("moe_unpermute", t * k * h, 1, 1.0 / k, 2, mb.bpe));
+  if (sh.shared_experts > 0) ffn(mb, "shared", t, sh.shared_experts * sh.moe_ffn / mb.tp, 1, ops);
+}
+
+std::vector<Op> forward_ops(const Microbatch& mb, bool moe) {
   const Shape& sh = mb.sh;
   const double t = mb.tokens;
   const double h = sh.hidden;
@@ -111,34 +184,31 @@ std::vector<Op> forward_ops(const Microbatch& mb) {
   std::vector<Op> ops;
 
   ops.push_back(elementwise("norm_attn", t * h, 1, 1, norm_flops, mb.bpe));
-  // Column-parallel fused QKV projection: output a·d + 2·g·d features, split over tp.
-  ops.push_back(gemm("qkv", t, (sh.heads + 2.0 * sh.kv_heads) * sh.head_dim / tp, h, 1, mb.bpe));
+  attention_projections(mb, norm_flops, ops);
   if (sh.relative_positions) {
     // Projection of the s relative-position encodings, shared by the sequences of the
     // microbatch. The extra query-position score term of Transformer-XL is not modelled.
     ops.push_back(gemm("rel_pos", mb.s, h / tp, h, 1, mb.bpe));
   }
-  if (!sh.learned_positions && !sh.relative_positions) {
-    ops.push_back(elementwise("rotary", t * (sh.heads + sh.kv_heads) * sh.head_dim / tp, 1, 1, kRotaryFlops,
-                              mb.bpe));
+  if (sh.rope) {
+    // MLA rotates only the decoupled RoPE parts: qk_rope of each local query head and of the
+    // one key head all query heads share.
+    const double rotated =
+        sh.mla ? (sh.heads / tp + 1.0) * sh.qk_rope_dim : (sh.heads + sh.kv_heads) * sh.head_dim / tp;
+    if (rotated > 0) ops.push_back(elementwise("rotary", t * rotated, 1, 1, kRotaryFlops, mb.bpe));
   }
   for (Op& op : attention_core_forward(mb)) ops.push_back(std::move(op));
-  // Row-parallel output projection: k = a·d / tp local features in, h out (partial sums that
+  // Row-parallel output projection: k = a·d_v / tp local features in, h out (partial sums that
   // the TP all-reduce — comm layer — adds up).
-  ops.push_back(gemm("attn_out", t, h, sh.heads * sh.head_dim / tp, 1, mb.bpe));
+  ops.push_back(gemm("attn_out", t, h, sh.heads * sh.v_head_dim / tp, 1, mb.bpe));
   ops.push_back(elementwise("residual_attn", t * h, 2, 1, 1, mb.bpe));
 
   ops.push_back(elementwise("norm_mlp", t * h, 1, 1, norm_flops, mb.bpe));
-  // MoE: tokens · experts_per_token routed rows spread evenly over the experts, run as one
-  // grouped GEMM of `experts` problems; dense: one problem of all tokens.
-  const double routed_rows = t * sh.experts_per_token / sh.experts;
-  if (sh.experts > 1) ops.push_back(gemm("router", t, sh.experts, h, 1, mb.bpe));
-  const double up_width = (sh.swiglu ? 2.0 : 1.0) * sh.ffn / tp;  // swiglu: gate and up fused
-  ops.push_back(gemm("mlp_up", routed_rows, up_width, h, sh.experts, mb.bpe));
-  const double act_elements = t * sh.experts_per_token * sh.ffn / tp;
-  ops.push_back(elementwise("mlp_act", act_elements, sh.swiglu ? 2 : 1, 1, sh.swiglu ? kSwigluFlops : kGeluFlops,
-                            mb.bpe));
-  ops.push_back(gemm("mlp_down", routed_rows, h, sh.ffn / tp, sh.experts, mb.bpe));
+  if (moe) {
+    moe_forward(mb, ops);
+  } else {
+    ffn(mb, "mlp", t, sh.ffn / tp, 1, ops);
+  }
   ops.push_back(elementwise("residual_mlp", t * h, 2, 1, 1, mb.bpe));
   return ops;
 }
@@ -149,15 +219,18 @@ std::vector<Op> backward_of(const std::vector<Op>& forward, const Microbatch& mb
   for (auto it = forward.rbegin(); it != forward.rend(); ++it) {
     const Op& f = *it;
     if (f.name == "attn_core") {
-      // Flash-attention backward: 5 s×s×d matmuls (S = QKᵀ recomputed, dV, dP, dQ, dK) vs the
-      // forward's 2 → 2.5× FLOPs. Reads Q, K, V, O, dO and the row statistics; writes dQ, dK, dV.
+      // Flash-attention backward: 5 s×s matmuls (S = QKᵀ recomputed, dQ, dK over d; dV, dP over
+      // d_v) vs the forward's 2 → (3·d + 2·d_v)/(d + d_v) × FLOPs, 2.5× when d_v = d. Reads Q, K,
+      // V, O, dO and the row statistics; writes dQ, dK, dV.
       const double heads = mb.sh.heads / mb.tp;
       const double kv_heads = mb.sh.kv_heads / mb.tp;
+      const double d = mb.sh.head_dim;
+      const double dv = mb.sh.v_head_dim;
       Op b = f;
       b.name = "attn_core_bwd";
-      b.k = 5.0 * mb.sh.head_dim;
-      b.flops = 2.5 * f.flops;
-      b.bytes = mb.tokens * mb.sh.head_dim * (4.0 * heads + 4.0 * kv_heads) * mb.bpe + mb.tokens * heads * 4.0;
+      b.k = 3.0 * d + 2.0 * dv;
+      b.flops = (3.0 * d + 2.0 * dv) / (d + dv) * f.flops;
+      b.bytes = mb.tokens * (heads + kv_heads) * 2.0 * (d + dv) * mb.bpe + mb.tokens * heads * 4.0;
       ops.push_back(b);
     } else if (f.is_gemm()) {
       // dX (m×k) = dY (m×n)·Wᵀ (n×k); dW (k×n) = Xᵀ (k×m)·dY (m×n).
@@ -212,15 +285,46 @@ double parameter_bytes(const std::string& precision) {
   return bytes_per_element(precision) >= 4.0 ? 4.0 : 2.0;
 }
 
+bool is_moe_layer(const config::ModelSpec& model, int layer) {
+  const Shape sh = shape_of(model);
+  if (layer < 0 || layer >= model.layers) {
+    throw std::invalid_argument("layer must be in [0, " + std::to_string(model.layers) + "), got " +
+                                std::to_string(layer));
+  }
+  return sh.is_moe_layer(layer);
+}
+
+std::vector<int> moe_layer_indices(const config::ModelSpec& model) {
+  const Shape sh = shape_of(model);
+  std::vector<int> layers;
+  for (int l = 0; l < model.layers; ++l) {
+    if (sh.is_moe_layer(l)) layers.push_back(l);
+  }
+  return layers;
+}
+
+MoeAllToAll moe_all_to_all_bytes(const config::ModelSpec& model, const config::TrainingSpec& training,
+                                 int sequences, int ep) {
+  const Microbatch mb = microbatch(model, training, sequences, 1, ep);
+  if (!(mb.sh.experts > 1)) throw std::invalid_argument("model " + model.name + " has no experts to dispatch to");
+  MoeAllToAll a;
+  a.routed_bytes = mb.tokens * mb.sh.experts_per_token * mb.sh.hidden * mb.bpe;
+  a.dispatch_bytes = a.routed_bytes * (mb.ep - 1.0) / mb.ep;
+  a.combine_bytes = a.dispatch_bytes;
+  return a;
+}
+
 std::vector<Op> layer_forward_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
-                                  int sequences, int tp) {
-  return forward_ops(microbatch(model, training, sequences, tp));
+                                  int sequences, int tp, int layer, int ep) {
+  const bool moe = is_moe_layer(model, layer);
+  return forward_ops(microbatch(model, training, sequences, tp, ep), moe);
 }
 
 std::vector<Op> layer_backward_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
-                                   int sequences, int tp) {
-  const Microbatch mb = microbatch(model, training, sequences, tp);
-  return backward_of(forward_ops(mb), mb);
+                                   int sequences, int tp, int layer, int ep) {
+  const bool moe = is_moe_layer(model, layer);
+  const Microbatch mb = microbatch(model, training, sequences, tp, ep);
+  return backward_of(forward_ops(mb, moe), mb);
 }
 
 std::vector<Op> head_forward_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
@@ -246,10 +350,11 @@ std::vector<Op> head_backward_ops(const config::ModelSpec& model, const config::
 }
 
 std::vector<Op> layer_recompute_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
-                                    int sequences, int tp) {
-  const Microbatch mb = microbatch(model, training, sequences, tp);
+                                    int sequences, int tp, int layer, int ep) {
+  const bool moe = is_moe_layer(model, layer);
+  const Microbatch mb = microbatch(model, training, sequences, tp, ep);
   const std::string& policy = training.activation_checkpointing;
-  if (policy == "full") return with_prefix(forward_ops(mb), "recompute_");
+  if (policy == "full") return with_prefix(forward_ops(mb, moe), "recompute_");
   if (policy == "selective") return with_prefix(attention_core_forward(mb), "recompute_");
   return {};
 }

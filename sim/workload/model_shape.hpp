@@ -10,21 +10,38 @@ namespace ironlaw::workload {
 struct Shape {
   double layers = 0;
   double hidden = 0;
-  double ffn = 0;
+  double ffn = 0;            ///< FFN width of a dense layer
   double heads = 0;
-  double kv_heads = 0;       ///< kv_heads, or heads when the spec leaves it 0
-  double head_dim = 0;       ///< hidden / heads
-  double kv_width = 0;       ///< kv_heads · head_dim
+  double kv_heads = 0;       ///< kv_heads, or heads when the spec leaves it 0 (MLA: heads)
+  double head_dim = 0;       ///< query/key head dimension: head_dim, hidden / heads, or MLA nope + rope
+  double v_head_dim = 0;     ///< value (and attention output) head dimension: head_dim unless MLA
+  double kv_width = 0;       ///< kv_heads · head_dim (standard attention)
   double vocab = 0;
-  double experts = 1;
+  // Mixture of experts (experts == 1: every layer dense).
+  double experts = 1;        ///< routed experts per MoE layer
   double experts_per_token = 1;
+  double shared_experts = 0;
+  double moe_ffn = 0;        ///< FFN width of one routed or shared expert
+  double dense_layers = 0;   ///< leading dense layers of a MoE model (all layers when experts == 1)
+  double moe_layers = 0;     ///< layers − dense_layers
+  // Multi-head latent attention.
+  bool mla = false;
+  double q_lora_rank = 0;
+  double kv_lora_rank = 0;
+  double qk_nope_dim = 0;
+  double qk_rope_dim = 0;
   bool swiglu = false;
   bool rmsnorm = false;
   bool learned_positions = false;
   bool relative_positions = false;
+  bool rope = false;
+
+  /// Whether layer `layer` (0-based) is a mixture-of-experts layer.
+  bool is_moe_layer(int layer) const { return experts > 1 && layer >= dense_layers; }
 };
 
-/// Reads and checks `model` (positive sizes, heads dividing hidden, known enum strings).
+/// Reads and checks `model` (positive sizes, heads dividing hidden unless head_dim or MLA gives
+/// the head dimension, consistent MoE and MLA keys, known enum strings).
 Shape shape_of(const config::ModelSpec& model);
 
 /// Checks the activation-checkpointing policy: "none", "selective" or "full".

@@ -52,6 +52,7 @@ double gemm_seconds(const Op& op, const config::DeviceSpec& device, const std::s
 }  // namespace
 
 Time op_time(const Op& op, const config::DeviceSpec& device, const std::string& precision) {
+  if (!op.is_gemm() && op.flops <= 0 && op.bytes <= 0) return Time::zero();  // a marker: no kernel
   double compute = 0.0;
   if (op.is_gemm()) {
     compute = gemm_seconds(op, device, precision);

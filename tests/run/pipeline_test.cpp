@@ -30,9 +30,9 @@ double idle_fraction(std::vector<std::string> overrides) {
 std::string slots(const std::vector<PipelineSlot>& order) {
   std::string out;
   for (const auto& s : order) {
-    out += (s.pass == Pass::forward ? "F" : "B") + std::to_string(s.microbatch);
-    if (s.local_chunk > 0) out += "." + std::to_string(s.local_chunk);
-    out += " ";
+    out.append(s.pass == Pass::forward ? "F" : "B").append(std::to_string(s.microbatch));
+    if (s.local_chunk > 0) out.append(".").append(std::to_string(s.local_chunk));
+    out.append(" ");
   }
   return out;
 }

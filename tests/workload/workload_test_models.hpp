@@ -37,6 +37,45 @@ inline config::ModelSpec llama3_70b() {
   return m;
 }
 
+// Llama 3 405B: 126 / 16384 / 53248 / 128 heads / 8 KV heads, otherwise as 8B (Llama 3 paper
+// Table 3; models/llama3-405b.yaml).
+inline config::ModelSpec llama3_405b() {
+  config::ModelSpec m = llama3_8b();
+  m.name = "llama3-405b";
+  m.layers = 126;
+  m.hidden = 16384;
+  m.ffn_hidden = 53248;
+  m.heads = 128;
+  m.kv_heads = 8;
+  return m;
+}
+
+// DeepSeek-V3 (report arXiv:2412.19437 §4.2; HF config.json; models/deepseek-v3.yaml): 61
+// layers, hidden 7168, 128 heads, first 3 layers dense with FFN 18432, then 256 routed + 1
+// shared experts of 2048, 8 routed per token; MLA with q/kv ranks 1536/512, qk_nope 128,
+// qk_rope 64, v 128; vocab 129280, SwiGLU, RMSNorm, untied, RoPE. MTP module not modelled.
+inline config::ModelSpec deepseek_v3() {
+  config::ModelSpec m = llama3_8b();
+  m.name = "deepseek-v3";
+  m.layers = 61;
+  m.hidden = 7168;
+  m.ffn_hidden = 18432;
+  m.heads = 128;
+  m.kv_heads = 128;
+  m.vocab = 129280;
+  m.experts = 256;
+  m.experts_per_token = 8;
+  m.shared_experts = 1;
+  m.moe_ffn_hidden = 2048;
+  m.dense_layers = 3;
+  m.q_lora_rank = 1536;
+  m.kv_lora_rank = 512;
+  m.qk_nope_head_dim = 128;
+  m.qk_rope_head_dim = 64;
+  m.v_head_dim = 128;
+  return m;
+}
+
 // GPT-2 small (HF config "gpt2"): 12 layers, 768, FFN 3072, 12 heads, vocab 50257, GELU,
 // LayerNorm, biases, tied, learned positions of 1024.
 inline config::ModelSpec gpt2_124m() {

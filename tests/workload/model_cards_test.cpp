@@ -1,0 +1,75 @@
+// The large model cards in models/ load, carry the shapes the workload tests build in C++, and
+// reproduce their published parameter counts.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <string>
+
+#include "config/load.hpp"
+#include "workload/model_cost.hpp"
+#include "workload_test_models.hpp"
+
+using namespace ironlaw;
+using namespace ironlaw::workload;
+using namespace ironlaw::workload::testing;
+
+namespace {
+
+config::ModelSpec card(const std::string& name) {
+  return config::load_model((std::filesystem::path(IRONLAW_SOURCE_DIR) / "models" / (name + ".yaml")).string());
+}
+
+/// Every shape field the workload reads.
+void check_same_shape(const config::ModelSpec& a, const config::ModelSpec& b) {
+  CHECK(a.layers == b.layers);
+  CHECK(a.hidden == b.hidden);
+  CHECK(a.ffn_hidden == b.ffn_hidden);
+  CHECK(a.heads == b.heads);
+  CHECK(a.kv_heads == b.kv_heads);
+  CHECK(a.vocab == b.vocab);
+  CHECK(a.activation == b.activation);
+  CHECK(a.norm == b.norm);
+  CHECK(a.bias == b.bias);
+  CHECK(a.tied_embeddings == b.tied_embeddings);
+  CHECK(a.position_embedding == b.position_embedding);
+  CHECK(a.experts == b.experts);
+  CHECK(a.experts_per_token == b.experts_per_token);
+  CHECK(a.shared_experts == b.shared_experts);
+  CHECK(a.moe_ffn_hidden == b.moe_ffn_hidden);
+  CHECK(a.dense_layers == b.dense_layers);
+  CHECK(a.head_dim == b.head_dim);
+  CHECK(a.q_lora_rank == b.q_lora_rank);
+  CHECK(a.kv_lora_rank == b.kv_lora_rank);
+  CHECK(a.qk_nope_head_dim == b.qk_nope_head_dim);
+  CHECK(a.qk_rope_head_dim == b.qk_rope_head_dim);
+  CHECK(a.v_head_dim == b.v_head_dim);
+}
+
+}  // namespace
+
+TEST_CASE("models/llama3-405b.yaml is the 405B shape with its published facts", "[workload][cards]") {
+  const config::ModelSpec m = card("llama3-405b");
+  check_same_shape(m, llama3_405b());
+  REQUIRE((m.published.params && m.published.tokens && m.published.gpu_hours));
+  CHECK(count_params(m).total() == Approx(*m.published.params).epsilon(0.01));
+  CHECK(*m.published.tokens == Approx(15.6e12));
+  CHECK(*m.published.gpu_hours == Approx(30.84e6));
+  // The published throughput (38–43 % BF16 MFU) is text for comparison, never a number the
+  // simulation reads.
+  CHECK(m.published.throughput.find("43 % BF16 MFU on 8,192 GPUs") != std::string::npos);
+  CHECK(m.published.throughput.find("380 = 38 % on 16,384 GPUs") != std::string::npos);
+  CHECK(m.published.sources.at("throughput") == "Llama 3 paper Table 4");
+}
+
+TEST_CASE("models/deepseek-v3.yaml is the DeepSeek-V3 shape with its published facts", "[workload][cards][moe]") {
+  const config::ModelSpec m = card("deepseek-v3");
+  check_same_shape(m, deepseek_v3());
+  const ParamCount p = count_params(m);
+  REQUIRE(m.published.params);
+  REQUIRE((m.published.active_params && m.published.tokens && m.published.gpu_hours));
+  CHECK(p.total() == Approx(*m.published.params).epsilon(0.03));
+  CHECK(p.active() == Approx(*m.published.active_params).epsilon(0.05));
+  CHECK(*m.published.tokens == Approx(14.8e12));
+  CHECK(*m.published.gpu_hours == Approx(2.788e6));
+  CHECK(m.published.hardware == "H800");
+}
