@@ -122,7 +122,8 @@ std::string format_summary(const config::Scenario& s, const run::SimulationResul
   out += "scenario " + s.name + ": " + s.model.name + " on " + std::to_string(r.gpus) + " GPUs (" +
          std::to_string(s.nodes) + " x " + s.topology.node.name + ", " + s.topology.device.name + ")\n";
   out += "layout: dp " + std::to_string(r.layout.dp) + ", tp " + std::to_string(r.layout.tp) + ", pp " +
-         std::to_string(r.layout.pp) + ", ZeRO " + std::to_string(s.parallel.zero) + ", " +
+         std::to_string(r.layout.pp) + (r.layout.pp > 1 ? " (" + s.parallel.pp_schedule + ")" : "") + ", cp " +
+         std::to_string(r.layout.cp) + ", ep " + std::to_string(r.layout.ep) + ", ZeRO " + std::to_string(s.parallel.zero) + ", " +
          std::to_string(r.layout.microbatches) + " microbatch(es) of " +
          std::to_string(r.layout.microbatch_sequences) + " x " + std::to_string(s.training.sequence_length) +
          " tokens per rank, " + s.training.precision + "\n";

@@ -29,6 +29,31 @@ std::vector<int> Layout::group(int rank, Dim d) const {
   return out;
 }
 
+std::vector<int> Layout::group(int rank, Dim a, Dim b) const {
+  Coord c = coord_of(rank);
+  std::vector<int> out;
+  for (int i = 0; i < degree(a); ++i) {
+    for (int j = 0; j < degree(b); ++j) {
+      c[a] = i;
+      c[b] = j;
+      out.push_back(rank_of(c));
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<int> Layout::ep_group(int rank) const {
+  Coord c = coord_of(rank);
+  const int block = c[Dim::dp] / ep;
+  std::vector<int> out;
+  for (int i = 0; i < ep; ++i) {
+    c[Dim::dp] = block * ep + i;
+    out.push_back(rank_of(c));
+  }
+  return out;
+}
+
 int Layout::first_layer(int j) const {
   return std::accumulate(chunk_layers.begin(), chunk_layers.begin() + j, 0);
 }
@@ -72,9 +97,7 @@ Layout resolve_layout(const config::Scenario& s) {
   auto refuse = [&](const std::string& key, const std::string& what) {
     refused.push_back({s.where(key), key, what});
   };
-  if (p.cp != 1) refuse("parallel.cp", "context parallelism is not simulated by this version yet; use 1");
-  if (p.ep != 1) refuse("parallel.ep", "expert parallelism is not simulated by this version yet; use 1");
-  if (s.model.experts > 1) refuse("model.experts", "mixture-of-experts models are not simulated by this version yet");
+  if (p.ep > 1 && s.model.experts <= 1) refuse("parallel.ep", "expert parallelism needs a mixture-of-experts model");
   if (p.zero == 3 && p.pp > 1)
     refuse("parallel.zero", "ZeRO-3 with pipeline parallelism is not simulated; use zero 1 (Megatron's distributed optimizer)");
   if (!refused.empty()) throw InputError(std::move(refused));

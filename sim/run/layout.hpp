@@ -41,6 +41,12 @@ struct Layout {
   Coord coord_of(int rank) const;
   /// The ranks that differ from `rank` only along `d`, in index order (its group along d). O(size).
   std::vector<int> group(int rank, Dim d) const;
+  /// The ranks that differ from `rank` only along `a` and `b` (e.g. the DP×CP group that
+  /// reduces gradients under context parallelism), in rank order. O(size_a · size_b).
+  std::vector<int> group(int rank, Dim a, Dim b) const;
+  /// The expert-parallel group of `rank`: ep consecutive DP indices (Megatron places expert
+  /// parallelism inside data parallelism). O(ep).
+  std::vector<int> ep_group(int rank) const;
   /// Number of model chunks = pp · virtual_stages.
   int chunks() const { return pp * virtual_stages; }
   /// Pipeline stage that holds model chunk j.

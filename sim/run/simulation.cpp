@@ -5,7 +5,9 @@
 #include <map>
 #include <memory>
 #include <stdexcept>
+#include <functional>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "comm/collective.hpp"
@@ -48,11 +50,17 @@ struct TimedOps {
 /// What follows a compute part: nothing, or a tensor-parallel collective that the next part
 /// waits for (`sync`), or one that runs concurrently with the next part — the weight-gradient
 /// GEMM — and that the part after it waits for (`sync_async`, Megatron's async all-reduce).
-enum class After { none, sync, sync_async };
+enum class After { none, sync, sync_async, all_to_all };
 
+/// A run of ops on one rank. A ring part (`ring_steps` > 0) is context parallelism's ring
+/// attention: its ops run `ring_steps` times, the k-th after the k-th key/value block has
+/// arrived from the previous rank of the CP ring (`ring_bytes` per hop), overlapping the
+/// exchange of the next block.
 struct Part {
   TimedOps ops;
   After after = After::none;
+  int ring_steps = 0;
+  double ring_bytes = 0;
 };
 
 /// One pass (forward, recompute or backward) of one unit, cut into parts at TP sync points.
@@ -69,9 +77,22 @@ std::string base_name(const std::string& name) {
 /// overlapping the weight-gradient GEMM that follows.
 After sync_after(const std::string& op_name) {
   const std::string n = base_name(op_name);
-  if (n == "attn_out" || n == "mlp_down" || n == "embedding") return After::sync;
-  if (n == "qkv_dgrad" || n == "mlp_up_dgrad" || n == "lm_head_dgrad") return After::sync_async;
+  if (n == "attn_out" || n == "mlp_down" || n == "shared_down" || n == "embedding") return After::sync;
+  if (n == "qkv_dgrad" || n == "q_proj_dgrad" || n == "q_up_dgrad" || n == "kv_up_dgrad" || n == "mlp_up_dgrad" ||
+      n == "shared_up_dgrad" || n == "lm_head_dgrad")
+    return After::sync_async;
   return After::none;
+}
+
+/// Expert parallelism: the dispatch and combine all-to-alls sit at these marker ops.
+bool all_to_all_after(const std::string& op_name) {
+  const std::string n = base_name(op_name);
+  return n == "moe_dispatch" || n == "moe_combine" || n == "moe_dispatch_bwd" || n == "moe_combine_bwd";
+}
+
+bool is_attention_core(const std::string& op_name) {
+  const std::string n = base_name(op_name);
+  return n == "attn_core" || n == "attn_core_bwd";
 }
 
 class OpTimer {
@@ -97,14 +118,35 @@ class OpTimer {
     return t;
   }
 
-  /// Cuts `ops` at the TP sync points (only when tp > 1: otherwise one part).
-  PartList parts(const std::vector<workload::Op>& ops, bool tensor_parallel) {
+  /// How a pass is cut: TP sync points when tp > 1, all-to-alls when ep > 1, and a ring part
+  /// around the attention core when cp > 1 (`ring_bytes` the key/value block of one hop).
+  struct Cuts {
+    bool tensor_parallel = false;
+    bool expert_parallel = false;
+    int context_parallel = 1;
+    double ring_bytes = 0;
+  };
+
+  /// Cuts `ops` into parts (one part when nothing cuts them).
+  PartList parts(const std::vector<workload::Op>& ops, const Cuts& cuts) {
     PartList out;
     if (ops.empty()) return out;
     out.emplace_back();
     for (std::size_t i = 0; i < ops.size(); ++i) {
+      if (cuts.context_parallel > 1 && is_attention_core(ops[i].name)) {
+        if (out.back().ops.ops.empty()) out.pop_back();
+        Part ring;
+        add(ring.ops, ops[i]);
+        ring.ring_steps = cuts.context_parallel;
+        // Backward passes the key/value block and its gradient around the ring.
+        ring.ring_bytes = base_name(ops[i].name) == "attn_core_bwd" ? 2 * cuts.ring_bytes : cuts.ring_bytes;
+        out.push_back(std::move(ring));
+        out.emplace_back();
+        continue;
+      }
       add(out.back().ops, ops[i]);
-      const After a = tensor_parallel ? sync_after(ops[i].name) : After::none;
+      After a = cuts.tensor_parallel ? sync_after(ops[i].name) : After::none;
+      if (cuts.expert_parallel && all_to_all_after(ops[i].name)) a = After::all_to_all;
       if (a == After::none || i + 1 == ops.size()) {
         if (i + 1 == ops.size()) out.back().after = a;
         continue;
@@ -129,14 +171,21 @@ class OpTimer {
 };
 
 /// Costs of every kind of pass, computed once per simulation.
+/// One kind of layer (dense, or mixture of experts).
+struct LayerCosts {
+  PartList forward, recompute, backward;
+  double params = 0;  // held by one rank: split over TP, routed experts over EP
+};
+
 struct Costs {
-  PartList layer_forward, layer_recompute, layer_backward;
+  LayerCosts dense, moe;
+  std::vector<const LayerCosts*> layer;    // by layer index
   PartList embed_forward, embed_backward;  // first chunk: before its layers / after them
   PartList head_forward, head_backward;    // last chunk: after its layers / before them
   TimedOps optimizer;
-  double layer_params = 0;                 // per TP rank
   double embed_params = 0, head_params = 0; // per TP rank (tied: the table counts once, as embedding)
-  double activation_bytes = 0;             // one microbatch's hidden states: tokens × hidden × bytes
+  double activation_bytes = 0;             // one microbatch's hidden states on a rank: tokens × hidden × bytes
+  double all_to_all_bytes = 0;             // nccl-tests size of one MoE all-to-all per rank
 };
 
 struct TaskMeta {
@@ -287,13 +336,21 @@ class StepRun {
   /// gradient), over the cluster route, after the collective library's launch latency.
   TaskId send(int src, int dst, double bytes, std::uint32_t name, const std::vector<int>& participants) {
     const TaskId id = graph_.add_task([this, src, dst, bytes](TaskGraph& g, TaskId self) {
-      auto path = w_.cluster.route(src, dst);
-      w_.sim.schedule_in(w_.scenario.topology.comm.launch_latency, [this, path = std::move(path), bytes, &g, self] {
-        w_.net.start_flow(path, bytes, [&g, self](engine::FlowId) { g.complete(self); });
-      });
+      send_all({{src, dst}}, bytes, [&g, self] { g.complete(self); });
     });
     remember_comm(id, name, bytes, participants);
     return id;
+  }
+
+  /// Point-to-point transfers of `bytes` each, all at once; `done` when the last arrives.
+  void send_all(const std::vector<std::pair<int, int>>& hops, double bytes, std::function<void()> done) {
+    auto left = std::make_shared<std::size_t>(hops.size());
+    auto finish = std::make_shared<std::function<void()>>(std::move(done));
+    for (const auto& [src, dst] : hops) {
+      w_.comm.send(src, dst, bytes, [left, finish] {
+        if (--*left == 0) (*finish)();
+      });
+    }
   }
 
   /// Waits on the rank's compute stream for its next input batch (stall, if the loaders are
@@ -329,30 +386,137 @@ class StepRun {
   struct PassTasks {
     std::vector<TaskId> first, last;
   };
+  /// Identifies one pass of one unit of one microbatch, for tasks shared between TP groups
+  /// (expert all-to-alls, ring-attention exchanges).
+  struct PassKey {
+    int microbatch = 0;
+    int unit = 0;
+    int pass = 0;  // 0 forward, 1 recompute, 2 backward
+  };
+
+  /// `gates[g]`: the communication task member g's next part must wait for (kNone: none);
+  /// carried across calls, so a pass that ends in a collective holds back the next one.
   PassTasks run_parts(const std::vector<int>& group, const PartList& parts, EventKind kind, std::uint32_t name,
-                      TaskId& gate) {
+                      std::vector<TaskId>& gates, const PassKey& key) {
     PassTasks out{std::vector<TaskId>(group.size(), kNone), std::vector<TaskId>(group.size(), kNone)};
-    TaskId async_gate = kNone;  // collective running beside the current (wgrad) part
+    std::vector<TaskId> async_gates(group.size(), kNone);  // collectives beside the current (wgrad) part
     for (std::size_t i = 0; i < parts.size(); ++i) {
       const Part& part = parts[i];
       std::vector<TaskId> tasks(group.size());
       for (std::size_t g = 0; g < group.size(); ++g) {
-        tasks[g] = compute_task(group[g], kind, part.ops, name);
-        if (gate != kNone) graph_.add_dependency(gate, tasks[g]);
-        if (out.first[g] == kNone) out.first[g] = tasks[g];
+        if (part.ring_steps > 0) {
+          const auto [first, last] =
+              ring_attention(group[g], part, kind, name, gates[g], out.last[g], key, static_cast<int>(i));
+          tasks[g] = last;
+          if (out.first[g] == kNone) out.first[g] = first;
+        } else {
+          tasks[g] = compute_task(group[g], kind, part.ops, name);
+          if (gates[g] != kNone) graph_.add_dependency(gates[g], tasks[g]);
+          if (out.first[g] == kNone) out.first[g] = tasks[g];
+        }
         out.last[g] = tasks[g];
       }
-      gate = async_gate;  // the part after the async one waits for its collective
-      async_gate = kNone;
-      if (part.after != After::none) {
+      gates = async_gates;  // the part after the async one waits for its collective
+      std::fill(async_gates.begin(), async_gates.end(), kNone);
+      if (part.after == After::all_to_all) {
+        // Each TP rank is in its own EP group (ranks that differ in dp only); the group's
+        // all-to-all is one task shared with the other TP groups in it.
+        for (std::size_t g = 0; g < group.size(); ++g) {
+          gates[g] = expert_all_to_all(group[g], key, static_cast<int>(i));
+          graph_.add_dependency(tasks[g], gates[g]);
+        }
+      } else if (part.after != After::none) {
         const TaskId c = tp_collective(group);
         for (TaskId t : tasks) graph_.add_dependency(t, c);
-        if (part.after == After::sync) gate = c;
-        else async_gate = c;
+        for (std::size_t g = 0; g < group.size(); ++g) (part.after == After::sync ? gates : async_gates)[g] = c;
       }
     }
-    if (async_gate != kNone) gate = async_gate;
+    for (std::size_t g = 0; g < group.size(); ++g)
+      if (async_gates[g] != kNone) gates[g] = async_gates[g];
     return out;
+  }
+
+  /// Tasks shared across TP groups, created by whichever member reaches them first.
+  TaskId shared(int kind, int group_id, const PassKey& k, int part, int step, const std::function<TaskId()>& make) {
+    const auto key = std::make_tuple(kind, group_id, k.microbatch, k.unit, k.pass, part, step);
+    auto it = shared_.find(key);
+    if (it == shared_.end()) it = shared_.emplace(key, make()).first;
+    return it->second;
+  }
+
+  /// The expert-parallel all-to-all of `local`'s EP group at part `part` of the pass. In the
+  /// symmetric mode the other EP groups of the same (tp, cp, pp) coordinate — in replicas
+  /// that are not simulated op by op — run theirs at the same moment, so their flows are
+  /// started too.
+  TaskId expert_all_to_all(int local, const PassKey& k, int part) {
+    const int rank = ranks_[static_cast<std::size_t>(local)];
+    const std::vector<int> group = lay_.ep_group(rank);
+    return shared(0, group.front(), k, part, 0, [&] {
+      std::vector<std::vector<int>> groups;
+      if (w_.scenario.run.detail == "full") {
+        groups.push_back(group);
+      } else {
+        Coord c = lay_.coord_of(rank);
+        for (int block = 0; block < lay_.dp / lay_.ep; ++block) {
+          c[Dim::dp] = block * lay_.ep;
+          groups.push_back(lay_.ep_group(lay_.rank_of(c)));
+        }
+      }
+      std::vector<int> participants;
+      for (int g : group)
+        if (auto it = local_of_.find(g); it != local_of_.end()) participants.push_back(it->second);
+      const double bytes = costs_.all_to_all_bytes;
+      const TaskId id = graph_.add_task([this, groups, bytes](TaskGraph& g, TaskId self) {
+        auto left = std::make_shared<std::size_t>(groups.size());
+        for (const auto& members : groups)
+          w_.comm.start(CollectiveOp::all_to_all, members, bytes, comm::Algorithm::automatic, [&g, self, left] {
+            if (--*left == 0) g.complete(self);
+          });
+      });
+      remember_comm(id, ep_name_, bytes, participants);
+      return id;
+    });
+  }
+
+  /// Ring attention (context parallelism) on one rank: `ring_steps` blocks of the attention
+  /// core; block k waits for the k-th key/value exchange of the CP ring, and exchange k follows
+  /// exchange k−1 (each rank forwards the block it just received). Exchanges are shared by the
+  /// CP group. Returns the first and last compute task.
+  std::pair<TaskId, TaskId> ring_attention(int local, const Part& part, EventKind kind, std::uint32_t name, TaskId gate,
+                                           TaskId before, const PassKey& k, int part_index) {
+    const int rank = ranks_[static_cast<std::size_t>(local)];
+    const std::vector<int> ring = lay_.group(rank, Dim::cp);
+    TaskId first = kNone, last = kNone, previous_exchange = kNone;
+    for (int step = 0; step < part.ring_steps; ++step) {
+      const TaskId block = compute_task(local, kind, part.ops, name);
+      if (gate != kNone) graph_.add_dependency(gate, block);
+      if (previous_exchange != kNone) graph_.add_dependency(previous_exchange, block);
+      if (first == kNone) first = block;
+      last = block;
+      if (step + 1 == part.ring_steps) break;
+      const TaskId exchange = shared(1, ring.front(), k, part_index, step, [&] {
+        std::vector<std::pair<int, int>> hops;
+        std::vector<int> participants;
+        for (std::size_t i = 0; i < ring.size(); ++i) {
+          hops.emplace_back(ring[i], ring[(i + 1) % ring.size()]);
+          if (auto it = local_of_.find(ring[i]); it != local_of_.end()) participants.push_back(it->second);
+        }
+        const TaskId id = graph_.add_task([this, hops, bytes = part.ring_bytes](TaskGraph& g, TaskId self) {
+          send_all(hops, bytes, [&g, self] { g.complete(self); });
+        });
+        remember_comm(id, cp_name_, part.ring_bytes, participants);
+        if (previous_exchange != kNone) graph_.add_dependency(previous_exchange, id);
+        return id;
+      });
+      // The first block leaves once this rank has computed it (the task before the ring) and
+      // any collective it waits on is done; it travels while the local block is computed.
+      if (step == 0) {
+        if (before != kNone) graph_.add_dependency(before, exchange);
+        if (gate != kNone) graph_.add_dependency(gate, exchange);
+      }
+      previous_exchange = exchange;
+    }
+    return {first, last};
   }
 
   /// The TP all-reduce of one microbatch's activations over `group` (local indices).
@@ -380,7 +544,8 @@ class StepRun {
   std::vector<int> participants_;
   std::vector<RankTimeline> timeline_;
   std::uint32_t compute_resource_ = 0, comm_resource_ = 0, data_resource_ = 0;
-  std::uint32_t tp_name_ = 0, pp_name_ = 0, data_name_ = 0;
+  std::uint32_t tp_name_ = 0, pp_name_ = 0, data_name_ = 0, ep_name_ = 0, cp_name_ = 0;
+  std::map<std::tuple<int, int, int, int, int, int, int>, TaskId> shared_;
   double comm_total_s_ = 0, optimizer_s_ = 0;
 
   // Per local rank, microbatch, unit: tasks the data-parallel collectives hang on.
@@ -398,6 +563,8 @@ void StepRun::build() {
   tp_name_ = w_.sink.intern_name("tp all_reduce");
   pp_name_ = w_.sink.intern_name("pp send");
   data_name_ = w_.sink.intern_name("input batch");
+  ep_name_ = w_.sink.intern_name("ep all_to_all");
+  cp_name_ = w_.sink.intern_name("cp ring exchange");
 
   const std::size_t n = ranks_.size();
   for (std::size_t i = 0; i < n; ++i) streams_.push_back(graph_.add_stream("rank" + std::to_string(ranks_[i]) + "/compute"));
@@ -436,7 +603,7 @@ void StepRun::build() {
   for (const auto& group : tp_groups) {
     const int stage = lay_.coord_of(ranks_[static_cast<std::size_t>(group.front())])[Dim::pp];
     const auto order = pipeline_order(s.parallel.pp_schedule, stage, lay_.pp, m, lay_.virtual_stages);
-    TaskId gate = kNone;
+    std::vector<TaskId> gates(group.size(), kNone);
     for (const auto& slot : order) {
       const int chunk = slot.local_chunk * lay_.pp + stage;
       const int first = lay_.first_layer(chunk);
@@ -460,27 +627,31 @@ void StepRun::build() {
           }
         }
       };
+      auto pass = [&](const PartList& parts, EventKind kind, std::uint32_t name, int unit, int pass_id) {
+        note(run_parts(group, parts, kind, name, gates, PassKey{mb, unit, pass_id}), unit);
+      };
       if (slot.pass == Pass::forward) {
         if (first_chunk && w_.data.enabled())
           for (int local : group) data_task(local);
-        if (first_chunk) note(run_parts(group, costs_.embed_forward, EventKind::forward, embed_name, gate), L);
+        if (first_chunk) pass(costs_.embed_forward, EventKind::forward, embed_name, L, 0);
         for (int l = first; l < first + count; ++l)
-          note(run_parts(group, costs_.layer_forward, EventKind::forward, layer_names[static_cast<std::size_t>(l)], gate), l);
-        if (last_chunk) note(run_parts(group, costs_.head_forward, EventKind::forward, head_name, gate), L + 1);
+          pass(costs_.layer[static_cast<std::size_t>(l)]->forward, EventKind::forward, layer_names[static_cast<std::size_t>(l)], l, 0);
+        if (last_chunk) pass(costs_.head_forward, EventKind::forward, head_name, L + 1, 0);
       } else {
-        if (last_chunk) note(run_parts(group, costs_.head_backward, EventKind::backward, head_name, gate), L + 1);
+        if (last_chunk) pass(costs_.head_backward, EventKind::backward, head_name, L + 1, 2);
         for (int l = first + count - 1; l >= first; --l) {
           const auto name = layer_names[static_cast<std::size_t>(l)];
-          if (!costs_.layer_recompute.empty()) note(run_parts(group, costs_.layer_recompute, EventKind::recompute, name, gate), l);
-          note(run_parts(group, costs_.layer_backward, EventKind::backward, name, gate), l);
+          const LayerCosts& lc = *costs_.layer[static_cast<std::size_t>(l)];
+          if (!lc.recompute.empty()) pass(lc.recompute, EventKind::recompute, name, l, 1);
+          pass(lc.backward, EventKind::backward, name, l, 2);
         }
-        if (first_chunk) note(run_parts(group, costs_.embed_backward, EventKind::backward, embed_name, gate), L);
+        if (first_chunk) pass(costs_.embed_backward, EventKind::backward, embed_name, L, 2);
       }
       for (std::size_t g = 0; g < group.size(); ++g) {
         const auto local = static_cast<std::size_t>(group[g]);
         entry[slot_index(local, mb, chunk, slot.pass)] = slot_entry[g];
-        // A pass whose last part ended in a synchronous TP collective is done when it is.
-        exit_[slot_index(local, mb, chunk, slot.pass)] = gate != kNone ? gate : slot_exit[g];
+        // A pass whose last part ended in a synchronous collective is done when it is.
+        exit_[slot_index(local, mb, chunk, slot.pass)] = gates[g] != kNone ? gates[g] : slot_exit[g];
       }
     }
   }
@@ -516,9 +687,12 @@ void StepRun::build() {
     }
   }
 
-  std::vector<int> representatives;  // simulated ranks with dp index 0: one per DP group
-  for (std::size_t i = 0; i < n; ++i)
-    if (lay_.coord_of(ranks_[i])[Dim::dp] == 0) representatives.push_back(static_cast<int>(i));
+  // One representative per gradient-reduction group (DP × CP): the rank with dp = cp = 0.
+  std::vector<int> representatives;
+  for (std::size_t i = 0; i < n; ++i) {
+    const Coord c = lay_.coord_of(ranks_[i]);
+    if (c[Dim::dp] == 0 && c[Dim::cp] == 0) representatives.push_back(static_cast<int>(i));
+  }
   build_data_parallel(representatives);
 }
 
@@ -529,20 +703,20 @@ void StepRun::build_data_parallel(const std::vector<int>& representatives) {
   const int zero = s.parallel.zero;
   const double elem = workload::parameter_bytes(s.training.precision);
   const std::uint32_t opt_name = w_.sink.intern_name("optimizer");
-  const bool full = s.run.detail == "full";
 
-  auto unit_params = [&](int u) { return u < L ? costs_.layer_params : u == L ? costs_.embed_params : costs_.head_params; };
+  auto unit_params = [&](int u) {
+    return u < L ? costs_.layer[static_cast<std::size_t>(u)]->params : u == L ? costs_.embed_params : costs_.head_params;
+  };
   auto unit_label = [&](int u) { return u < L ? "layer" + std::to_string(u) : u == L ? std::string("embedding") : std::string("head"); };
 
   for (int rep : representatives) {
     const int r = ranks_[static_cast<std::size_t>(rep)];
-    std::vector<int> group = lay_.group(r, Dim::dp);
-    std::vector<int> members;  // simulated members (local)
-    if (full) {
-      for (int g : group) members.push_back(local_of_.at(g));
-    } else {
-      members.push_back(rep);
-    }
+    // Gradients are reduced over the ranks that hold the same parameters: DP × CP. (Routed
+    // experts are reduced over the same group here, a slight overcount of their group.)
+    std::vector<int> group = lay_.group(r, Dim::dp, Dim::cp);
+    std::vector<int> members;  // the simulated members (local): all, or replica 0's CP ranks
+    for (int g : group)
+      if (auto it = local_of_.find(g); it != local_of_.end()) members.push_back(it->second);
     const std::string tag = "dp" + std::to_string(r);
     const StreamId ag_stream = graph_.add_stream(tag + "/all_gather");
     const StreamId rs_stream = graph_.add_stream(tag + "/reduce_scatter");
@@ -687,7 +861,9 @@ SimulationResult simulate(const config::Scenario& s, RecordSink& sink, TraceLeve
   res.gpus = lay.gpus;
   res.hbm_bytes = s.topology.device.hbm_bytes;
   const double in_flight = in_flight_microbatches(s.parallel.pp_schedule, 0, lay.pp, lay.microbatches, lay.virtual_stages);
-  res.memory = workload::memory_per_gpu(s.model, s.training, s.parallel, lay.dp, static_cast<int>(std::ceil(in_flight)));
+  config::TrainingSpec per_rank = s.training;  // a CP rank holds 1/cp of each sequence
+  per_rank.sequence_length = s.training.sequence_length / lay.cp;
+  res.memory = workload::memory_per_gpu(s.model, per_rank, s.parallel, lay.dp, static_cast<int>(std::ceil(in_flight)));
   res.out_of_memory = res.memory.total() > res.hbm_bytes;
   res.tokens_per_step = lay.tokens_per_step;
   const auto fpt = workload::flops_per_token(s.model, s.training.sequence_length);
@@ -705,29 +881,61 @@ SimulationResult simulate(const config::Scenario& s, RecordSink& sink, TraceLeve
   World world(s, lay, sink, trace);
   OpTimer timer(s.topology.device, s.training.precision, sink);
   const int seqs = lay.microbatch_sequences;
-  const bool tp = lay.tp > 1;
+  // Under context parallelism a rank holds sequence_length / cp tokens of every sequence; its
+  // attention covers the whole sequence as cp blocks of ring attention.
+  const config::TrainingSpec& local = per_rank;
+  const double elem = workload::parameter_bytes(s.training.precision);
+  const double tokens_local = static_cast<double>(seqs) * local.sequence_length;
+  const auto shape = workload::count_params(s.model);
+  OpTimer::Cuts cuts;
+  cuts.tensor_parallel = lay.tp > 1;
+  cuts.expert_parallel = lay.ep > 1;
+  cuts.context_parallel = lay.cp;
+  const int kv_width = (s.model.kv_heads > 0 ? s.model.kv_heads : s.model.heads) *
+                       (s.model.head_dim > 0 ? s.model.head_dim : s.model.hidden / s.model.heads);
+  cuts.ring_bytes = tokens_local * 2.0 * kv_width / lay.tp * elem;  // this rank's K and V block
+
   Costs costs;
-  costs.layer_forward = timer.parts(workload::layer_forward_ops(s.model, s.training, seqs, lay.tp), tp);
-  costs.layer_backward = timer.parts(workload::layer_backward_ops(s.model, s.training, seqs, lay.tp), tp);
-  costs.layer_recompute = timer.parts(workload::layer_recompute_ops(s.model, s.training, seqs, lay.tp), tp);
+  // One layer's parameters on a rank: attention, MLP (routed experts split over EP) and norms.
+  auto layer_costs = [&](LayerCosts& lc, int layer) {
+    lc.forward = timer.parts(workload::layer_forward_ops(s.model, local, seqs, lay.tp, layer, lay.ep), cuts);
+    lc.backward = timer.parts(workload::layer_backward_ops(s.model, local, seqs, lay.tp, layer, lay.ep), cuts);
+    lc.recompute = timer.parts(workload::layer_recompute_ops(s.model, local, seqs, lay.tp, layer, lay.ep), cuts);
+    config::ModelSpec one = s.model;
+    one.layers = 1;
+    if (s.model.experts > 1) one.dense_layers = workload::is_moe_layer(s.model, layer) ? 0 : 1;
+    const auto p = workload::count_params(one);
+    lc.params = (p.attention + p.mlp - p.routed_experts + p.routed_experts / lay.ep) / lay.tp + p.norm / 2;
+  };
+  const auto moe_layers = workload::moe_layer_indices(s.model);
+  const bool any_dense = static_cast<int>(moe_layers.size()) < s.model.layers;
+  if (any_dense) layer_costs(costs.dense, 0);
+  if (!moe_layers.empty()) layer_costs(costs.moe, moe_layers.front());
+  for (int l = 0; l < s.model.layers; ++l)
+    costs.layer.push_back(workload::is_moe_layer(s.model, l) ? &costs.moe : &costs.dense);
   std::vector<workload::Op> ef, hf, eb, hb;
-  split_root(workload::head_forward_ops(s.model, s.training, seqs, lay.tp), ef, hf);
-  split_root(workload::head_backward_ops(s.model, s.training, seqs, lay.tp), eb, hb);
-  costs.embed_forward = timer.parts(ef, tp);
-  costs.head_forward = timer.parts(hf, tp);
-  costs.head_backward = timer.parts(hb, tp);
-  costs.embed_backward = timer.parts(eb, tp);
-  const auto params = workload::count_params(s.model);
-  costs.layer_params = (params.attention + params.mlp) / s.model.layers / lay.tp + params.norm / (s.model.layers + 1);
-  costs.embed_params = (params.embedding + params.position) / lay.tp;
-  costs.head_params = params.lm_head / lay.tp;
-  costs.activation_bytes = static_cast<double>(seqs) * s.training.sequence_length * s.model.hidden *
-                           workload::parameter_bytes(s.training.precision);
+  split_root(workload::head_forward_ops(s.model, local, seqs, lay.tp), ef, hf);
+  split_root(workload::head_backward_ops(s.model, local, seqs, lay.tp), eb, hb);
+  costs.embed_forward = timer.parts(ef, cuts);
+  costs.head_forward = timer.parts(hf, cuts);
+  costs.head_backward = timer.parts(hb, cuts);
+  costs.embed_backward = timer.parts(eb, cuts);
+  costs.embed_params = (shape.embedding + shape.position) / lay.tp;
+  costs.head_params = shape.lm_head / lay.tp;
+  costs.activation_bytes = tokens_local * s.model.hidden * elem;
+  if (!moe_layers.empty() && lay.ep > 1) {
+    // Each TP rank dispatches its 1/tp share of the tokens (Megatron's sequence-split dispatch).
+    costs.all_to_all_bytes = workload::moe_all_to_all_bytes(s.model, local, seqs, lay.ep).routed_bytes / lay.tp;
+  }
   // The optimizer updates the parameters this rank holds (the largest pipeline stage).
-  int max_layers = 0;
-  for (int c : lay.chunk_layers) max_layers = std::max(max_layers, c);
-  const double params_rank = (costs.layer_params * max_layers * lay.virtual_stages +
-                              std::max(costs.embed_params, costs.head_params));
+  double params_rank = 0;
+  for (int j = 0; j < lay.chunks(); ++j) {
+    double held = 0;
+    for (int l = lay.first_layer(j); l < lay.first_layer(j) + lay.chunk_layers[static_cast<std::size_t>(j)]; ++l)
+      held += costs.layer[static_cast<std::size_t>(l)]->params;
+    params_rank = std::max(params_rank, held);
+  }
+  params_rank = params_rank * lay.virtual_stages + std::max(costs.embed_params, costs.head_params);
   costs.optimizer = timer.whole({workload::optimizer_op(s.training, s.parallel.zero >= 1 ? params_rank / lay.dp : params_rank)});
 
   if (trace == TraceLevel::flow) {
@@ -738,11 +946,11 @@ SimulationResult simulate(const config::Scenario& s, RecordSink& sink, TraceLeve
     }});
   }
 
-  double recompute_flops = 0;
-  for (const auto& p : costs.layer_recompute) recompute_flops += p.ops.flops;
-  // Recomputation per step over all GPUs: every layer, every microbatch, on every TP rank.
-  res.hardware_flops_per_step = res.model_flops_per_step +
-                                recompute_flops * s.model.layers * lay.microbatches * lay.tp * lay.dp * lay.cp;
+  double recompute_flops = 0;  // one rank, one microbatch, all layers
+  for (const LayerCosts* lc : costs.layer)
+    for (const auto& p : lc->recompute) recompute_flops += p.ops.flops * std::max(1, p.ring_steps);
+  // Recomputation per step over all GPUs: every microbatch on every rank of every pipeline.
+  res.hardware_flops_per_step = res.model_flops_per_step + recompute_flops * lay.microbatches * lay.gpus / lay.pp;
 
   const int steps = std::max(1, s.run.steps);
   for (int i = 0; i < steps; ++i) {
