@@ -1,0 +1,126 @@
+// The megatron-2021 validation case: Narayanan et al. (SC'21) Table 1 against the simulated
+// step of the same configuration, in the paper's FLOP convention.
+//
+// Aim: every row within 10 % of the published TFLOP/s per GPU. Where the model stood when this
+// test was written (predicted vs published TFLOP/s per GPU, symmetric detail, 1 step, A100 HBM
+// 1.80 TB/s measured):
+//   row 1 (1.7B,  TP1 PP1,   32 GPUs) 182.9 vs 137 → +33.5 %
+//   row 2 (3.6B,  TP2 PP1,   64 GPUs) 181.3 vs 138 → +31.3 %
+//   row 3 (7.5B,  TP4 PP1,  128 GPUs) 184.4 vs 142 → +29.9 %
+//   row 4 (18.4B, TP8 PP1,  256 GPUs) 172.9 vs 135 → +28.1 %
+//   rows 5–10: not simulated to the end (minutes to hours each; reported to the lead).
+// Every simulated row over-predicts by about a third, far outside the aim, so no error bound is
+// asserted here: a 25 % bound would fail and loosening it to 35 % would enshrine the miss. The
+// test asserts what must hold whatever the model: the case runs, every simulated row gives a
+// finite positive prediction, the published figures are the paper's, and the prediction is the
+// paper's FLOP formula over the simulated step time. Rows 1–2 only (≈4 s); row 3 takes ≈12 s
+// and row 4 minutes, because of the data-parallel all-reduce flows.
+#include <catch2/catch.hpp>
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "config/load.hpp"
+#include "core/records.hpp"
+#include "report/validation.hpp"
+#include "run/layout.hpp"
+#include "run/simulation.hpp"
+
+using namespace ironlaw;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kRepo = IRONLAW_SOURCE_DIR;
+const std::vector<std::string> kRowFiles{"01-gpt-1.7b", "02-gpt-3.6b", "03-gpt-7.5b", "04-gpt-18b",
+                                         "05-gpt-39b",  "06-gpt-76b",  "07-gpt-145b", "08-gpt-310b",
+                                         "09-gpt-530b", "10-gpt-1t"};
+
+/// A data directory holding the topologies and only the named rows' scenarios: the case runs
+/// the rows whose scenario file exists, so the slow large rows are left out here.
+fs::path subset_data_dir(const std::vector<std::string>& rows) {
+  const fs::path dir = fs::temp_directory_path() / "ironlaw_validation_megatron_subset";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "scenarios" / "megatron-2021");
+  fs::create_directory_symlink(fs::path(kRepo) / "topologies", dir / "topologies");
+  for (const auto& r : rows) {
+    fs::copy_file(fs::path(kRepo) / "scenarios" / "megatron-2021" / (r + ".yaml"),
+                  dir / "scenarios" / "megatron-2021" / (r + ".yaml"));
+  }
+  return dir;
+}
+
+}  // namespace
+
+TEST_CASE("the megatron-2021 FLOP convention reproduced by hand for row 1", "[validation][megatron]") {
+  // Narayanan et al. SC'21 §5.1: FLOPs per iteration = 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)).
+  // Row 1: B = 512 sequences, s = 2,048, l = 24, h = 2,304, V = 51,200.
+  //   96 · 512 · 2,048 · 24 = 2,415,919,104;  h² = 5,308,416
+  //   2,415,919,104 · 5,308,416 = 12,824,703,626,379,264
+  //   s/(6h) = 2,048 / 13,824 = 4/27 = 64/432;  V/(16·l·h) = 51,200 / 884,736 = 25/432
+  //   1 + 64/432 + 25/432 = 521/432
+  //   12,824,703,626,379,264 · 521 / 432 = 15,466,830,067,924,992 FLOPs per iteration.
+  const double head = 96.0 * 512 * 2048 * 24 * 2304.0 * 2304.0;
+  CHECK(head == 12824703626379264.0);
+  const double factor = 1.0 + 2048.0 / (6 * 2304) + 51200.0 / (16.0 * 24 * 2304);
+  CHECK(factor == Approx(521.0 / 432.0).epsilon(1e-15));
+  CHECK(head * factor == Approx(15466830067924992.0).epsilon(1e-15));
+  // The published 137 TFLOP/s per GPU on 32 GPUs therefore means a step of
+  // 15,466,830,067,924,992 / (137e12 · 32) = 3.528 s.
+  CHECK(15466830067924992.0 / (137e12 * 32) == Approx(3.528).epsilon(1e-3));
+}
+
+TEST_CASE("every megatron-2021 scenario is its Table 1 row and resolves", "[validation][megatron]") {
+  // Cheap: loading and layout only, no simulation. Microbatches per step from
+  // examples/sc21/run_table_1.sh: batch / dp / micro batch.
+  const std::vector<int> microbatches{1, 1, 1, 4, 12, 28, 48, 144, 280, 512};
+  const std::vector<int> virtual_stages{1, 1, 1, 1, 1, 3, 2, 2, 3, 1};
+  for (std::size_t i = 0; i < kRowFiles.size(); ++i) {
+    INFO(kRowFiles[i]);
+    const auto s = config::load_scenario(kRepo + "/scenarios/megatron-2021/" + kRowFiles[i] + ".yaml");
+    const auto lay = run::resolve_layout(s);
+    CHECK(lay.microbatches == microbatches[i]);
+    CHECK(lay.virtual_stages == virtual_stages[i]);
+    CHECK(s.parallel.zero == 0);
+    CHECK(s.training.activation_checkpointing == "full");
+    CHECK_FALSE(s.training.flash_attention);
+  }
+}
+
+TEST_CASE("the megatron-2021 case predicts every fast row and uses the paper's formula", "[validation][megatron]") {
+  const auto dir = subset_data_dir({"01-gpt-1.7b", "02-gpt-3.6b"});
+  const auto c = report::run_validation("megatron-2021", dir.string());
+  fs::remove_all(dir);
+  REQUIRE(c.rows.size() == 10);
+  const std::vector<double> published{137, 138, 142, 135, 138, 140, 148, 155, 163, 163};
+  for (std::size_t i = 0; i < c.rows.size(); ++i) {
+    INFO(c.rows[i].label);
+    CHECK(c.rows[i].published == published[i]);
+    CHECK(c.rows[i].unit == "TFLOP/s");
+    if (i < 2) {
+      CHECK(std::isfinite(c.rows[i].predicted));
+      CHECK(c.rows[i].predicted > 0);
+    } else {
+      // Left out of the subset: no prediction, and the label says why.
+      CHECK(std::isnan(c.rows[i].predicted));
+      CHECK(c.rows[i].label.find("no scenario") != std::string::npos);
+    }
+  }
+
+  // Row 1's prediction is the hand-computed iteration FLOPs over (simulated step × 32 GPUs).
+  const auto s = config::load_scenario(kRepo + "/scenarios/megatron-2021/01-gpt-1.7b.yaml", {"run.steps=1"});
+  NullSink sink;
+  const auto r = run::simulate(s, sink, run::TraceLevel::none);
+  REQUIRE_FALSE(r.out_of_memory);
+  REQUIRE(r.gpus == 32);
+  CHECK(c.rows[0].predicted == Approx(15466830067924992.0 / (r.step_time_s * 32) / 1e12).epsilon(1e-12));
+}
+
+TEST_CASE("megatron-2021 is a known validation case", "[validation][megatron]") {
+  const auto names = report::validation_case_names();
+  CHECK(std::find(names.begin(), names.end(), "megatron-2021") != names.end());
+  CHECK(std::find(names.begin(), names.end(), "seed003") != names.end());
+  CHECK(std::find(names.begin(), names.end(), "nccl-h100") != names.end());
+}
