@@ -1,7 +1,8 @@
 #pragma once
 /// \file Collectives expanded into flows on the cluster: ring all-reduce = reduce-scatter +
 /// all-gather, 2(n−1) steps of S/n bytes per ring; hierarchical (NVLink inside the node, then
-/// the network across nodes, then NVLink again). Knows GPUs and links, not models.
+/// the network across nodes, then NVLink again); NCCL's double binary tree; all-to-all;
+/// point-to-point sends. Knows GPUs and links, not models.
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -13,14 +14,15 @@
 
 namespace ironlaw::comm {
 
-enum class CollectiveOp { all_reduce, reduce_scatter, all_gather };
-enum class Algorithm { ring, hierarchical, automatic };
+enum class CollectiveOp { all_reduce, reduce_scatter, all_gather, all_to_all };
+enum class Algorithm { ring, hierarchical, automatic, tree };
 
 const char* op_name(CollectiveOp op);
 CollectiveOp parse_op(const std::string& name);  ///< throws std::invalid_argument
+const char* algorithm_name(Algorithm algorithm);
 
 /// nccl-tests' bus-bandwidth factor (doc/PERFORMANCE.md): busbw = algbw × factor.
-/// all_reduce 2(n−1)/n; reduce_scatter and all_gather (n−1)/n.
+/// all_reduce 2(n−1)/n; reduce_scatter, all_gather and all_to_all (n−1)/n.
 double bus_factor(CollectiveOp op, int ranks);
 
 /// Observes each flow a collective starts (for flow-level traces). Optional.
@@ -38,32 +40,84 @@ struct FlowTrace {
 /// Otherwise the ranks in their given order. O(ranks).
 std::vector<int> channel_ring(const std::vector<int>& ranks, const hardware::Cluster& cluster, int channel);
 
+/// Pipeline slices of a hierarchical collective of `bytes` over `nodes` nodes × `local` ranks:
+/// as many as `comm.channels` (0 → `nics`), but only as deep as the data allows — every
+/// inter-node ring step of a slice (slice / (local · nodes) bytes) carries at least one
+/// `comm.chunk_bytes` step buffer, so a small buffer runs one slice. chunk_bytes = 0 → channels.
+/// Always ≥ 1. O(1).
+int hierarchical_slices(const config::CommSpec& comm, int nics, double bytes, int nodes, int local);
+
+/// Chunking of one tree channel carrying `channel_bytes` through a tree `depth` hops deep:
+/// the chunk starts at comm.chunk_bytes and is halved while the channel holds fewer than
+/// `depth` chunks and the chunk exceeds comm.tree_min_chunk_bytes (NCCL src/enqueue.cc does the
+/// same for Tree/Simple, in three stages whose last floor, 32 KiB, is the one used here).
+/// The channel is then cut into ⌈channel_bytes / chunk⌉ equal chunks (at least 1).
+struct TreeChunks {
+  int count = 1;
+  double bytes = 0;  ///< per chunk
+};
+TreeChunks tree_chunks(const config::CommSpec& comm, double channel_bytes, int depth);
+
 /// Runs collectives as flows on a cluster. `bytes` is the buffer size S as nccl-tests counts
-/// it: all-reduce and reduce-scatter input size, all-gather output size.
+/// it: all-reduce and reduce-scatter input size, all-gather output size, all-to-all send
+/// buffer per rank.
 ///
-/// Timing model (topology.comm): a collective starts `launch_latency` after start(). A ring
-/// position starts step k once (a) its own step k−1 send completed, (b) it received step k−1 from
-/// its predecessor, (c) any earlier phase it depends on finished on that rank; the send itself
-/// begins `step_latency` later and takes the flow network's time (drain + path latencies).
+/// Timing model (topology.comm): a collective starts `launch_latency` after start(). Every
+/// pipeline step (a ring step, a tree chunk on one edge) begins `step_latency` after its inputs
+/// are ready and takes the flow network's time (drain + path latencies). A connection sends its
+/// steps one after another.
+///
+/// Connections and flows: a GPU-to-GPU send whose route depends on the ECMP choice is spread
+/// over `flows_per_connection` = k queue pairs with distinct hashes, one flow of S/k each, as
+/// before. Merging the queue pairs that hash to the same path into one flow (one flow per
+/// distinct path, ≈ 12.4 instead of 16 over 32 spines) was tried and measured: it is exact
+/// while the NIC is the bottleneck, and cut the default Llama 3 8B ZeRO-3 step from 25.0 M to
+/// 21.1 M flows, but made that step's simulation 2× slower (31.5 s instead of 16 s): connections
+/// then hold different numbers of flows, get different max-min shares of a shared NIC and end at
+/// different instants, so the flow network re-solves far more often, and the re-solves, not
+/// the flow starts, dominate the run time (64 % of it in FlowNetwork::resolve). Weighted flows
+/// in the engine (one flow per connection with weight k) would take both gains.
 ///
 /// Algorithms:
 /// - ring: C = comm.channels rings (0 → one per NIC), each over all ranks in channel_ring order,
 ///   each moving S/(C·n) bytes per step: all_reduce 2(n−1) steps, reduce_scatter and all_gather
-///   n−1 steps.
+///   n−1 steps. When all ranks sit on one node the C rings visit the same GPU pairs in the same
+///   cyclic order (channel_ring only rotates each node's ranks), so on the non-blocking NVSwitch
+///   crossbar their flows would share the same two NVLinks equally and end together: one ring
+///   carrying S/n per step gives the same time with C× fewer flows, and is what runs.
 /// - hierarchical (ranks on several nodes, the same count g > 1 on each): intra-node ring
 ///   reduce-scatter over NVLink, inter-node ring all-reduce of the 1/g shards among the GPUs of
 ///   equal local index (g rings in parallel, each through its own NIC), intra-node all-gather.
 ///   (reduce_scatter: the first two phases with an inter-node reduce-scatter; all_gather: an
-///   inter-node then an intra-node all-gather.) The buffer is cut into C slices that pipeline
-///   through the phases: on each rank slice s+1 enters a phase after slice s left it, so the
-///   network phase of one slice overlaps the NVLink phases of the next, as NCCL pipelines
-///   chunks. With C = 1 it is the textbook three-phase algorithm.
-/// - automatic: ring inside one node; hierarchical across nodes when it applies (else ring).
-///   Why: an all-reduce over n = N·g ranks starts C·n·2(n−1) flows as a flat ring but
-///   C·n·2(g−1 + N−1) hierarchically — about g× fewer (8× for 8-GPU nodes: 5.4e8 instead of
-///   4.3e9 flows at 16,384 GPUs), which keeps large collectives tractable — while its bus
-///   bandwidth stays close to NCCL's 8-channel ring, because either way each NIC carries one
-///   ring (16 DGX H100 nodes, 8 GB: 342 vs 362 GB/s simulated).
+///   inter-node then an intra-node all-gather.) The buffer is cut into hierarchical_slices()
+///   slices that pipeline through the phases: on each rank slice s+1 enters a phase after slice
+///   s left it, so the network phase of one slice overlaps the NVLink phases of the next, as
+///   NCCL pipelines chunks. With one slice it is the textbook three-phase algorithm.
+/// - tree (all_reduce only): NCCL's double binary tree. Two trees over the nodes: an in-order
+///   balanced binary tree of the nodes and its mirror (its shift by one for an odd node count),
+///   so that a node that is a leaf of one is inner in the other; channel c (S/C bytes) uses tree
+///   c mod 2, as NCCL splits its channels between the two trees. Inside each node the channel's
+///   ranks form a chain starting at local index c (the chain head, whose NIC talks to the node's
+///   tree parent and children). Data is cut into tree_chunks(); each chunk is reduced up the
+///   chains and the tree (a rank sends chunk j to its parent once it holds chunk j from all its
+///   children) and broadcast down from the root (a rank forwards chunk j to each child once it
+///   received it), chunks pipelined behind one another. One node: one chain per channel.
+///   With one channel per NIC, the NIC of a node inner in its channel's tree sends 3 chunks per
+///   chunk index (up, two children) where a leaf's sends 1; NCCL runs twice as many channels so
+///   each NIC carries one channel of each tree and balances. Giving every channel both trees
+///   would do the same here, at twice the flows and 4–8× the simulation time measured on 16
+///   nodes (8–128 MiB), for 10–26 % less time at those sizes; one tree per channel is kept.
+/// - all_to_all (every algorithm): every rank sends S/n to every other rank at once, one
+///   connection per ordered pair, after one step latency.
+/// - automatic: NCCL's rule (src/graph/tuning.cc picks the algorithm with the lowest predicted
+///   latency + size/bandwidth) applied to this model's closed forms (predict()), between the
+///   ring family and, for all_reduce, the tree. The ring family is the hierarchical algorithm
+///   where it applies (ranks on several nodes, the same count g > 1 on each), else the flat
+///   ring: NCCL runs a flat ring, and the hierarchical form is this simulator's stand-in for it,
+///   loading every NIC with the same bytes with ≈ g× fewer flows. Simulated on 16 DGX H100
+///   nodes the flat ring is at most ≈ 5 % faster (all_gather/reduce_scatter ≥ 1 GB, all_reduce
+///   ≈ 512 MiB) but starts 2.2× the flows and takes 3–4× the simulation time, so it runs only
+///   when asked for.
 ///
 /// Many collectives may run at once on one FlowNetwork; links they share slow them all.
 class Communicator {
@@ -73,21 +127,60 @@ class Communicator {
   /// Starts a collective over `ranks` (global GPU ids; their order is the logical rank order).
   /// `on_done` runs once, when every rank has finished (one rank: after the launch latency).
   /// Returns immediately. Throws std::invalid_argument for no ranks, a repeated or unknown GPU,
-  /// negative bytes, or `hierarchical` over nodes holding different numbers of ranks.
-  /// Cost: O(ranks · channels) setup, then one flow per rank, channel and step.
+  /// negative bytes, `hierarchical` over nodes holding different numbers of ranks, or `tree`
+  /// for an op other than all_reduce.
+  /// Cost: O(ranks · channels) setup, then one flow per rank, channel and step (ring,
+  /// hierarchical), per tree edge, channel and chunk (tree), per ordered pair (all_to_all).
   void start(CollectiveOp op, const std::vector<int>& ranks, double bytes, Algorithm algorithm,
              std::function<void()> on_done);
+
+  /// Point-to-point send of `bytes` from GPU `src` to GPU `dst` (a pipeline-stage activation):
+  /// launch_latency, then one connection along the cluster route. `on_done` runs when the last
+  /// byte has arrived; src == dst completes after the launch latency. Throws
+  /// std::invalid_argument for an unknown GPU or negative bytes. O(path length).
+  void send(int src, int dst, double bytes, std::function<void()> on_done);
+
+  /// Closed-form α–β estimate of the time `algorithm` takes for `op` on `ranks` with nothing else
+  /// on the network, from the same topology constants the simulation uses:
+  /// α_intra = step_latency + NVLink path latency, α_inter = step_latency + the latency of the
+  /// route between the first ranks of the first two nodes; B_nv = the NVLink bandwidth,
+  /// B_net = the bottleneck of that route; Λ = launch_latency; n ranks, N nodes, g per node.
+  /// - ring all_reduce: Λ + 2(n−1)·(α + S/(C·n) / B_channel). Across nodes α = α_inter and
+  ///   B_channel = min(B_nv / C, B_net · min(1, nics / C)): a position whose neighbour is on
+  ///   another node sends all its steps over the network, one after another, and the ring waits
+  ///   for it (NCCL's own model charges network latency only on the 2N inter-node steps, because
+  ///   its 8 step slots overlap consecutive steps; this simulation does not). On one node (one
+  ///   ring, see above) α = α_intra, C = 1, B_channel = B_nv: the simulated time exactly, when
+  ///   nothing shares the links. reduce_scatter/all_gather: n − 1 steps.
+  /// - hierarchical: per slice, phase p takes t_p = steps_p·(α_p + step_bytes_p / B_p); s
+  ///   slices pipelined take Λ + Σ t_p + (s − 1)·max t_p.
+  /// - tree: chain depth d = g − 1, inter-node tree depth D, k chunks of c bytes. The first chunk
+  ///   climbs and descends alone: fill = 2·(d·(α_intra + c/B_nv) + D·(α_inter + c/B_net)); then
+  ///   one chunk leaves per period, in which every link carries its full load: an NVLink 2C
+  ///   chunks (one up, one down per channel), a NIC 3C / min(C, nics) (an inner node: up and two
+  ///   children): period = max(α_intra + 2C·c/B_nv, α_inter + 3C/min(C, nics)·c/B_net);
+  ///   Λ + fill + (k − 1)·period.
+  /// - all_to_all: Λ + step_latency + λ_max + the busiest GPU link's bytes / its bandwidth.
+  /// Returns Time::max() where the algorithm does not apply. O(ranks).
+  Time predict(CollectiveOp op, const std::vector<int>& ranks, double bytes, Algorithm algorithm) const;
+
+  /// The algorithm `automatic` runs: the tree when it applies and predict() says it is faster
+  /// than the ring family (hierarchical where it applies, else ring); else the ring family.
+  /// O(ranks).
+  Algorithm choose(CollectiveOp op, const std::vector<int>& ranks, double bytes) const;
 
   void set_flow_trace(FlowTrace trace) { trace_ = std::move(trace); }
 
   /// Splits every send whose route crosses the spine tier into `flows` equal flows with distinct
-  /// ECMP hashes (default 1), as NCCL does with several queue pairs per connection
-  /// (NCCL_IB_QPS_PER_CONNECTION) and Llama 3's Enhanced-ECMP with 16 flows per GPU pair.
-  /// With 1, hashed ECMP collisions on spine links emerge at full strength.
+  /// ECMP hashes (default: comm.flows_per_connection), as NCCL does with several queue pairs per
+  /// connection (NCCL_IB_QPS_PER_CONNECTION) and Llama 3's Enhanced-ECMP with 16 flows per GPU
+  /// pair. With 1, hashed ECMP collisions on spine links emerge at full strength.
   void set_flows_per_connection(int flows);
   int flows_per_connection() const { return flows_per_connection_; }
 
  private:
+  void check_ranks(const std::vector<int>& ranks) const;
+
   engine::Simulator& sim_;
   engine::FlowNetwork& net_;
   const hardware::Cluster& cluster_;
@@ -104,8 +197,8 @@ struct BenchRow {
 };
 
 /// Simulates `op` over all GPUs of `nodes` nodes of `topology` for sizes min_bytes,
-/// min_bytes·factor, … ≤ max_bytes, each in a fresh simulation. Algorithm as chosen by
-/// `algorithm` (automatic: hierarchical across nodes, ring inside one).
+/// min_bytes·factor, … ≤ max_bytes, each in a fresh simulation, with `algorithm` (automatic:
+/// Communicator::choose() per size).
 /// Throws std::invalid_argument unless 0 < min_bytes ≤ max_bytes and factor > 1.
 std::vector<BenchRow> bench_collective(const config::TopologySpec& topology, int nodes, CollectiveOp op,
                                        double min_bytes, double max_bytes, double factor,

@@ -35,6 +35,8 @@ config::TopologySpec dgx_h100() {
   t.comm.channels = 8;                               // one ring per NIC
   t.comm.launch_latency = Time::ns(8400);            // NCCL tuning.cc baseLat Ring/Simple
   t.comm.step_latency = Time::ns(3400);              // NCCL tuning.cc hwLat NVLink Ring/Simple
+  t.comm.chunk_bytes = 512 * 1024;                   // NCCL_BUFFSIZE 4 MiB / NCCL_STEPS 8
+  t.comm.tree_min_chunk_bytes = 32 * 1024;           // NCCL enqueue.cc Tree/Simple chunk floor
   return t;
 }
 
@@ -83,7 +85,10 @@ TEST_CASE("bus factors are those of nccl-tests") {
   CHECK(comm::bus_factor(CollectiveOp::all_reduce, 8) == Approx(14.0 / 8));
   CHECK(comm::bus_factor(CollectiveOp::reduce_scatter, 8) == Approx(7.0 / 8));
   CHECK(comm::bus_factor(CollectiveOp::all_gather, 128) == Approx(127.0 / 128));
+  CHECK(comm::bus_factor(CollectiveOp::all_to_all, 8) == Approx(7.0 / 8));
   CHECK(comm::parse_op("reduce_scatter") == CollectiveOp::reduce_scatter);
+  CHECK(comm::parse_op("all_to_all") == CollectiveOp::all_to_all);
+  CHECK(std::string(comm::op_name(CollectiveOp::all_to_all)) == "all_to_all");
   CHECK(std::string(comm::op_name(CollectiveOp::all_gather)) == "all_gather");
   CHECK_THROWS_AS(comm::parse_op("allreduce"), std::invalid_argument);
 }
@@ -183,17 +188,21 @@ TEST_CASE("with 8 channels every NIC carries exactly one channel's inter-node tr
   CHECK(uplinks == 16);
 }
 
-TEST_CASE("a ring collective starts one flow per rank, channel and step, each between ring neighbours") {
+TEST_CASE("a ring collective on one node starts one flow per rank and step, each between ring neighbours") {
+  // On one node the 8 channels' rings visit the same GPU pairs in the same order, so their flows
+  // would share the same NVLinks equally and end together: one ring of S/n per step runs
+  // instead (collective.hpp), 8 ranks × 2(8−1) steps flows of S/8 bytes, where 8 channels
+  // started 8 × 8 × 14 flows of S/64. The time is the same (see the 8-channel section above).
   World w(dgx_h100(), 1);
   int flows = 0, neighbours = 0;
   w.comm.set_flow_trace({[&](int src, int dst, double bytes, Time start, Time end) {
     ++flows;
     if ((src + 1) % 8 == dst) ++neighbours;
-    CHECK(bytes == Approx(8e8 / (8 * 8)));
+    CHECK(bytes == Approx(8e8 / 8));
     CHECK(end > start);
   }});
   w.time(CollectiveOp::all_reduce, iota(0, 8), 8e8, Algorithm::ring);
-  CHECK(flows == 8 * 8 * 14);
+  CHECK(flows == 8 * 14);
   CHECK(neighbours == flows);
   CHECK(w.net.flows_started() == static_cast<std::uint64_t>(flows));
 }
@@ -287,4 +296,145 @@ TEST_CASE("16 DGX H100 nodes reach a published multi-node all-reduce bus bandwid
       CHECK(rows[0].busbw_gbs == Approx(published).epsilon(0.15));
     }
   }
+}
+
+TEST_CASE("a hierarchical collective slices only as deep as every network step carries a chunk") {
+  // Slices = min(channels, ⌊S / (g·N·chunk)⌋), at least 1; chunk = 512 KiB, g = 8, N = 16:
+  // one slice up to 128 · 512 KiB = 64 MiB, two at 128 MiB, the 8 channels from 256 MiB on.
+  const auto spec = dgx_h100();
+  constexpr double MiB = 1024.0 * 1024;
+  CHECK(comm::hierarchical_slices(spec.comm, 8, 8 * MiB, 16, 8) == 1);
+  CHECK(comm::hierarchical_slices(spec.comm, 8, 64 * MiB, 16, 8) == 1);
+  CHECK(comm::hierarchical_slices(spec.comm, 8, 128 * MiB, 16, 8) == 2);
+  CHECK(comm::hierarchical_slices(spec.comm, 8, 256 * MiB, 16, 8) == 4);
+  CHECK(comm::hierarchical_slices(spec.comm, 8, 8192 * MiB, 16, 8) == 8);
+  auto unlimited = spec.comm;
+  unlimited.chunk_bytes = 0;
+  CHECK(comm::hierarchical_slices(unlimited, 8, 8 * MiB, 16, 8) == 8);
+  // The flows confirm it on 2 nodes under one leaf (no ECMP split): one slice of an 8 MiB
+  // all-reduce starts 2 nodes × 8 ranks × 7 steps × 2 NVLink phases + 8 rings × 2 ranks × 2
+  // steps = 256 flows; 8 MiB / (16 · 512 KiB) = 1 slice.
+  World w(spec, 2);
+  w.time(CollectiveOp::all_reduce, iota(0, 16), 8 * MiB, Algorithm::hierarchical);
+  CHECK(w.net.flows_started() == 2u * 8 * 7 * 2 + 8 * 2 * 2);
+}
+
+TEST_CASE("a tree channel's chunk halves until the channel holds as many chunks as the tree is deep") {
+  const auto spec = dgx_h100();
+  constexpr double KiB = 1024.0;
+  // 1 MiB per channel, depth 11 (7 chain hops + 4 tree levels over 16 nodes):
+  // 512 KiB → 2 chunks, 256 → 4, 128 → 8, 64 KiB → 16 ≥ 11.
+  auto c = comm::tree_chunks(spec.comm, 1024 * KiB, 11);
+  CHECK(c.count == 16);
+  CHECK(c.bytes == 64 * KiB);
+  // A large channel keeps whole 512 KiB steps.
+  c = comm::tree_chunks(spec.comm, 64 * 1024 * KiB, 11);
+  CHECK(c.count == 128);
+  CHECK(c.bytes == 512 * KiB);
+  // A tiny one stops at the 32 KiB floor: 40 KiB → 2 chunks of 20 KiB.
+  c = comm::tree_chunks(spec.comm, 40 * KiB, 11);
+  CHECK(c.count == 2);
+  CHECK(c.bytes == 20 * KiB);
+}
+
+TEST_CASE("the predictor picks the tree for small all-reduces across nodes and a ring algorithm for large ones") {
+  World w(dgx_h100(), 16);
+  const auto ranks = iota(0, 128);
+  CHECK(w.comm.choose(CollectiveOp::all_reduce, ranks, 8.0 * 1024 * 1024) == Algorithm::tree);
+  const auto large = w.comm.choose(CollectiveOp::all_reduce, ranks, 8.0 * 1024 * 1024 * 1024);
+  CHECK((large == Algorithm::ring || large == Algorithm::hierarchical));
+  // Only all-reduce has a tree.
+  CHECK(w.comm.choose(CollectiveOp::all_gather, ranks, 8.0 * 1024 * 1024) != Algorithm::tree);
+  CHECK(w.comm.predict(CollectiveOp::all_gather, ranks, 1e6, Algorithm::tree) == Time::max());
+  // Inside one node the ring beats a chain at every size.
+  World one(dgx_h100(), 1);
+  for (double bytes : {1e6, 1e8, 1e10}) CHECK(one.comm.choose(CollectiveOp::all_reduce, iota(0, 8), bytes) == Algorithm::ring);
+  // The ring's closed form is its simulated time when nothing else shares its links.
+  const auto t = one.time(CollectiveOp::all_reduce, iota(0, 8), 8e8, Algorithm::ring);
+  CHECK(one.comm.predict(CollectiveOp::all_reduce, iota(0, 8), 8e8, Algorithm::ring).count_ns() == Approx(t).epsilon(1e-5));
+}
+
+TEST_CASE("16 DGX H100 nodes all-reduce 8 MiB in a few hundred microseconds") {
+  // NCCL on 16 DGX H100 nodes takes roughly 100–300 us for 8 MiB (its tree with LL128); the
+  // flat ring of 2·127 steps took 1.7 ms here.
+  const auto rows = comm::bench_collective(dgx_h100(), 16, CollectiveOp::all_reduce, 8 << 20, 8 << 20, 2);
+  INFO("simulated " << rows[0].time_us << " us");
+  CHECK(rows[0].time_us < 300);
+}
+
+TEST_CASE("a tree all-reduce pipelines chunks up a chain and back down") {
+  // One node, ranks 0, 1, 2, one channel: chain 0 ← 1 ← 2 (root 0), S = 1 MiB, depth 2 →
+  // 2 chunks of 512 KiB. Every hop alone on its links: h = σ + ⌈524,288 B / 360 GB/s⌉ + 2λ_nv
+  // = 3,400 + 1,457 + 1,000 = 5,857 ns. Up: 2→1 chunk 0 [0, h], chunk 1 [h, 2h]; 1→0 chunk 0
+  // [h, 2h], chunk 1 [2h, 3h]. Down: 0→1 chunk 0 [2h, 3h], chunk 1 [3h, 4h]; 1→2 chunk 0
+  // [3h, 4h], chunk 1 [4h, 5h]. Overlapping hops use disjoint NVLinks. Total Λ + 5h.
+  auto spec = dgx_h100();
+  spec.comm.channels = 1;
+  World w(spec, 1);
+  const std::int64_t h = kStep + 1'457 + kNvlinkPath;
+  CHECK(w.time(CollectiveOp::all_reduce, {0, 1, 2}, 1024.0 * 1024, Algorithm::tree) == kLaunch + 5 * h);
+  CHECK(w.net.flows_started() == 8u);  // 2 edges × 2 directions × 2 chunks
+}
+
+TEST_CASE("a tree all-reduce across two nodes overlaps the reduction of one chunk with the broadcast of the last") {
+  // Ranks 0 (node 0) and 8 (node 1), one channel: the node tree over 2 nodes has node 1 at its
+  // root. S = 1 MiB, depth 1 → 2 chunks of 512 KiB. A hop: σ + ⌈524,288 / 47 GB/s⌉ + path
+  // latency = 3,400 + 11,156 + 2,300 = 16,856 ns. Up 0→8: chunks [0, h], [h, 2h]; down 8→0:
+  // chunk 0 [h, 2h] (on the reverse links, beside the up chunk 1), chunk 1 [2h, 3h]. Λ + 3h.
+  auto spec = dgx_h100();
+  spec.comm.channels = 1;
+  World w(spec, 2);
+  const std::int64_t h = kStep + 11'156 + kSameLeafPath;
+  CHECK(w.time(CollectiveOp::all_reduce, {0, 8}, 1024.0 * 1024, Algorithm::tree) == kLaunch + 3 * h);
+  CHECK_THROWS_AS(w.comm.start(CollectiveOp::all_gather, {0, 8}, 1e6, Algorithm::tree, [] {}), std::invalid_argument);
+}
+
+TEST_CASE("an all-to-all on one node sends S/n to every peer at once") {
+  // 8 GPUs, S = 8e8: 56 flows of 1e8 B; each GPU's NVLink up and down carry 7 of them, each at
+  // 360/7 GB/s, so all end after ⌈7e8 B / 360 GB/s⌉ = 1,944,445 ns. Λ + σ + that + 2λ_nv.
+  World w(dgx_h100(), 1);
+  int flows = 0;
+  w.comm.set_flow_trace({[&](int, int, double bytes, Time, Time) {
+    ++flows;
+    CHECK(bytes == Approx(1e8));
+  }});
+  CHECK(w.time(CollectiveOp::all_to_all, iota(0, 8), 8e8, Algorithm::automatic) ==
+        kLaunch + kStep + 1'944'445 + kNvlinkPath);
+  CHECK(flows == 56);
+  const auto rows = comm::bench_collective(dgx_h100(), 1, CollectiveOp::all_to_all, 8e8, 8e8, 2);
+  CHECK(rows[0].busbw_gbs == Approx(rows[0].algbw_gbs * 7 / 8));
+}
+
+TEST_CASE("a point-to-point send is one flow after the launch latency") {
+  World w(dgx_h100(), 2);
+  std::vector<Time> ends;
+  w.comm.send(0, 5, 1e8, [&] { ends.push_back(w.sim.now()); });   // NVLink: ⌈1e8 / 360 GB/s⌉ = 277,778
+  w.comm.send(3, 11, 1e8, [&] { ends.push_back(w.sim.now()); });  // NIC: ⌈1e8 / 47 GB/s⌉ = 2,127,660
+  w.comm.send(7, 7, 1e8, [&] { ends.push_back(w.sim.now()); });   // to itself: nothing to move
+  w.sim.run();
+  REQUIRE(ends.size() == 3);
+  CHECK(ends[0].count_ns() == kLaunch);
+  CHECK(ends[1].count_ns() == kLaunch + 277'778 + kNvlinkPath);
+  CHECK(ends[2].count_ns() == kLaunch + 2'127'660 + kSameLeafPath);
+  CHECK(w.net.flows_started() == 2u);
+  CHECK_THROWS_AS(w.comm.send(0, 16, 1.0, [] {}), std::invalid_argument);
+  CHECK_THROWS_AS(w.comm.send(0, 1, -1.0, [] {}), std::invalid_argument);
+}
+
+TEST_CASE("a connection across the spine is split into equal flows, one per queue pair") {
+  World w(dgx_h100(), 16);
+  w.comm.set_flows_per_connection(16);
+  std::map<int, int> flows;
+  std::map<int, double> bytes_to;
+  w.comm.set_flow_trace({[&](int, int dst, double bytes, Time, Time) {
+    ++flows[dst];
+    bytes_to[dst] += bytes;
+  }});
+  w.comm.send(0, 127, 1.6e9, [] {});  // leaf 0 → leaf 3: 16 flows of 1e8 B
+  w.comm.send(1, 9, 1.6e9, [] {});    // same leaf: one flow
+  w.sim.run();
+  CHECK(flows[127] == 16);
+  CHECK(flows[9] == 1);
+  CHECK(bytes_to[127] == Approx(1.6e9));
+  CHECK(bytes_to[9] == Approx(1.6e9));
 }
