@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <stdexcept>
@@ -168,6 +169,10 @@ class Collective : public std::enable_shared_from_this<Collective> {
       : sim_(sim), net_(net), cluster_(cluster), trace_(std::move(trace)), step_latency_(step_latency),
         flows_per_connection_(flows_per_connection), on_done_(std::move(on_done)) {}
 
+  /// Fluid rings: each ring position sends all its steps' bytes as one connection, after the
+  /// latency of all its steps (see RingModel::fluid).
+  void set_fluid(bool fluid) { fluid_ = fluid; }
+
   int add_ring(std::vector<int> gpus, int steps, double bytes, std::uint64_t hash) {
     rings_.emplace_back(std::move(gpus), steps, bytes, hash);
     units_left_ += rings_.back().gpus.size();
@@ -181,7 +186,11 @@ class Collective : public std::enable_shared_from_this<Collective> {
   void add_tree(Tree tree) {
     if (tree.gpus.size() < 2) return;
     tree.reset_counters();
-    units_left_ += 2 * (tree.gpus.size() - 1) * static_cast<std::size_t>(tree.chunks);
+    if (fluid_) {
+      units_left_ += tree.chunks > 1 ? 2 * (tree.gpus.size() - 1) : 1;
+    } else {
+      units_left_ += 2 * (tree.gpus.size() - 1) * static_cast<std::size_t>(tree.chunks);
+    }
     trees_.push_back(std::move(tree));
   }
   /// A send that starts at launch, after the step latency when `stepped`.
@@ -204,6 +213,10 @@ class Collective : public std::enable_shared_from_this<Collective> {
       }
     }
     for (int t = 0; t < static_cast<int>(trees_.size()); ++t) {
+      if (fluid_) {
+        launch_fluid_tree(t);
+        continue;
+      }
       for (int i = 0; i < static_cast<int>(trees_[t].gpus.size()); ++i) try_up(t, i);
     }
     for (int d = 0; d < static_cast<int>(directs_.size()); ++d) {
@@ -260,6 +273,47 @@ class Collective : public std::enable_shared_from_this<Collective> {
     if (--units_left_ == 0) finish();
   }
 
+  /// Fluid tree: the first chunk's climb to the root and descent to the deepest leaf is a
+  /// fixed delay (per hop: step latency + path latency + chunk / bottleneck bandwidth); then
+  /// every edge carries its remaining chunks up and down at once, as the pipelined tree does
+  /// in steady state, sharing links with whatever else runs.
+  void launch_fluid_tree(int t) {
+    const Tree& tree = trees_[static_cast<std::size_t>(t)];
+    const std::size_t n = tree.gpus.size();
+    std::vector<double> to_root(n, -1.0);
+    auto hop = [&](std::size_t i) {
+      const int src = tree.gpus[i], dst = tree.gpus[static_cast<std::size_t>(tree.parent[i])];
+      double latency = step_latency_.seconds(), bandwidth = std::numeric_limits<double>::infinity();
+      for (auto link : cluster_.route(src, dst, tree.hash * 1024)) {
+        latency += net_.link_latency(link).seconds();
+        bandwidth = std::min(bandwidth, net_.link_bandwidth(link));
+      }
+      return latency + tree.chunk_bytes / bandwidth;
+    };
+    std::function<double(std::size_t)> cost = [&](std::size_t i) -> double {
+      if (tree.parent[i] < 0) return 0.0;
+      if (to_root[i] < 0) to_root[i] = hop(i) + cost(static_cast<std::size_t>(tree.parent[i]));
+      return to_root[i];
+    };
+    double deepest = 0;
+    for (std::size_t i = 0; i < n; ++i) deepest = std::max(deepest, cost(i));
+    const Time fill = Time::from_seconds(2 * deepest);
+    sim_.schedule_in(fill, [self = shared_from_this(), t] {
+      const Tree& x = self->trees_[static_cast<std::size_t>(t)];
+      if (x.chunks <= 1) {
+        self->unit_done();
+        return;
+      }
+      const double rest = x.chunk_bytes * (x.chunks - 1);
+      for (std::size_t i = 0; i < x.gpus.size(); ++i) {
+        if (x.parent[i] < 0) continue;
+        const int child = x.gpus[i], parent = x.gpus[static_cast<std::size_t>(x.parent[i])];
+        self->connect(child, parent, rest, x.hash, [self] { self->unit_done(); });
+        self->connect(parent, child, rest, x.hash, [self] { self->unit_done(); });
+      }
+    });
+  }
+
   // Rings.
   void arm(int r, int i) {
     rings_[r].armed[i] = 1;
@@ -269,6 +323,28 @@ class Collective : public std::enable_shared_from_this<Collective> {
   void advance(int r, int i) {
     Ring& ring = rings_[r];
     const int k = ring.started[i];
+    if (fluid_) {
+      if (!ring.armed[i] || k > 0) return;
+      ring.started[i] = ring.steps;
+      // steps × (step latency + path latency), less the path latency the flow itself adds.
+      const int j = ring.next(i);
+      Time wait = step_latency_ * ring.steps;
+      Time path;
+      for (auto link : cluster_.route(ring.gpus[i], ring.gpus[j], ring.hash * 1024)) path += net_.link_latency(link);
+      if (ring.steps > 1) wait += path * (ring.steps - 1);
+      sim_.schedule_in(wait, [self = shared_from_this(), r, i] {
+        const Ring& g = self->rings_[r];
+        self->connect(g.gpus[i], g.gpus[g.next(i)], g.bytes * g.steps, g.hash, [self, r, i] {
+          Ring& h = self->rings_[r];
+          const int nj = h.next(i);
+          h.sent[i] = h.steps;
+          h.received[nj] = h.steps;
+          self->check_done(r, i);
+          self->check_done(r, nj);
+        });
+      });
+      return;
+    }
     if (!ring.armed[i] || k >= ring.steps || ring.sent[i] != k || ring.received[i] < k) return;
     ++ring.started[i];
     after(true, [self = shared_from_this(), r, i] {
@@ -359,6 +435,7 @@ class Collective : public std::enable_shared_from_this<Collective> {
   FlowTrace trace_;
   Time step_latency_;
   int flows_per_connection_;
+  bool fluid_ = false;
   std::function<void()> on_done_;
   std::vector<Ring> rings_;
   std::vector<Tree> trees_;
@@ -597,6 +674,7 @@ void Communicator::start(CollectiveOp op, const std::vector<int>& ranks, double 
   const auto& comm = cluster_.topology().comm;
   auto collective = std::make_shared<Collective>(sim_, net_, cluster_, trace_, comm.step_latency,
                                                  flows_per_connection_, std::move(on_done));
+  collective->set_fluid(fluid_rings_);
   if (ranks.size() > 1) {
     const auto groups = group_by_node(ranks, cluster_);
     const bool spans_nodes = groups.size() > 1;

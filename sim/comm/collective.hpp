@@ -171,6 +171,15 @@ class Communicator {
 
   void set_flow_trace(FlowTrace trace) { trace_ = std::move(trace); }
 
+  /// Ring granularity. Stepped (the default): every ring step is a flow, and a rank starts
+  /// step k+1 once it has sent and received step k. Fluid: each ring position sends the bytes
+  /// of all its steps as one connection, after the latency of all its steps (steps × (step
+  /// latency + path latency)). With steady link shares the two give the same time — a ring
+  /// step ends when its slowest flow does, and so does the whole fluid ring — with 2(n−1)×
+  /// fewer flows; they differ only while other traffic changes the shares mid-collective.
+  void set_fluid_rings(bool fluid) { fluid_rings_ = fluid; }
+  bool fluid_rings() const { return fluid_rings_; }
+
   /// Splits every send whose route crosses the spine tier into `flows` equal flows with distinct
   /// ECMP hashes (default: comm.flows_per_connection), as NCCL does with several queue pairs per
   /// connection (NCCL_IB_QPS_PER_CONNECTION) and Llama 3's Enhanced-ECMP with 16 flows per GPU
@@ -185,6 +194,7 @@ class Communicator {
   engine::FlowNetwork& net_;
   const hardware::Cluster& cluster_;
   FlowTrace trace_;
+  bool fluid_rings_ = false;
   int flows_per_connection_ = 1;
 };
 

@@ -362,6 +362,7 @@ void parse_scenario(Section& root, Scenario& sc) {
     run.integer("steps", sc.run.steps, kPositive);
     run.choice("mode", sc.run.mode, {"steps", "full"});
     run.choice("detail", sc.run.detail, {"symmetric", "full"});
+    run.choice("collectives", sc.run.collectives, {"fluid", "stepped"});
     run.finish();
   }
   {

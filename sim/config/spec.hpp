@@ -195,6 +195,10 @@ struct RunSpec {
   /// collective with all its flows on the whole fabric (the other replicas provably run the
   /// same ops at the same times); full: every rank op by op.
   std::string detail = "symmetric";
+  /// stepped: every ring step of a collective is a set of flows; fluid: each ring position
+  /// moves all its steps' bytes as one flow (same time under steady sharing, far fewer events;
+  /// see comm::Communicator::set_fluid_rings).
+  std::string collectives = "fluid";
 };
 
 struct OutputSpec {

@@ -204,6 +204,7 @@ struct World {
       : scenario(s), layout(l), sink(record_sink), trace(level), net(sim), cluster(s.topology, s.nodes, net),
         comm(sim, net, cluster),
         data(sim, net, s.data, s.topology.device, s.nodes, s.topology.node.gpus, l.microbatch_sequences, s.seed) {
+    comm.set_fluid_rings(s.run.collectives == "fluid");
     if (data.enabled()) data.start();  // loaders warm up before the first step, as a DataLoader does
   }
 
