@@ -1,5 +1,7 @@
 // Benchmarks of whole scenarios: the wall time to simulate the default scenario's training
 // step, with the events and flows it took (make bench).
+#include <sys/resource.h>
+
 #include <cstdio>
 #include <string>
 
@@ -23,6 +25,9 @@ void simulate_scenario(const char* label, const std::string& file, std::vector<s
   ironlaw::bench::report((base + ".flows").c_str(), static_cast<double>(result.flows_started), "flows");
   ironlaw::bench::report((base + ".tasks").c_str(), static_cast<double>(result.tasks), "tasks");
   ironlaw::bench::report((base + ".events_per_s").c_str(), static_cast<double>(result.events_executed) / s, "events/s");
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);  // peak so far in this process: run the small cases first
+  ironlaw::bench::report((base + ".peak_rss_so_far").c_str(), static_cast<double>(usage.ru_maxrss) / 1024.0, "MiB");
 }
 
 void bench_default_scenario() { simulate_scenario("default_llama3_8b_fsdp_128", "llama3-8b-fsdp-128.yaml", {}); }
@@ -31,7 +36,17 @@ void bench_gpt2_xl_16_nodes() {
   simulate_scenario("gpt2_xl_ddp_16nodes", "gpt2-1.5b-ddp-multinode.yaml", {"cluster.nodes=16"});
 }
 
+/// Issue 3's scale target: one step of Llama 3 405B (TP 8, PP 16, 1F1B), at 1,024 GPUs (DP 8,
+/// the same 16 microbatches per pipeline) and at 16,384 GPUs (DP 128, the 16M-token batch).
+void bench_405b_1k() {
+  simulate_scenario("llama3_405b_1k", "llama3-405b-16k.yaml",
+                    {"cluster.nodes=128", "parallel.dp=8", "training.global_batch_tokens=1 Mi"});
+}
+void bench_405b_16k() { simulate_scenario("llama3_405b_16k", "llama3-405b-16k.yaml", {}); }
+
 const ironlaw::bench::Register reg_default("run.default_scenario", bench_default_scenario);
+const ironlaw::bench::Register reg_405b_1k("run.scale_1_llama3_405b_1k", bench_405b_1k);
+const ironlaw::bench::Register reg_405b_16k("run.scale_2_llama3_405b_16k", bench_405b_16k);
 const ironlaw::bench::Register reg_gpt2("run.gpt2_ddp_1node", bench_gpt2_one_node);
 const ironlaw::bench::Register reg_xl("run.gpt2_xl_ddp_16nodes", bench_gpt2_xl_16_nodes);
 
