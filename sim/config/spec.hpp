@@ -58,8 +58,7 @@ struct FabricSpec {
   std::string kind = "leaf_spine";  ///< leaf_spine | rail_optimized
   /// leaf_spine: nodes whose NICs all hang off one leaf switch. rail_optimized: nodes whose NIC
   /// of local index i hangs off one leaf of rail i (a rail of N nodes has ⌈N / nodes_per_leaf⌉
-  /// leaves), so one rail leaf takes nodes_per_leaf · (nics / gpus) NIC ports. (The cluster
-  /// builds leaf_spine only so far and rejects rail_optimized.)
+  /// leaves), so one rail leaf takes nodes_per_leaf NIC ports (one NIC per node per rail).
   int nodes_per_leaf = 4;
   double oversubscription = 1.0;    ///< leaf downlink : uplink capacity ratio (≥ 1)
   int spines = 0;                   ///< 0 = as many as needed for the uplink capacity

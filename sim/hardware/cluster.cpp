@@ -56,11 +56,19 @@ std::vector<Diagnostic> validate(const config::TopologySpec& t, int nodes) {
     }
   }
   if (!(n.nic.bandwidth > 0)) fail("node.nic.bandwidth", "expected a positive bandwidth");
-  if (f.kind != "leaf_spine") fail("fabric.kind", "expected \"leaf_spine\" (the only fabric modelled so far), got \"" + f.kind + "\"");
+  const bool rails = f.kind == "rail_optimized";
+  if (f.kind != "leaf_spine" && !rails) {
+    fail("fabric.kind", "expected \"leaf_spine\" or \"rail_optimized\", got \"" + f.kind + "\"");
+  }
+  if (rails && n.nics >= 1 && n.gpus >= 1 && n.nics != n.gpus) {
+    fail("node.nics", "a rail-optimized fabric needs one NIC per GPU (one rail per local GPU index): expected " +
+                          std::to_string(n.gpus) + ", got " + std::to_string(n.nics));
+  }
   if (f.nodes_per_leaf < 1) fail("fabric.nodes_per_leaf", "expected at least 1, got " + std::to_string(f.nodes_per_leaf));
   if (!(f.oversubscription >= 1.0)) fail("fabric.oversubscription", "expected a ratio of at least 1");
   if (f.spines < 0) fail("fabric.spines", "expected 0 (automatic) or a positive count");
-  const bool multi_leaf = f.nodes_per_leaf >= 1 && nodes > f.nodes_per_leaf;
+  // Rails: one leaf tier per NIC index, so several NICs per node already mean several leaves.
+  const bool multi_leaf = f.nodes_per_leaf >= 1 && (nodes > f.nodes_per_leaf || (rails && n.nics > 1));
   if (multi_leaf && f.spines == 0 && !(f.leaf_spine.bandwidth > 0)) {
     fail("fabric.leaf_spine.bandwidth", "expected a positive bandwidth (needed to size the spine tier)");
   }
@@ -84,7 +92,9 @@ struct Cluster::Impl {
   int gpus_per_node = 0;
   int pcie_switches = 0;  // per node
   int nics = 0;           // per node
-  int leaves = 0;
+  int rails = 1;            // leaf groups: one per NIC index on a rail fabric, else one
+  int leaves_per_rail = 0;  // ⌈nodes / nodes_per_leaf⌉
+  int leaves = 0;           // rails · leaves_per_rail
   int spines = 0;
   bool has_nvswitch = false;
   Vertex block = 0;  // vertices per node
@@ -116,7 +126,13 @@ struct Cluster::Impl {
   Vertex leaf_vertex(int leaf) const { return static_cast<Vertex>(nodes) * block + static_cast<Vertex>(leaf); }
   Vertex spine_vertex(int spine) const { return leaf_vertex(leaves) + static_cast<Vertex>(spine); }
 
-  int leaf_of_node(int node) const { return node / topology.fabric.nodes_per_leaf; }
+  /// The leaf that NIC `global_nic` hangs off: rail r's leaves are [r · leaves_per_rail,
+  /// (r + 1) · leaves_per_rail), and its node picks one of them by node / nodes_per_leaf.
+  int leaf_of_nic(int global_nic) const {
+    const int node = global_nic / nics;
+    const int rail = rails > 1 ? global_nic % nics : 0;
+    return rail * leaves_per_rail + node / topology.fabric.nodes_per_leaf;
+  }
   /// The NIC (global index) on the PCIe switch of `gpu`.
   int nic_of_gpu(int gpu) const {
     const int node = gpu / gpus_per_node;
@@ -153,12 +169,16 @@ void Cluster::Impl::build(engine::FlowNetwork& net) {
   nics = n.nics;
   has_nvswitch = n.gpus > 1;
   block = (has_nvswitch ? 1 : 0) + static_cast<Vertex>(n.gpus + pcie_switches + n.nics);
-  leaves = (nodes + f.nodes_per_leaf - 1) / f.nodes_per_leaf;
+  rails = f.kind == "rail_optimized" ? nics : 1;
+  leaves_per_rail = (nodes + f.nodes_per_leaf - 1) / f.nodes_per_leaf;
+  leaves = rails * leaves_per_rail;
 
-  // Spine tier: a leaf's uplink capacity is its downlink capacity over the oversubscription.
+  // Spine tier: a leaf's uplink capacity is its downlink capacity (nodes_per_leaf nodes, each
+  // with nics / rails NICs on it) over the oversubscription.
   double per_spine_link = 0;
   if (leaves > 1) {
-    const double uplink = static_cast<double>(f.nodes_per_leaf) * nics * n.nic.bandwidth / f.oversubscription;
+    const double down_ports = static_cast<double>(f.nodes_per_leaf) * (nics / rails);
+    const double uplink = down_ports * n.nic.bandwidth / f.oversubscription;
     if (f.spines > 0) {
       spines = f.spines;
       per_spine_link = uplink / spines;
@@ -185,7 +205,10 @@ void Cluster::Impl::build(engine::FlowNetwork& net) {
       graph[nic_vertex(node * nics + k)] = {VertexKind::nic, node, k, prefix + "nic" + std::to_string(k)};
     }
   }
-  for (int l = 0; l < leaves; ++l) graph[leaf_vertex(l)] = {VertexKind::leaf, -1, l, "leaf" + std::to_string(l)};
+  for (int l = 0; l < leaves; ++l) {
+    const std::string rail = rails > 1 ? "rail" + std::to_string(l / leaves_per_rail) + "/" : "";
+    graph[leaf_vertex(l)] = {VertexKind::leaf, -1, l, rail + "leaf" + std::to_string(l % leaves_per_rail)};
+  }
   for (int s = 0; s < spines; ++s) graph[spine_vertex(s)] = {VertexKind::spine, -1, s, "spine" + std::to_string(s)};
 
   const int gpus_total = nodes * n.gpus;
@@ -221,7 +244,7 @@ void Cluster::Impl::build(engine::FlowNetwork& net) {
       const Vertex pv = pcie_vertex(node, k / per_switch_nics);
       pcie_to_nic[nic] = link(net, pv, nv, n.pcie.bandwidth, n.pcie.latency);
       nic_to_pcie[nic] = link(net, nv, pv, n.pcie.bandwidth, n.pcie.latency);
-      const Vertex lv = leaf_vertex(leaf_of_node(node));
+      const Vertex lv = leaf_vertex(leaf_of_nic(nic));
       nic_up[nic] = link(net, nv, lv, n.nic.bandwidth, n.nic.latency + sw);  // traverses the leaf
       nic_down[nic] = link(net, lv, nv, n.nic.bandwidth, n.nic.latency);
     }
@@ -284,12 +307,12 @@ int Cluster::gpus_per_node() const { return impl_->gpus_per_node; }
 const config::TopologySpec& Cluster::topology() const { return impl_->topology; }
 int Cluster::leaves() const { return impl_->leaves; }
 int Cluster::spines() const { return impl_->spines; }
-int Cluster::leaf_of(int gpu) const { return impl_->leaf_of_node(node_of(gpu)); }
+int Cluster::leaf_of(int gpu) const { return impl_->leaf_of_nic(impl_->nic_of_gpu(gpu)); }
 int Cluster::nic_of(int gpu) const { return impl_->nic_of_gpu(gpu); }
 std::size_t Cluster::gpu_vertex(int gpu) const { return impl_->gpu_vertex(gpu); }
 
 bool Cluster::crosses_spine(int src, int dst) const {
-  return impl_->spines > 0 && leaf_of(src) != leaf_of(dst);
+  return impl_->spines > 0 && node_of(src) != node_of(dst) && leaf_of(src) != leaf_of(dst);
 }
 
 std::vector<engine::LinkId> Cluster::route(int src, int dst, std::uint64_t flow_hash) const {
@@ -305,8 +328,10 @@ std::vector<engine::LinkId> Cluster::route(int src, int dst, std::uint64_t flow_
   }
   const int src_nic = m.nic_of_gpu(src);
   const int dst_nic = m.nic_of_gpu(dst);
-  const int src_leaf = m.leaf_of_node(src_node);
-  const int dst_leaf = m.leaf_of_node(dst_node);
+  // On a rail fabric the leaves differ for GPUs of different rails, so cross-rail traffic climbs
+  // to a spine; within a rail only nodes under different leaves of the rail do.
+  const int src_leaf = m.leaf_of_nic(src_nic);
+  const int dst_leaf = m.leaf_of_nic(dst_nic);
   path.reserve(8);
   path.push_back(m.gpu_to_pcie[src]);
   path.push_back(m.pcie_to_nic[src_nic]);

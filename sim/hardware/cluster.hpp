@@ -1,7 +1,8 @@
 #pragma once
 /// \file The modelled cluster: DGX-style nodes (GPUs on an NVSwitch, each GPU behind a PCIe
-/// switch shared with its NIC) joined by a two-level leaf/spine fabric, as a Boost.Graph whose
-/// directed edges are links of the engine's FlowNetwork.
+/// switch shared with its NIC) joined by a two-level fat tree, either leaf/spine (a node's NICs
+/// share one leaf) or rail-optimized (NIC i of every node hangs off a leaf of rail i), as a
+/// Boost.Graph whose directed edges are links of the engine's FlowNetwork.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -17,7 +18,7 @@ struct VertexInfo {
   VertexKind kind;
   int node = -1;     ///< -1 for fabric switches
   int index = 0;     ///< index within its node (or within its tier)
-  std::string name;  ///< stable path, e.g. "node3/gpu5", "leaf2", "spine0"
+  std::string name;  ///< stable path, e.g. "node3/gpu5", "leaf2" ("rail5/leaf2" on rails), "spine0"
 };
 
 class Cluster {
@@ -26,14 +27,18 @@ class Cluster {
   /// link per direction, named "from->to" by vertex paths, e.g. "node3/gpu5->node3/nvswitch").
   ///
   /// Per node: GPU ↔ NVSwitch (NVLink; the NVSwitch chips are one non-blocking crossbar vertex),
-  /// GPU ↔ PCIe switch ↔ NIC, NIC ↔ leaf. A leaf serves `nodes_per_leaf` nodes; its uplink
-  /// capacity is nodes_per_leaf · nics · nic bandwidth / oversubscription, split evenly over the
-  /// spines (fabric.spines, or when 0, ⌈uplink / leaf_spine bandwidth⌉). One leaf → no spines.
-  /// `switch_latency` is added to every link that enters a leaf or spine switch.
+  /// GPU ↔ PCIe switch ↔ NIC, NIC ↔ leaf. leaf_spine: a leaf serves `nodes_per_leaf` nodes (all
+  /// their NICs), ⌈nodes / nodes_per_leaf⌉ leaves. rail_optimized: rail i is NIC i of every node;
+  /// each rail has ⌈nodes / nodes_per_leaf⌉ leaves of nodes_per_leaf NICs, rails · that many
+  /// leaves in all, numbered rail-major. A leaf's uplink capacity is its downlink capacity
+  /// (nodes_per_leaf · NICs per node on it · nic bandwidth) / oversubscription, split evenly over
+  /// the spines (fabric.spines, or when 0, ⌈uplink / leaf_spine bandwidth⌉), which every leaf of
+  /// every rail reaches. One leaf → no spines. `switch_latency` is added to every link that
+  /// enters a leaf or spine switch.
   ///
-  /// Validates first (nodes ≥ 1, positive bandwidths, every PCIe switch holds a NIC, every GPU
-  /// reaches a NIC by breadth-first search) and throws InputError listing every problem, each
-  /// pointing at the topology file. O(vertices + links).
+  /// Validates first (nodes ≥ 1, positive bandwidths, every PCIe switch holds a NIC, one NIC
+  /// per GPU on rails, every GPU reaches a NIC by breadth-first search) and throws InputError
+  /// listing every problem, each pointing at the topology file. O(vertices + links).
   Cluster(const config::TopologySpec& topology, int nodes, engine::FlowNetwork& net);
   ~Cluster();
   Cluster(const Cluster&) = delete;
@@ -47,21 +52,23 @@ class Cluster {
   const config::DeviceSpec& device() const { return topology().device; }
 
   /// Directed links from GPU `src` to GPU `dst` (src ≠ dst): NVLink via the NVSwitch inside
-  /// a node; otherwise GPU → PCIe switch → NIC → leaf [→ spine → leaf] → NIC → PCIe switch → GPU.
-  /// Among equal-cost spines the choice is a deterministic hash of (src, dst, flow_hash) (ECMP,
+  /// a node; otherwise GPU → PCIe switch → NIC → leaf [→ spine → leaf] → NIC → PCIe switch → GPU,
+  /// through a spine exactly when the two NICs hang off different leaves (on rails: different
+  /// rails, or one rail's nodes under different leaves of it). Among equal-cost spines the choice is a deterministic hash of (src, dst, flow_hash) (ECMP,
   /// splitmix64), so flows of different pairs may collide on a spine link as they do in a real
   /// hashed fabric. Computed structurally: O(path length), no tables. src == dst → empty path.
   /// Throws std::out_of_range for a GPU index outside [0, gpus()).
   std::vector<engine::LinkId> route(int src, int dst, std::uint64_t flow_hash = 0) const;
 
-  /// True when a route from `src` to `dst` climbs to the spine tier (the GPUs sit under
-  /// different leaves), i.e. when its path depends on the ECMP choice. O(1).
+  /// True when a route from `src` to `dst` climbs to the spine tier (GPUs of different nodes
+  /// whose NICs sit under different leaves), i.e. when its path depends on the ECMP choice. O(1).
   bool crosses_spine(int src, int dst) const;
 
-  /// Leaf switches (⌈nodes / nodes_per_leaf⌉) and spine switches (0 when one leaf suffices).
+  /// Leaf switches (⌈nodes / nodes_per_leaf⌉, times the NICs per node on rails) and spine
+  /// switches (0 when one leaf suffices).
   int leaves() const;
   int spines() const;
-  /// The leaf above `gpu`'s node. O(1).
+  /// The leaf above `gpu`'s NIC (its node's leaf; on rails, a leaf of the GPU's rail). O(1).
   int leaf_of(int gpu) const;
   /// The global index (node · nics + local) of the NIC on `gpu`'s PCIe switch, which carries
   /// all of `gpu`'s inter-node traffic. O(1).

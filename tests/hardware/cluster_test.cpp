@@ -267,3 +267,188 @@ TEST_CASE("the shipped DGX topologies load and build 16 nodes") {
     for (int dst = 1; dst < 128; dst += 9) CHECK(static_cast<int>(c.route(0, dst).size()) == c.hop_distance(0, dst));
   }
 }
+
+namespace {
+
+/// The DGX H100 node on a rail-optimized fabric: NIC i of every node on a leaf of rail i.
+config::TopologySpec dgx_h100_rails(int nodes_per_leaf) {
+  auto t = dgx_h100();
+  t.fabric.kind = "rail_optimized";
+  t.fabric.nodes_per_leaf = nodes_per_leaf;
+  return t;
+}
+
+/// The kinds of the vertices a path enters, in order.
+std::vector<VertexKind> kinds_along(const Cluster& c, const std::vector<engine::LinkId>& path) {
+  std::vector<VertexKind> out;
+  for (auto link : path) out.push_back(c.vertex(c.link_ends(link).second).kind);
+  return out;
+}
+
+/// The names of the leaves a path enters, in order.
+std::vector<std::string> leaves_along(const Cluster& c, const std::vector<engine::LinkId>& path) {
+  std::vector<std::string> out;
+  for (auto link : path) {
+    const auto& v = c.vertex(c.link_ends(link).second);
+    if (v.kind == VertexKind::leaf) out.push_back(v.name);
+  }
+  return out;
+}
+
+long spine_visits(const Cluster& c, const std::vector<engine::LinkId>& path) {
+  const auto kinds = kinds_along(c, path);
+  return std::count(kinds.begin(), kinds.end(), VertexKind::spine);
+}
+
+}  // namespace
+
+TEST_CASE("a rail fabric of 4 DGX H100 nodes on 2-node rail leaves counts out by hand") {
+  World w;
+  Cluster c(dgx_h100_rails(2), 4, w.net);
+  // 8 rails × ⌈4 / 2⌉ leaves; a leaf's uplink is 2 NICs × 47 GB/s → 2 spines of 47 GB/s links.
+  CHECK(c.leaves() == 16);
+  CHECK(c.spines() == 2);
+  CHECK(c.vertex_count() == 4u * (1 + 8 + 8 + 8) + 16 + 2);
+  // Per node: 8 × (NVLink up/down + GPU↔PCIe + PCIe↔NIC + NIC↔leaf); per leaf: 2 spines × 2.
+  CHECK(c.edge_count() == 4u * 8 * 2 * 4 + 16u * 2 * 2);
+  CHECK(w.net.link_count() == c.edge_count());
+  std::map<VertexKind, int> kinds;
+  for (std::size_t v = 0; v < c.vertex_count(); ++v) ++kinds[c.vertex(v).kind];
+  CHECK(kinds[VertexKind::leaf] == 16);
+  CHECK(kinds[VertexKind::spine] == 2);
+  CHECK(c.leaf_of(3) == 3 * 2);
+  CHECK(c.leaf_of(3 * 8 + 5) == 5 * 2 + 1);
+  CHECK(c.vertex(c.link_ends(c.route(3 * 8 + 5, 5)[2]).second).name == "rail5/leaf1");
+  const auto path = c.route(0, 2 * 8 + 1);
+  REQUIRE(path.size() == 8);
+  CHECK(w.net.link_bandwidth(path[3]) == Approx(47 * GBps));
+}
+
+TEST_CASE("a two-GPU rail fabric counts out by hand") {
+  World w;
+  auto spec = dgx_h100_rails(2);
+  spec.node.gpus = 2;
+  spec.node.nics = 2;
+  Cluster c(spec, 3, w.net);
+  // 2 rails × ⌈3 / 2⌉ leaves; uplink 2 × 47 GB/s → 2 spines.
+  CHECK(c.leaves() == 4);
+  CHECK(c.spines() == 2);
+  CHECK(c.vertex_count() == 3u * (1 + 2 + 2 + 2) + 4 + 2);
+  CHECK(c.edge_count() == 3u * 2 * 2 * 4 + 4u * 2 * 2);
+}
+
+TEST_CASE("same-rail traffic under one rail leaf never touches a spine") {
+  World w;
+  Cluster c(dgx_h100_rails(2), 4, w.net);
+  for (int g = 0; g < 8; ++g) {
+    INFO(g);
+    const auto path = c.route(g, 8 + g, 7);
+    CHECK(path.size() == 6);
+    CHECK(is_path(c, path, g, 8 + g));
+    CHECK(spine_visits(c, path) == 0);
+    CHECK(leaves_along(c, path) == std::vector<std::string>{"rail" + std::to_string(g) + "/leaf0"});
+    CHECK_FALSE(c.crosses_spine(g, 8 + g));
+  }
+}
+
+TEST_CASE("same-rail traffic across rail leaves goes through exactly one spine, chosen by ECMP") {
+  World w;
+  Cluster c(dgx_h100_rails(2), 4, w.net);
+  const int src = 3;
+  const int dst = 2 * 8 + 3;
+  CHECK(c.crosses_spine(src, dst));
+  std::set<std::size_t> spines_used;
+  for (std::uint64_t h = 0; h < 32; ++h) {
+    const auto path = c.route(src, dst, h);
+    REQUIRE(path.size() == 8);
+    CHECK(is_path(c, path, src, dst));
+    CHECK(spine_visits(c, path) == 1);
+    CHECK(leaves_along(c, path) == std::vector<std::string>{"rail3/leaf0", "rail3/leaf1"});
+    spines_used.insert(c.link_ends(path[3]).second);
+    CHECK(c.route(src, dst, h) == path);
+  }
+  CHECK(spines_used.size() == 2);
+}
+
+TEST_CASE("cross-rail traffic goes through a spine even between nodes under the same leaves") {
+  World w;
+  Cluster c(dgx_h100_rails(2), 4, w.net);
+  const auto path = c.route(0, 8 + 5, 1);
+  REQUIRE(path.size() == 8);
+  CHECK(is_path(c, path, 0, 8 + 5));
+  CHECK(kinds_along(c, path) == std::vector<VertexKind>{VertexKind::pcie_switch, VertexKind::nic, VertexKind::leaf,
+                                                        VertexKind::spine, VertexKind::leaf, VertexKind::nic,
+                                                        VertexKind::pcie_switch, VertexKind::gpu});
+  CHECK(leaves_along(c, path) == std::vector<std::string>{"rail0/leaf0", "rail5/leaf0"});
+  CHECK(c.crosses_spine(0, 8 + 5));
+  // Inside a node, GPUs of different rails still talk over NVLink.
+  CHECK(c.route(0, 5).size() == 2);
+  CHECK_FALSE(c.crosses_spine(0, 5));
+}
+
+TEST_CASE("every rail route on 64 nodes is a path in the graph and a shortest one") {
+  World w;
+  Cluster c(dgx_h100_rails(32), 64, w.net);
+  CHECK(c.leaves() == 8 * 2);
+  CHECK(c.spines() == 32);  // 32 NICs × 47 GB/s up per leaf over 47 GB/s links
+  for (int src : {0, 7, 8 * 31 + 2, 8 * 40 + 6}) {
+    for (int dst = 1; dst < c.gpus(); dst += 37) {
+      if (dst == src) continue;
+      INFO(src << " -> " << dst);
+      const auto path = c.route(src, dst, static_cast<std::uint64_t>(src * 131 + dst));
+      CHECK(is_path(c, path, src, dst));
+      CHECK(static_cast<int>(path.size()) == c.hop_distance(src, dst));
+    }
+  }
+}
+
+TEST_CASE("a rail fabric needs one NIC per GPU") {
+  World w;
+  auto spec = dgx_h100_rails(32);
+  spec.node.gpus_per_pcie_switch = 2;
+  spec.node.nics = 4;  // one per PCIe switch, but two GPUs share each
+  try {
+    Cluster c(spec, 2, w.net);
+    FAIL("expected InputError");
+  } catch (const InputError& e) {
+    std::set<std::string> keys;
+    for (const auto& d : e.diagnostics()) keys.insert(d.key);
+    CHECK(keys == std::set<std::string>{"node.nics"});
+  }
+  spec = dgx_h100_rails(32);
+  spec.fabric.leaf_spine.bandwidth = 0;  // several rails need spines, so their links need a rate
+  CHECK_THROWS_AS(Cluster(spec, 1, w.net), InputError);
+  spec = dgx_h100_rails(32);
+  spec.fabric.kind = "torus";
+  CHECK_THROWS_AS(Cluster(spec, 1, w.net), InputError);
+}
+
+TEST_CASE("the shipped rail topologies build 128 and 2,048 nodes and route without tables") {
+  {
+    const auto spec = config::load_topology(std::string(IRONLAW_SOURCE_DIR) + "/topologies/dgx-h100-rail-1k.yaml");
+    CHECK(spec.fabric.kind == "rail_optimized");
+    World w;
+    Cluster c(spec, 128, w.net);
+    CHECK(c.gpus() == 1024);
+    CHECK(c.leaves() == 8 * 4);
+    CHECK(c.spines() == 32);
+    for (int dst = 1; dst < 1024; dst += 61) CHECK(static_cast<int>(c.route(0, dst).size()) == c.hop_distance(0, dst));
+  }
+  const auto spec = config::load_topology(std::string(IRONLAW_SOURCE_DIR) + "/topologies/dgx-h100-rail-16k.yaml");
+  World w;
+  Cluster c(spec, 2048, w.net);
+  CHECK(c.gpus() == 16384);
+  CHECK(c.leaves() == 8 * 64);
+  CHECK(c.spines() == 32);
+  CHECK(c.vertex_count() == 2048u * 25 + 512 + 32);
+  CHECK(c.edge_count() == 2048u * 64 + 512u * 32 * 2);
+  const std::pair<int, int> pairs[] = {{0, 8}, {0, 16383}, {5, 2047 * 8 + 5}, {3, 31 * 8 + 3}, {3, 32 * 8 + 3}};
+  for (const auto& [src, dst] : pairs) {
+    INFO(src << " -> " << dst);
+    const auto path = c.route(src, dst, 9);
+    CHECK(is_path(c, path, src, dst));
+    CHECK(path.size() == (c.crosses_spine(src, dst) ? 8u : 6u));
+  }
+  CHECK_FALSE(c.crosses_spine(3, 31 * 8 + 3));
+  CHECK(c.crosses_spine(3, 32 * 8 + 3));
+}
