@@ -3,10 +3,12 @@
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <iostream>
+#include <algorithm>
 #include <array>
 #include <map>
 #include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "cli/commands.hpp"
@@ -53,7 +55,7 @@ int cmd_analyze(const Args& args) {
   opts.add_options()
       ("help,h", "show this help")
       ("file", po::value(&path), "HDF5 output of ironlaw run")
-      ("by", po::value(&by)->default_value(by), "kind | rank | step")
+      ("by", po::value(&by)->default_value(by), "kind | rank | step | link")
       ("steps", po::value(&steps_text), "only steps A..B-1 (A:B), or one step (A)")
       ("csv", "comma-separated output");
   po::positional_options_description pos;
@@ -66,10 +68,8 @@ int cmd_analyze(const Args& args) {
   }
   po::notify(vm);
   if (path.empty()) throw InputError({"analyze", 0, 0}, "OUT.h5", "an HDF5 file written by `ironlaw run` is required");
-  if (by != "kind" && by != "rank" && by != "step") {
-    if (by == "link")
-      throw InputError({}, "--by", "per-link records are not written by this version; use kind, rank or step");
-    throw InputError({}, "--by", "expected kind, rank or step, got \"" + by + "\"");
+  if (by != "kind" && by != "rank" && by != "step" && by != "link") {
+    throw InputError({}, "--by", "expected kind, rank, step or link, got \"" + by + "\"");
   }
   const bool csv = vm.count("csv") > 0;
 
@@ -96,6 +96,30 @@ int cmd_analyze(const Args& args) {
     std::printf("%s (%s, seed %llu, ironlaw %s): steps %lld..%lld\n", path.c_str(), info.name.c_str(),
                 static_cast<unsigned long long>(info.seed), info.version.c_str(),
                 static_cast<long long>(chosen.front().step), static_cast<long long>(chosen.back().step));
+  }
+
+  if (by == "link") {
+    // Totals over the whole run (links are not split by step): bytes carried, time busy, and
+    // the busy share of the simulated time, busiest links first.
+    if (!reader->has("/links")) throw InputError({}, "--by", path + " holds no /links (written by ironlaw run)");
+    const auto names = reader->link_names();
+    const auto columns = reader->links();
+    const auto& bytes = std::get<std::vector<double>>(columns.at(0).values);
+    const auto& busy = std::get<std::vector<double>>(columns.at(1).values);
+    const double span = static_cast<double>(steps.back().end_ns - steps.front().start_ns) * 1e-9;
+    std::vector<std::size_t> order(names.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return bytes[a] > bytes[b]; });
+    if (!csv) std::printf("whole run (%.6f s simulated), %zu links carried traffic, busiest first\n", span, names.size());
+    std::printf(csv ? "link,bytes,busy_s,busy_share\n" : "%-44s %14s %12s %10s\n", "link", "GB", "busy_s", "busy");
+    const std::size_t shown = csv ? order.size() : std::min<std::size_t>(order.size(), 25);
+    for (std::size_t k = 0; k < shown; ++k) {
+      const std::size_t i = order[k];
+      const double share = span > 0 ? busy[i] / span : 0;
+      if (csv) std::printf("%s,%.9g,%.9g,%.6f\n", names[i].c_str(), bytes[i], busy[i], share);
+      else std::printf("%-44s %14.3f %12.6f %9.1f%%\n", names[i].c_str(), bytes[i] / 1e9, busy[i], 100 * share);
+    }
+    return kExitOk;
   }
 
   if (by == "step") {

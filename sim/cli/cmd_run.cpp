@@ -112,6 +112,14 @@ int cmd_run(const Args& args) {
     units.push_back(m.unit);
   }
   writer.write_summary(row, units);
+  std::vector<std::string> link_names;
+  std::vector<double> link_bytes, link_busy;
+  for (const auto& l : result.links) {
+    link_names.push_back(l.name);
+    link_bytes.push_back(l.bytes);
+    link_busy.push_back(l.busy_s);
+  }
+  writer.write_links(link_names, link_bytes, link_busy);
   writer.commit();
   // Exported from the committed file batch by batch, so memory stays bounded for any trace.
   if (!chrome_path.empty()) output::export_chrome_trace(output::H5Reader(target), chrome_path);

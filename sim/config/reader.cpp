@@ -1,10 +1,13 @@
 #include "config/reader.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <string_view>
 
 #include "config/load.hpp"
 
@@ -43,6 +46,168 @@ std::optional<std::pair<int, int>> indentation_tab(const std::string& text, int 
     }
     start = end + 1;
     ++line;
+  }
+  return std::nullopt;
+}
+
+/// Offset in `text` of the 0-based `line` and `column`, clamped to the end of the text.
+std::size_t offset_of(const std::string& text, int line, int column) {
+  std::size_t at = 0;
+  for (int l = 0; l < line; ++l) {
+    const std::size_t end = text.find('\n', at);
+    if (end == std::string::npos) return text.size();
+    at = end + 1;
+  }
+  return std::min(text.size(), at + static_cast<std::size_t>(std::max(column, 0)));
+}
+
+/// Offset of the quote closing the quoted scalar opened at `open`, npos when the text ends first.
+std::size_t closing_quote(const std::string& text, std::size_t open) {
+  const char quote = text[open];
+  for (std::size_t i = open + 1; i < text.size(); ++i) {
+    if (quote == '"' && text[i] == '\\') {
+      ++i;
+    } else if (text[i] == quote) {
+      if (quote == '\'' && i + 1 < text.size() && text[i + 1] == '\'') {
+        ++i;
+      } else {
+        return i;
+      }
+    }
+  }
+  return std::string::npos;
+}
+
+/// True when `line` reads like a block mapping entry "key:" (optionally a list item's).
+bool looks_like_key(std::string_view line) {
+  std::size_t i = line.find_first_not_of(' ');
+  if (i == std::string_view::npos) return false;
+  if (line.substr(i, 2) == "- ") i = line.find_first_not_of(' ', i + 2);
+  if (i == std::string_view::npos) return false;
+  const std::size_t start = i;
+  while (i < line.size() && (std::isalnum(static_cast<unsigned char>(line[i])) || line[i] == '_' ||
+                             line[i] == '-' || line[i] == '.')) {
+    ++i;
+  }
+  return i > start && i < line.size() && line[i] == ':' && (i + 1 == line.size() || line[i + 1] == ' ');
+}
+
+/// True when the quoted scalar opened at `open` has lost its closing quote: it runs to the end
+/// of the text, or over the line break into lines that read like further keys.
+bool runaway_quote(const std::string& text, std::size_t open) {
+  const std::size_t close = closing_quote(text, open);
+  const std::size_t stop = close == std::string::npos ? text.size() : close;
+  std::size_t line = text.find('\n', open);
+  if (line == std::string::npos || line > stop) return false;
+  if (close == std::string::npos) return true;
+  while (line != std::string::npos && line < stop) {
+    const std::size_t end = std::min(text.find('\n', line + 1), stop);
+    if (looks_like_key(std::string_view(text).substr(line + 1, end - line - 1))) return true;
+    line = text.find('\n', line + 1);
+  }
+  return false;
+}
+
+/// A place in the text, 0-based.
+struct Spot {
+  int line = 0;
+  int column = 0;
+  char what = 0;  ///< the bracket or quote found there
+};
+
+/// What a rough scan of YAML text up to offset `end` finds: the flow brackets still open there
+/// (innermost last) and the first quoted scalar that lost its closing quote. Comments and quoted
+/// scalars are skipped; a bracket or quote counts only where a value can start.
+struct Scan {
+  std::vector<Spot> open;
+  std::optional<Spot> runaway;
+};
+
+Scan scan_flow(const std::string& text, std::size_t end) {
+  Scan scan;
+  int line = 0;
+  std::size_t line_start = 0;
+  char prev = 0;  // last non-blank character of the line, 0 at its start
+  const auto spot = [&](std::size_t i) { return Spot{line, static_cast<int>(i - line_start), text[i]}; };
+  const auto value_starts = [&](std::size_t i) {
+    const bool after_indicator = prev == 0 || std::string_view(":-?,[{").find(prev) != std::string_view::npos;
+    const bool separated = i == line_start || std::string_view(" \t,[{").find(text[i - 1]) != std::string_view::npos;
+    return after_indicator && separated;
+  };
+  for (std::size_t i = 0; i < end && i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+      line_start = i + 1;
+      prev = 0;
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\r') continue;
+    if (c == '#' && (i == line_start || text[i - 1] == ' ' || text[i - 1] == '\t')) {
+      while (i + 1 < end && i + 1 < text.size() && text[i + 1] != '\n') ++i;
+      continue;
+    }
+    if ((c == '"' || c == '\'') && value_starts(i)) {
+      if (!scan.runaway && runaway_quote(text, i)) scan.runaway = spot(i);
+      const std::size_t close = std::min(closing_quote(text, i), text.size() - 1);
+      for (std::size_t j = i + 1; j <= close; ++j) {
+        if (text[j] == '\n') {
+          ++line;
+          line_start = j + 1;
+        }
+      }
+      i = close;
+    } else if ((c == '[' || c == '{') && (!scan.open.empty() || value_starts(i))) {
+      scan.open.push_back(spot(i));
+    } else if ((c == ']' || c == '}') && !scan.open.empty()) {
+      scan.open.pop_back();
+    }
+    prev = text[i];
+  }
+  return scan;
+}
+
+/// The message and place for a yaml-cpp parse error: at the quote that was never closed, or at
+/// the flow bracket that was never closed, rather than where the parser gave up.
+std::optional<std::pair<Spot, std::string>> parse_error_cause(const std::string& text, const YAML::Exception& e) {
+  if (e.mark.line < 0) return std::nullopt;
+  const Scan scan = scan_flow(text, offset_of(text, e.mark.line, e.mark.column));
+  if (scan.runaway) {
+    return std::make_pair(*scan.runaway, std::string("unterminated quoted string (a closing ") + scan.runaway->what +
+                                             " is missing)");
+  }
+  const bool sequence = e.msg == YAML::ErrorMsg::END_OF_SEQ_FLOW;
+  if (!sequence && e.msg != YAML::ErrorMsg::END_OF_MAP_FLOW) return std::nullopt;
+  const char open = sequence ? '[' : '{';
+  for (auto it = scan.open.rbegin(); it != scan.open.rend(); ++it) {
+    if (it->what != open) continue;
+    return std::make_pair(*it, std::string("unclosed '") + open + "' (flow " + (sequence ? "sequence" : "mapping") +
+                                   "): expected '" + (sequence ? ']' : '}') + "'");
+  }
+  return std::nullopt;
+}
+
+/// The first quoted scalar under `node` (dotted key `key`) that lost its closing quote and
+/// swallowed the lines after it, which yaml-cpp accepts.
+std::optional<std::pair<Spot, std::string>> runaway_scalar(const std::string& text, const YAML::Node& node,
+                                                           const std::string& key) {
+  if (node.IsScalar()) {
+    const YAML::Mark mark = node.Mark();
+    if (mark.line < 0) return std::nullopt;
+    const std::size_t at = offset_of(text, mark.line, mark.column);
+    if (at >= text.size() || (text[at] != '"' && text[at] != '\'') || !runaway_quote(text, at)) return std::nullopt;
+    return std::make_pair(Spot{mark.line, mark.column, text[at]}, key);
+  }
+  if (node.IsSequence()) {
+    for (const auto& item : node) {
+      if (auto found = runaway_scalar(text, item, key)) return found;
+    }
+  }
+  if (node.IsMap()) {
+    for (const auto& entry : node) {
+      const std::string name = entry.first.IsScalar() ? entry.first.Scalar() : "";
+      if (auto found = runaway_scalar(text, entry.second, key.empty() ? name : key + "." + name)) return found;
+    }
   }
   return std::nullopt;
 }
@@ -132,12 +297,23 @@ std::optional<Document> load_document(const std::string& path, LoadState& state,
     int line = e.mark.line;
     int column = e.mark.column;
     std::string message = "invalid YAML: " + e.msg;
+    if (const auto cause = parse_error_cause(text, e)) {
+      line = cause->first.line;
+      column = cause->first.column;
+      message = "invalid YAML: " + cause->second;
+    }
     if (const auto tab = indentation_tab(text, line < 0 ? std::numeric_limits<int>::max() : line)) {
       std::tie(line, column) = *tab;
       message = "invalid YAML: tab character in indentation (YAML indents with spaces only)";
     }
     if (line < 0) line = column = 0;
     state.error(SourceLoc{path, line + 1, column + 1}, "", message);
+    return std::nullopt;
+  }
+  if (const auto runaway = runaway_scalar(text, root, key)) {
+    const auto& [at, where_key] = *runaway;
+    state.error(SourceLoc{path, at.line + 1, at.column + 1}, where_key,
+                std::string("invalid YAML: unterminated quoted string (a closing ") + at.what + " is missing)");
     return std::nullopt;
   }
   if (!root.IsMap()) {

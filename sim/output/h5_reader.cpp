@@ -366,7 +366,14 @@ std::vector<std::string> H5Reader::run_tables() const {
 }
 
 std::vector<TableColumn> H5Reader::read_table(const std::string& name) const {
-  const std::string path = std::string(schema::kRun) + "/" + name;
+  return read_numeric_table(std::string(schema::kRun) + "/" + name);
+}
+
+std::vector<std::string> H5Reader::link_names() const { return read_string_vector(schema::kLinkNames); }
+
+std::vector<TableColumn> H5Reader::links() const { return read_numeric_table(schema::kLinks); }
+
+std::vector<TableColumn> H5Reader::read_numeric_table(const std::string& path) const {
   const H5Handle dataset = open_dataset(path);
   const auto columns = read_compound(dataset.get(), label_, path);
   std::vector<std::string> unit_list;

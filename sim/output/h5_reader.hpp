@@ -58,10 +58,14 @@ class H5Reader {
 
   /// /sweep: varied keys, metrics with units, rows.
   SweepTable sweep() const;
+  /// /link_names and /links (columns bytes [B], busy_s [s]); throw if the file has none.
+  std::vector<std::string> link_names() const;
+  std::vector<TableColumn> links() const;
 
  private:
   H5Handle open_dataset(const std::string& dataset_path) const;
   std::vector<std::string> read_string_vector(const char* dataset_path) const;
+  std::vector<TableColumn> read_numeric_table(const std::string& path) const;
 
   std::filesystem::path path_;
   std::string label_;

@@ -22,6 +22,8 @@ inline constexpr const char* kEventNames = "/event_names";
 inline constexpr const char* kEventResources = "/event_resources";
 inline constexpr const char* kRun = "/run";
 inline constexpr const char* kSweep = "/sweep";
+inline constexpr const char* kLinks = "/links";
+inline constexpr const char* kLinkNames = "/link_names";
 /// Attribute holding one unit string per compound field, in field order.
 inline constexpr const char* kUnitsAttribute = "units";
 

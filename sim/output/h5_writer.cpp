@@ -319,6 +319,25 @@ void H5Writer::write_table(const std::string& name, const std::vector<TableColum
   if (std::find(run_tables_.begin(), run_tables_.end(), name) != run_tables_.end()) {
     throw std::runtime_error(label_ + ": " + path + " written twice");
   }
+  ensure_run_layout();
+  write_numeric_table(path, columns);
+  run_tables_.push_back(name);
+}
+
+void H5Writer::write_links(const std::vector<std::string>& names, const std::vector<double>& bytes,
+                           const std::vector<double>& busy_s) {
+  require_open("write /links");
+  silence_hdf5_errors();
+  if (bytes.size() != names.size() || busy_s.size() != names.size()) {
+    throw std::runtime_error(label_ + ": /links: names, bytes and busy_s differ in length");
+  }
+  if (links_written_) throw std::runtime_error(label_ + ": /links written twice");
+  write_string_table(schema::kLinkNames, names);
+  write_numeric_table(schema::kLinks, {TableColumn{"bytes", "B", bytes}, TableColumn{"busy_s", "s", busy_s}});
+  links_written_ = true;
+}
+
+void H5Writer::write_numeric_table(const std::string& path, const std::vector<TableColumn>& columns) {
   if (columns.empty()) throw std::runtime_error(label_ + ": " + path + " has no columns");
   std::vector<std::string> names;
   std::vector<hid_t> types;
@@ -348,7 +367,6 @@ void H5Writer::write_table(const std::string& name, const std::vector<TableColum
         columns[j].values);
   }
 
-  ensure_run_layout();
   const H5Handle row = numeric_row_type(names, types, label_);
   const H5Handle dcpl = create_dataset_plist(0, false);
   const H5Handle space = vector_space(rows, label_);
@@ -361,7 +379,6 @@ void H5Writer::write_table(const std::string& name, const std::vector<TableColum
              label_, "cannot write " + path);
   }
   write_strings_attribute(dataset.get(), schema::kUnitsAttribute, units, label_);
-  run_tables_.push_back(name);
 }
 
 void H5Writer::set_run_mode(std::string_view simulated) {

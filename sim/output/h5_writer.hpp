@@ -65,6 +65,11 @@ class H5Writer final : public RecordSink {
   /// equal lengths (0 rows is allowed) and unique names; `name` must be new and contain no '/'.
   void write_table(const std::string& name, const std::vector<TableColumn>& columns);
 
+  /// Writes /links (one row per link that carried traffic: bytes [B], busy_s [s], the time with
+  /// at least one flow on it) and /link_names (the link's stable name, same order). Once.
+  void write_links(const std::vector<std::string>& names, const std::vector<double>& bytes,
+                   const std::vector<double>& busy_s);
+
   /// Sets /run@simulated ("steps": only step-level detail was simulated; "full": the whole
   /// run). Default: "full" if a /run table was written, else "steps".
   void set_run_mode(std::string_view simulated);
@@ -97,6 +102,7 @@ class H5Writer final : public RecordSink {
   void flush_steps();
   void ensure_run_layout();
   void write_string_table(const char* path, const std::vector<std::string>& values);
+  void write_numeric_table(const std::string& path, const std::vector<TableColumn>& columns);
   void close_all() noexcept;
 
   std::filesystem::path target_;
@@ -107,6 +113,7 @@ class H5Writer final : public RecordSink {
   bool scenario_written_ = false;
   bool summary_written_ = false;
   bool sweep_written_ = false;
+  bool links_written_ = false;
   std::string run_mode_;
   std::vector<std::string> run_tables_;
 

@@ -269,9 +269,7 @@ TEST_CASE("analyze on a sweep file is bad input, not an internal error", "[cli][
   CHECK(r.err.find("internal error") == std::string::npos);
 }
 
-// Contract gap (reported to the lead): INTERFACE.md lists `analyze --by link`; this version
-// answers "per-link records are not written by this version" with exit 2.
-TEST_CASE("analyze --by link, named in the interface, is accepted", "[cli][analyze][!mayfail]") {
+TEST_CASE("analyze --by link, named in the interface, is accepted", "[cli][analyze]") {
   TempDir dir;
   const Outcome run = run_ironlaw({"run", kGpt2, "--trace", "flow", "-o", "run.h5", "-q"}, dir.path());
   REQUIRE(run.exit_code == 0);

@@ -79,11 +79,31 @@ TEST_CASE("model shape checks against the layout", "[errors][layout]") {
 
 TEST_CASE("malformed YAML is an error at its position", "[errors][yaml]") {
   CHECK(scenario_errors("malformed_bracket.yaml") ==
-        Errors{"malformed_bracket.yaml:4:9: invalid YAML: end of sequence flow not found"});
+        Errors{"malformed_bracket.yaml:3:10: invalid YAML: unclosed '[' (flow sequence): expected ']'"});
   CHECK(scenario_errors("malformed_indent.yaml") ==
         Errors{"malformed_indent.yaml:4:2: invalid YAML: end of map not found"});
   CHECK(scenario_errors("malformed_tab.yaml") ==
         Errors{"malformed_tab.yaml:4:1: invalid YAML: tab character in indentation (YAML indents with spaces only)"});
+}
+
+TEST_CASE("an unclosed flow bracket is an error at the bracket, not where the parser gave up", "[errors][yaml]") {
+  CHECK(scenario_errors("malformed_nested_bracket.yaml") ==
+        Errors{"malformed_nested_bracket.yaml:3:10: invalid YAML: unclosed '[' (flow sequence): expected ']'"});
+  CHECK(scenario_errors("malformed_brace.yaml") ==
+        Errors{"malformed_brace.yaml:4:11: invalid YAML: unclosed '{' (flow mapping): expected '}'"});
+}
+
+TEST_CASE("an unterminated quote is an error at the opening quote, and the only one", "[errors][yaml]") {
+  CHECK(scenario_errors("malformed_quote.yaml") ==
+        Errors{"malformed_quote.yaml:4:14: training.precision: invalid YAML: unterminated quoted string (a closing \" "
+               "is missing)"});
+  CHECK(scenario_errors("malformed_quote_closed_later.yaml") ==
+        Errors{"malformed_quote_closed_later.yaml:1:7: invalid YAML: unterminated quoted string (a closing ' is "
+               "missing)"});
+}
+
+TEST_CASE("a quoted value continued on the next line is valid YAML", "[errors][yaml]") {
+  CHECK(scenario_errors("multiline_quote.yaml") == Errors{"(no error)"});
 }
 
 TEST_CASE("a missing file is an error naming it", "[errors]") {
