@@ -449,7 +449,11 @@ class Collective : public std::enable_shared_from_this<Collective> {
 void build_ring(Collective& c, CollectiveOp op, const std::vector<int>& ranks, double bytes, bool one_node,
                 const hardware::Cluster& cluster) {
   const int n = static_cast<int>(ranks.size());
-  const int channels = one_node ? 1 : channel_count(cluster);
+  // Channels differ only in where each ring enters and leaves a node. Inside one node (the
+  // NVSwitch is non-blocking) or with one rank per node (every channel ring is the same ring,
+  // through that rank's own NIC) they carry the same traffic over the same links: one ring.
+  const bool one_per_node = group_by_node(ranks, cluster).size() == ranks.size();
+  const int channels = one_node || one_per_node ? 1 : channel_count(cluster);
   const int steps = op == CollectiveOp::all_reduce ? 2 * (n - 1) : n - 1;
   const double step_bytes = bytes / (static_cast<double>(channels) * n);
   for (int ch = 0; ch < channels; ++ch) {
