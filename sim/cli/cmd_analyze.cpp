@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/common.hpp"
 #include "core/error.hpp"
 #include "core/records.hpp"
 #include "output/h5_reader.hpp"
@@ -58,16 +59,9 @@ int cmd_analyze(const Args& args) {
       ("by", po::value(&by)->default_value(by), "kind | rank | step | link")
       ("steps", po::value(&steps_text), "only steps A..B-1 (A:B), or one step (A)")
       ("csv", "comma-separated output");
-  po::positional_options_description pos;
-  pos.add("file", 1);
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
-  if (vm.count("help")) {
-    std::cout << opts;
-    return kExitOk;
-  }
-  po::notify(vm);
-  if (path.empty()) throw InputError({"analyze", 0, 0}, "OUT.h5", "an HDF5 file written by `ironlaw run` is required");
+  if (!parse_command_line(args, opts, "file", vm)) return kExitOk;
+  if (path.empty()) throw InputError({}, "OUT.h5", "an HDF5 file written by `ironlaw run` is required");
   if (by != "kind" && by != "rank" && by != "step" && by != "link") {
     throw InputError({}, "--by", "expected kind, rank, step or link, got \"" + by + "\"");
   }

@@ -59,12 +59,7 @@ int cmd_collective(const Args& args) {
       ("algorithm", po::value(&algorithm)->default_value(algorithm), "ring | hierarchical | auto")
       ("topology", po::value(&topology_path), "topology YAML (default: topologies/dgx-h100-leaf-spine.yaml)");
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(opts).run(), vm);
-  if (vm.count("help")) {
-    std::cout << opts;
-    return kExitOk;
-  }
-  po::notify(vm);
+  if (!parse_command_line(args, opts, nullptr, vm)) return kExitOk;
 
   comm::CollectiveOp op;
   try {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/common.hpp"
 #include "core/error.hpp"
 #include "config/load.hpp"
 #include "core/records.hpp"
@@ -28,16 +29,9 @@ int cmd_explain(const Args& args) {
       ("scenario", po::value(&scenario_path), "scenario YAML (training.tokens is the run length)")
       ("published-gpu-hours", po::value(&published_hours), "GPU-hours the model card reports (default: the model's published.gpu_hours)")
       ("set", po::value(&sets)->composing(), "KEY=VALUE override (repeatable)");
-  po::positional_options_description pos;
-  pos.add("scenario", 1);
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
-  if (vm.count("help")) {
-    std::cout << opts;
-    return kExitOk;
-  }
-  po::notify(vm);
-  if (scenario_path.empty()) throw InputError({"explain", 0, 0}, "SCENARIO", "a scenario file is required");
+  if (!parse_command_line(args, opts, "scenario", vm)) return kExitOk;
+  if (scenario_path.empty()) throw InputError({}, "SCENARIO", "a scenario file is required");
   config::Scenario s = config::load_scenario(scenario_path, sets);
   if (!vm.count("published-gpu-hours")) {
     if (!s.model.published.gpu_hours)

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/common.hpp"
 #include "core/error.hpp"
 #include "config/load.hpp"
 #include "core/records.hpp"
@@ -67,16 +68,9 @@ int cmd_run(const Args& args) {
       ("chrome-trace", po::value(&chrome_path), "also write the timeline as Chrome-trace JSON (Perfetto)")
       ("seed", po::value(&seed_text), "root random seed, 0 … 2^64-1 (default: the scenario's seed)")
       ("quiet,q", "print nothing on success");
-  po::positional_options_description pos;
-  pos.add("scenario", 1);
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
-  if (vm.count("help")) {
-    std::cout << opts;
-    return kExitOk;
-  }
-  po::notify(vm);
-  if (scenario_path.empty()) throw InputError({"run", 0, 0}, "SCENARIO", "a scenario file is required");
+  if (!parse_command_line(args, opts, "scenario", vm)) return kExitOk;
+  if (scenario_path.empty()) throw InputError({}, "SCENARIO", "a scenario file is required");
 
   config::Scenario scenario = config::load_scenario(scenario_path, sets);
   if (vm.count("seed")) scenario.seed = parse_seed(seed_text);

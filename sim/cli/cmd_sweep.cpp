@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/common.hpp"
 #include "core/error.hpp"
 #include "config/load.hpp"
 #include "core/records.hpp"
@@ -76,16 +77,9 @@ int cmd_sweep(const Args& args) {
       ("set", po::value(&sets)->composing(), "KEY=VALUE applied to every point")
       ("output,o", po::value(&out_path), "sweep HDF5 file (default: outputs/<name>-sweep.h5 beside the scenario's output)")
       ("jobs,j", po::value(&threads)->default_value(1), "points simulated at once");
-  po::positional_options_description pos;
-  pos.add("scenario", 1);
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
-  if (vm.count("help")) {
-    std::cout << opts;
-    return kExitOk;
-  }
-  po::notify(vm);
-  if (scenario_path.empty()) throw InputError({"sweep", 0, 0}, "SCENARIO", "a scenario file is required");
+  if (!parse_command_line(args, opts, "scenario", vm)) return kExitOk;
+  if (scenario_path.empty()) throw InputError({}, "SCENARIO", "a scenario file is required");
   if (varies.empty()) throw InputError({}, "--vary", "at least one --vary KEY=V1,V2,... is required");
   if (threads < 1) throw InputError({}, "-j", "expected at least 1 thread");
 
