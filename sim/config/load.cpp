@@ -195,6 +195,13 @@ void parse_model(Section s, ModelSpec& m) {
                           {"v_head_dim", &m.v_head_dim}}) {
     s.integer(key, *out, optional_size);
   }
+  for (auto [key, out] : {std::pair<const char*, double*>{"attention_dropout", &m.attention_dropout},
+                          {"hidden_dropout", &m.hidden_dropout}}) {
+    if (s.number(key, *out, Dimension::count, Rule{.sign = Sign::non_negative, .form = Form::either}) &&
+        *out >= 1) {
+      s.state().fail(s.full(key), "must be below 1 (a dropout probability in [0, 1))");
+    }
+  }
   parse_published(s.section("published"), m.published);
   s.finish();
 }

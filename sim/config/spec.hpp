@@ -138,6 +138,11 @@ struct ModelSpec {
   int qk_nope_head_dim = 0;          ///< per-head query/key dimension without RoPE d_h
   int qk_rope_head_dim = 0;          ///< per-head decoupled RoPE query/key dimension d_h^R
   int v_head_dim = 0;                ///< per-head value dimension
+  /// Dropout probabilities in [0, 1) used in training (a hyperparameter of the model, not an
+  /// efficiency): on the attention probabilities, and on the outputs of the attention output
+  /// projection and of the MLP down projection. 0 = none (Llama-style training).
+  double attention_dropout = 0;
+  double hidden_dropout = 0;
   PublishedFacts published;
 };
 

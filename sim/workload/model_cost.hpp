@@ -110,7 +110,7 @@ struct Op {
 /// computes them whole, as DeepSeek-V3's reference model.py keeps wq_a / wkv_a plain Linear
 /// layers) —; rel_pos (relative positions only), rotary (RoPE only; MLA: the a/tp query heads
 /// and the one shared key head of qk_rope each), the attention core, attn_out (m = t, n = h,
-/// k = a·d_v/tp), residual_attn, norm_mlp, then
+/// k = a·d_v/tp), hidden_dropout_attn (hidden_dropout > 0 only), residual_attn, norm_mlp, then
 ///   dense layer: mlp_up (n = f/tp, swiglu 2·f/tp: gate and up fused), mlp_act, mlp_down
 ///     (n = h, k = f/tp);
 ///   MoE layer: router (m = t, n = E, k = h; whole on every TP rank), router_topk (scores read
@@ -121,7 +121,7 @@ struct Op {
 ///     expert sets the pace), widths f_e/tp —, moe_combine, moe_unpermute (t·k rows read,
 ///     weighted and summed into t rows), shared_up / shared_act / shared_down (one FFN of
 ///     width S·f_e over all t tokens, when S > 0);
-/// residual_mlp.
+/// hidden_dropout_mlp (hidden_dropout > 0 only), residual_mlp.
 /// "moe_dispatch" and "moe_combine" are markers: 0 FLOPs, 0 bytes, no GEMM, and op_time 0.
 /// They sit where the dispatch and combine all-to-alls go (moe_all_to_all_bytes): each
 /// all-to-all starts after the ops before its marker and the ops after it wait for it. The
@@ -133,15 +133,25 @@ struct Op {
 /// Attention core: flash → one causal "attn_core" op, FLOPs = sequences·(a/tp)·s(s+1)/2·
 /// 2·(d + d_v) (seed 003's 4·d per cell when d_v = d), k = d + d_v, bytes = Q, K, V, O + fp32
 /// row statistics (no s² term); no flash → attn_scores (full s × s, the mask applied
-/// afterwards), attn_softmax (s² read + written), attn_values. Elementwise ops: bytes =
-/// elements · (reads + writes) · bytes_per_element; they run on all t·h elements on every TP
-/// rank (no sequence parallelism). Dropout is not modelled (Llama-style training has none); TP
-/// all-reduces and the all-to-alls belong to the comm layer. Throws std::invalid_argument
-/// unless 0 ≤ layer < layers, ep ≥ 1 and ep divides experts.
+/// afterwards), attn_softmax (s² read + written), attn_dropout (attention_dropout > 0 only),
+/// attn_values. Elementwise ops: bytes = elements · (reads + writes) · bytes_per_element; they
+/// run on all t·h elements on every TP rank (no sequence parallelism).
+/// Dropout (ModelSpec attention_dropout / hidden_dropout; 0 = none, as in Llama-style
+/// training) is a fused memory-bound kernel that reads its input and writes its output and a
+/// 1-byte keep mask: bytes = elements · (2·bytes_per_element + 1). hidden_dropout_attn and
+/// hidden_dropout_mlp act on the t·h block outputs (after attn_out's and mlp_down's TP
+/// all-reduce; MoE: after moe_unpermute and the shared experts); attn_dropout on the
+/// sequences·(a/tp)·s² probabilities of the unfused core. With flash attention the attention
+/// dropout happens inside the attn_core kernel (masks regenerated from the seed, never stored):
+/// no op and no extra bytes. The dropout probability does not change the cost. TP all-reduces
+/// and the all-to-alls belong to the comm layer. Throws std::invalid_argument unless
+/// 0 ≤ layer < layers, ep ≥ 1 and ep divides experts.
 std::vector<Op> layer_forward_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
                                   int sequences, int tp, int layer = 0, int ep = 1);
 /// Backward ops of the same layer, in reverse order: every GEMM becomes its input-gradient and
-/// weight-gradient GEMMs (2× forward FLOPs); elementwise ops ≈ 2× bytes (and FLOPs). The
+/// weight-gradient GEMMs (2× forward FLOPs); elementwise ops ≈ 2× bytes (and FLOPs), except a
+/// dropout's backward ("<name>_bwd"), which reads the output gradient and the mask and writes
+/// the input gradient: the forward's elements · (2·bytes_per_element + 1) bytes. The
 /// flash-attention core backward is one kernel of five s×s matmuls (QKᵀ recomputed inside the
 /// kernel over d, dV = PᵀdO over d_v, dP = dO·Vᵀ over d_v, dQ = dS·K over d, dK = dSᵀQ over d)
 /// against the forward's two: (3·d + 2·d_v)/(d + d_v) × its FLOPs, 2.5× when d_v = d —
@@ -161,8 +171,9 @@ std::vector<Op> head_forward_ops(const config::ModelSpec& model, const config::T
 std::vector<Op> head_backward_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
                                   int sequences, int tp);
 /// Forward ops recomputed in backward under the activation-checkpointing policy
-/// (none: empty; selective: the attention core; full: the whole layer forward, MoE markers
-/// included as "recompute_moe_dispatch" / "recompute_moe_combine": the all-to-alls repeat).
+/// (none: empty; selective: the attention core, attn_dropout included; full: the whole layer
+/// forward, dropouts included, MoE markers included as "recompute_moe_dispatch" /
+/// "recompute_moe_combine": the all-to-alls repeat).
 std::vector<Op> layer_recompute_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
                                     int sequences, int tp, int layer = 0, int ep = 1);
 
@@ -250,7 +261,8 @@ MemoryBreakdown model_state_memory(double params_local, const config::TrainingSp
 /// With sequence_parallel the 10 (layernorm and dropout inputs) and the full-recompute input
 /// are split over t as well. Context parallelism keeps s/cp tokens per GPU (the score term:
 /// s/cp queries against all s keys). The paper's figures assume 16-bit activations and 1-byte dropout
-/// masks; fp32 training doubles them.
+/// masks; fp32 training doubles them. The dropout masks are counted whatever the model's
+/// attention_dropout and hidden_dropout are (0 included).
 double activation_bytes_per_layer(const config::ModelSpec& model, const config::TrainingSpec& training,
                                   const config::ParallelSpec& parallel, int sequences);
 

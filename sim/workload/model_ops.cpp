@@ -44,6 +44,8 @@ struct Microbatch {
   double tp = 1;
   double ep = 1;
   bool flash = true;
+  bool attention_dropout = false;  ///< dropout on the attention probabilities
+  bool hidden_dropout = false;     ///< dropout on the attention and MLP block outputs
 };
 
 Microbatch microbatch(const config::ModelSpec& model, const config::TrainingSpec& training, int sequences,
@@ -65,6 +67,8 @@ Microbatch microbatch(const config::ModelSpec& model, const config::TrainingSpec
   mb.tp = tp;
   mb.ep = ep;
   mb.flash = training.flash_attention;
+  mb.attention_dropout = model.attention_dropout > 0;
+  mb.hidden_dropout = model.hidden_dropout > 0;
   return mb;
 }
 
@@ -73,6 +77,21 @@ Microbatch microbatch(const config::ModelSpec& model, const config::TrainingSpec
 // ≈ 8; SiLU·gate ≈ 6; rotary (2 multiplies + 1 add) 3; softmax (max, sub, exp, sum, div) 5.
 constexpr double kLayernormFlops = 8, kRmsnormFlops = 4, kGeluFlops = 8, kSwigluFlops = 6;
 constexpr double kRotaryFlops = 3, kSoftmaxFlops = 5, kCrossEntropyFlops = 5;
+// Dropout forward: compare a random number with p, scale by 1/(1 − p) ≈ 2 (the random-number
+// generation itself is not counted); backward: multiply by the stored mask and scale ≈ 1.
+constexpr double kDropoutFlops = 2, kDropoutBackwardFlops = 1;
+
+/// A fused dropout over `elements` values: reads the input, writes the output and a 1-byte keep
+/// mask per element.
+Op dropout(std::string name, double elements, double bpe) {
+  Op op;
+  op.name = std::move(name);
+  op.bytes = elements * (2.0 * bpe + 1.0);
+  op.flops = elements * kDropoutFlops;
+  return op;
+}
+
+bool is_dropout(const std::string& name) { return name.find("dropout") != std::string::npos; }
 
 /// The attention-core ops (forward) of one layer.
 std::vector<Op> attention_core_forward(const Microbatch& mb) {
@@ -99,6 +118,8 @@ std::vector<Op> attention_core_forward(const Microbatch& mb) {
     op.fused_attention = true;
     op.flops = batch * s * (s + 1.0) / 2.0 * 2.0 * (d + dv);
     op.bytes = mb.tokens * (heads + kv_heads) * (d + dv) * mb.bpe + mb.tokens * heads * 4.0;
+    // Attention dropout, if any, is applied to the probability tiles inside the kernel (its
+    // random numbers are regenerated from the seed in backward): no extra op, no mask in HBM.
     ops.push_back(op);
   } else {
     // Unfused (Megatron's baddbmm path): the full s × s score matrix is computed (the causal
@@ -106,6 +127,7 @@ std::vector<Op> attention_core_forward(const Microbatch& mb) {
     // read back — HBM traffic ∝ s²·heads.
     ops.push_back(gemm("attn_scores", s, s, d, batch, mb.bpe));
     ops.push_back(elementwise("attn_softmax", batch * s * s, 1, 1, kSoftmaxFlops, mb.bpe));
+    if (mb.attention_dropout) ops.push_back(dropout("attn_dropout", batch * s * s, mb.bpe));
     ops.push_back(gemm("attn_values", s, dv, s, batch, mb.bpe));
   }
   return ops;
@@ -201,6 +223,7 @@ std::vector<Op> forward_ops(const Microbatch& mb, bool moe) {
   // Row-parallel output projection: k = a·d_v / tp local features in, h out (partial sums that
   // the TP all-reduce — comm layer — adds up).
   ops.push_back(gemm("attn_out", t, h, sh.heads * sh.v_head_dim / tp, 1, mb.bpe));
+  if (mb.hidden_dropout) ops.push_back(dropout("hidden_dropout_attn", t * h, mb.bpe));
   ops.push_back(elementwise("residual_attn", t * h, 2, 1, 1, mb.bpe));
 
   ops.push_back(elementwise("norm_mlp", t * h, 1, 1, norm_flops, mb.bpe));
@@ -209,6 +232,7 @@ std::vector<Op> forward_ops(const Microbatch& mb, bool moe) {
   } else {
     ffn(mb, "mlp", t, sh.ffn / tp, 1, ops);
   }
+  if (mb.hidden_dropout) ops.push_back(dropout("hidden_dropout_mlp", t * h, mb.bpe));
   ops.push_back(elementwise("residual_mlp", t * h, 2, 1, 1, mb.bpe));
   return ops;
 }
@@ -236,6 +260,12 @@ std::vector<Op> backward_of(const std::vector<Op>& forward, const Microbatch& mb
       // dX (m×k) = dY (m×n)·Wᵀ (n×k); dW (k×n) = Xᵀ (k×m)·dY (m×n).
       ops.push_back(gemm(f.name + "_dgrad", f.m, f.k, f.n, f.batch, mb.bpe));
       ops.push_back(gemm(f.name + "_wgrad", f.k, f.n, f.m, f.batch, mb.bpe));
+    } else if (is_dropout(f.name)) {
+      // Read the output gradient and the mask, write the input gradient: the forward's bytes.
+      Op b = f;
+      b.name = f.name + "_bwd";
+      b.flops = f.flops / kDropoutFlops * kDropoutBackwardFlops;
+      ops.push_back(b);
     } else {
       Op b = f;
       b.name = f.name + "_bwd";
