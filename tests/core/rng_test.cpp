@@ -83,7 +83,7 @@ TEST_CASE("adding a stream does not change what an existing stream draws", "[rng
   CHECK(interleaved == expected);
 }
 
-TEST_CASE("uniform01 lies in [0, 1) and uniform_below in [0, n)", "[rng]") {
+TEST_CASE("uniform01 lies at or above 0 and below 1, uniform_below below n", "[rng]") {
   RngStream rng(1, "test/uniform");
   double sum = 0;
   for (int i = 0; i < 100'000; ++i) {

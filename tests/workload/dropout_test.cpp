@@ -201,7 +201,7 @@ TEST_CASE("a Llama card without dropout keys gets no dropout ops", "[workload][o
   }
 }
 
-TEST_CASE("model cards set the dropout probabilities in [0, 1)", "[workload][dropout][cards]") {
+TEST_CASE("model cards set dropout probabilities of at least 0 and below 1", "[workload][dropout][cards]") {
   const config::ModelSpec m =
       config::load_model(write_card("good", "attention_dropout: 0.1\nhidden_dropout: { value: 0.2, source: test }\n"));
   CHECK(m.attention_dropout == 0.1);
