@@ -38,14 +38,6 @@ config::TrainingSpec training_1k(bool flash, const std::string& recompute = "non
   return t;
 }
 
-const Op& find(const std::vector<Op>& ops, const std::string& name) {
-  for (const Op& op : ops) {
-    if (op.name == name) return op;
-  }
-  FAIL("no op named " << name);
-  return ops.front();
-}
-
 std::vector<std::string> names(const std::vector<Op>& ops) {
   std::vector<std::string> out;
   for (const Op& op : ops) out.push_back(op.name);

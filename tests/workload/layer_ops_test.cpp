@@ -23,21 +23,6 @@ config::TrainingSpec training_8k(bool flash = true, const std::string& recompute
   return t;
 }
 
-const Op& find(const std::vector<Op>& ops, const std::string& name) {
-  for (const Op& op : ops) {
-    if (op.name == name) return op;
-  }
-  FAIL("no op named " << name);
-  return ops.front();
-}
-
-bool has(const std::vector<Op>& ops, const std::string& name) {
-  for (const Op& op : ops) {
-    if (op.name == name) return true;
-  }
-  return false;
-}
-
 double total_flops(const std::vector<Op>& ops, bool gemm_only) {
   double sum = 0;
   for (const Op& op : ops) {

@@ -25,21 +25,6 @@ config::TrainingSpec training_4k() {
   return t;
 }
 
-const Op& find(const std::vector<Op>& ops, const std::string& name) {
-  for (const Op& op : ops) {
-    if (op.name == name) return op;
-  }
-  FAIL("no op named " << name);
-  return ops.front();
-}
-
-bool has(const std::vector<Op>& ops, const std::string& name) {
-  for (const Op& op : ops) {
-    if (op.name == name) return true;
-  }
-  return false;
-}
-
 double gemm_flops(const std::vector<Op>& ops) {
   double sum = 0;
   for (const Op& op : ops) {

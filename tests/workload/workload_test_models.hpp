@@ -2,7 +2,12 @@
 // Model shapes and a device profile built in C++ for the workload tests (the YAML loader is
 // tested on its own; these tests must not depend on it). Shapes are the published ones cited
 // in models/*.yaml.
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
 #include "config/spec.hpp"
+#include "workload/model_cost.hpp"
 
 namespace ironlaw::workload::testing {
 
@@ -153,6 +158,23 @@ inline config::DeviceSpec h100_sxm() {
   d.gemm_tile_n = 256;
   d.kernel_launch_overhead = Time::zero();
   return d;
+}
+
+/// The op called `name` in `ops` (fails the test if there is none).
+inline const Op& find(const std::vector<Op>& ops, const std::string& name) {
+  for (const Op& op : ops) {
+    if (op.name == name) return op;
+  }
+  FAIL("no op named " << name);
+  return ops.front();
+}
+
+/// Whether `ops` holds an op called `name`.
+inline bool has(const std::vector<Op>& ops, const std::string& name) {
+  for (const Op& op : ops) {
+    if (op.name == name) return true;
+  }
+  return false;
 }
 
 }  // namespace ironlaw::workload::testing
