@@ -659,28 +659,34 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
   });
 }
 
-TopologySpec load_topology(const std::string& path) {
+namespace {
+
+/// Loads one standalone file (a topology or a model card): parse, validate, throw all errors.
+template <class Spec, class Parse, class Validate>
+Spec load_standalone(const std::string& path, Parse parse, Validate validate) {
   return guarded(path, [&] {
     LoadState st;
     const Document doc = load_root(st, path);
-    TopologySpec topology;
-    parse_topology(Section(st, doc.root, path, "", SourceLoc{path, 1, 1}, false), topology);
-    detail::validate_topology(topology, st, "");
+    Spec spec;
+    parse(Section(st, doc.root, path, "", SourceLoc{path, 1, 1}, false), spec);
+    validate(spec, st, "");
     if (!st.diagnostics.empty()) throw_errors(st);
-    return topology;
+    return spec;
   });
 }
 
+}  // namespace
+
+TopologySpec load_topology(const std::string& path) {
+  return load_standalone<TopologySpec>(
+      path, [](Section s, TopologySpec& t) { parse_topology(s, t); },
+      [](const TopologySpec& t, LoadState& st, const std::string& prefix) { detail::validate_topology(t, st, prefix); });
+}
+
 ModelSpec load_model(const std::string& path) {
-  return guarded(path, [&] {
-    LoadState st;
-    const Document doc = load_root(st, path);
-    ModelSpec model;
-    parse_model(Section(st, doc.root, path, "", SourceLoc{path, 1, 1}, false), model);
-    detail::validate_model(model, st, "");
-    if (!st.diagnostics.empty()) throw_errors(st);
-    return model;
-  });
+  return load_standalone<ModelSpec>(
+      path, [](Section s, ModelSpec& m) { parse_model(s, m); },
+      [](const ModelSpec& m, LoadState& st, const std::string& prefix) { detail::validate_model(m, st, prefix); });
 }
 
 }  // namespace ironlaw::config
