@@ -156,7 +156,7 @@ std::string format_summary(const config::Scenario& s, const run::SimulationResul
   }
   out += "\nnot simulated by this version: ";
   if (!(s.data.storage_bandwidth_per_node > 0)) out += "data loading (data.storage_bandwidth_per_node unset), ";
-  out += "failures and checkpoints, SM contention between communication and compute kernels.\n";
+  out += "failures, checkpoints and restarts (full runs are extrapolated from the steps).\n";
   return out;
 }
 

@@ -47,14 +47,14 @@ ValidationCase nccl_h100(const std::string& data_dir) {
 
 /// One row of Narayanan et al. (SC'21) Table 1, as ../shared/reference/calibration.md copies it.
 ///
-/// Where the model stands (2026-11-30): every row is predicted 17–28 % faster than published
-/// (20–34 % before the dropout ops of Megatron's 0.1/0.1 defaults were modelled), all in one
-/// direction, with nothing fitted per row. The mechanisms most likely still missing, in order
-/// of their estimated weight: (1) GEMMs run at the best measured fraction of peak (0.859 on
-/// A100, a recent best-shape benchmark) rather than what 2020 cuBLAS reached on the real
-/// shapes; (2) NCCL kernels do not take SMs from compute while they overlap; (3) Megatron's 2021
-/// "local" DDP reduced gradients after the whole backward, which the bucketed overlap here
-/// hides (≈ 3 % on row 5); (4) fp16 loss scaling and gradient clipping passes.
+/// Where the model stands (2026-11-30): every row is predicted 16–27 % faster than published
+/// (20–34 % before the dropout ops of Megatron's 0.1/0.1 defaults and the SMs NCCL kernels take
+/// from compute were modelled), all in one direction, with nothing fitted per row. The
+/// mechanisms most likely still missing, in order of their estimated weight: (1) GEMMs run at
+/// the best measured fraction of peak (0.859 on A100, a recent best-shape benchmark) rather than
+/// what 2020 cuBLAS reached on the real shapes; (2) Megatron's 2021 "local" DDP reduced
+/// gradients after the whole backward, which the bucketed overlap here hides (≈ 3 % on row 5);
+/// (3) fp16 loss scaling and gradient clipping passes.
 struct MegatronRow {
   const char* file;      ///< scenarios/megatron-2021/<file>.yaml
   const char* params;    ///< the paper's parameter count, billions, as printed
