@@ -17,7 +17,9 @@
 #include "engine/task_graph.hpp"
 #include "hardware/cluster.hpp"
 #include "run/intervals.hpp"
+#include "run/gpu_sms.hpp"
 #include "run/pipeline_schedule.hpp"
+#include "run/step_costs.hpp"
 
 namespace ironlaw::run {
 
@@ -32,161 +34,17 @@ TraceLevel parse_trace_level(const std::string& text) {
 namespace {
 
 using comm::CollectiveOp;
+using detail::After;
+using detail::Costs;
+using detail::GpuSms;
+using detail::LayerCosts;
+using detail::Part;
+using detail::PartList;
+using detail::TimedOps;
 using engine::StreamId;
 using engine::TaskGraph;
 using engine::TaskId;
 constexpr TaskId kNone = 0xffffffffu;
-
-/// Ops run back to back as one task, with their simulated durations on the device.
-struct TimedOps {
-  std::vector<workload::Op> ops;
-  std::vector<Time> times;
-  std::vector<std::uint32_t> name_ids;
-  Time total;
-  double flops = 0;
-  double bytes = 0;
-};
-
-/// What follows a compute part: nothing, or a tensor-parallel collective that the next part
-/// waits for (`sync`), or one that runs concurrently with the next part — the weight-gradient
-/// GEMM — and that the part after it waits for (`sync_async`, Megatron's async all-reduce).
-enum class After { none, sync, sync_async, all_to_all };
-
-/// A run of ops on one rank. A ring part (`ring_steps` > 0) is context parallelism's ring
-/// attention: its ops run `ring_steps` times, the k-th after the k-th key/value block has
-/// arrived from the previous rank of the CP ring (`ring_bytes` per hop), overlapping the
-/// exchange of the next block.
-struct Part {
-  TimedOps ops;
-  After after = After::none;
-  int ring_steps = 0;
-  double ring_bytes = 0;
-};
-
-/// One pass (forward, recompute or backward) of one unit, cut into parts at TP sync points.
-using PartList = std::vector<Part>;
-
-std::string base_name(const std::string& name) {
-  static const std::string prefix = "recompute_";
-  return name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name;
-}
-
-/// Megatron's tensor-parallel sync points: the row-parallel GEMMs (attention output, MLP down)
-/// and the vocab-parallel embedding end with an all-reduce of the activations in forward; the
-/// column-parallel GEMMs' input gradients (QKV, MLP up, LM head) are all-reduced in backward,
-/// overlapping the weight-gradient GEMM that follows.
-After sync_after(const std::string& op_name) {
-  const std::string n = base_name(op_name);
-  if (n == "attn_out" || n == "mlp_down" || n == "shared_down" || n == "embedding") return After::sync;
-  if (n == "qkv_dgrad" || n == "q_proj_dgrad" || n == "q_up_dgrad" || n == "kv_up_dgrad" || n == "mlp_up_dgrad" ||
-      n == "shared_up_dgrad" || n == "lm_head_dgrad")
-    return After::sync_async;
-  return After::none;
-}
-
-/// Expert parallelism: the dispatch and combine all-to-alls sit at these marker ops.
-bool all_to_all_after(const std::string& op_name) {
-  const std::string n = base_name(op_name);
-  return n == "moe_dispatch" || n == "moe_combine" || n == "moe_dispatch_bwd" || n == "moe_combine_bwd";
-}
-
-bool is_attention_core(const std::string& op_name) {
-  const std::string n = base_name(op_name);
-  return n == "attn_core" || n == "attn_core_bwd";
-}
-
-class OpTimer {
- public:
-  OpTimer(const config::DeviceSpec& device, std::string precision, RecordSink& sink)
-      : device_(device), precision_(std::move(precision)), sink_(sink) {}
-
-  void add(TimedOps& t, const workload::Op& op) {
-    const Time d = workload::op_time(op, device_, precision_);
-    t.ops.push_back(op);
-    t.times.push_back(d);
-    auto it = names_.find(op.name);
-    if (it == names_.end()) it = names_.emplace(op.name, sink_.intern_name(op.name)).first;
-    t.name_ids.push_back(it->second);
-    t.total += d;
-    t.flops += op.flops;
-    t.bytes += op.bytes;
-  }
-
-  TimedOps whole(const std::vector<workload::Op>& ops) {
-    TimedOps t;
-    for (const auto& op : ops) add(t, op);
-    return t;
-  }
-
-  /// How a pass is cut: TP sync points when tp > 1, all-to-alls when ep > 1, and a ring part
-  /// around the attention core when cp > 1 (`ring_bytes` the key/value block of one hop).
-  struct Cuts {
-    bool tensor_parallel = false;
-    bool expert_parallel = false;
-    int context_parallel = 1;
-    double ring_bytes = 0;
-  };
-
-  /// Cuts `ops` into parts (one part when nothing cuts them).
-  PartList parts(const std::vector<workload::Op>& ops, const Cuts& cuts) {
-    PartList out;
-    if (ops.empty()) return out;
-    out.emplace_back();
-    for (std::size_t i = 0; i < ops.size(); ++i) {
-      if (cuts.context_parallel > 1 && is_attention_core(ops[i].name)) {
-        if (out.back().ops.ops.empty()) out.pop_back();
-        Part ring;
-        add(ring.ops, ops[i]);
-        ring.ring_steps = cuts.context_parallel;
-        // Backward passes the key/value block and its gradient around the ring.
-        ring.ring_bytes = base_name(ops[i].name) == "attn_core_bwd" ? 2 * cuts.ring_bytes : cuts.ring_bytes;
-        out.push_back(std::move(ring));
-        out.emplace_back();
-        continue;
-      }
-      add(out.back().ops, ops[i]);
-      After a = cuts.tensor_parallel ? sync_after(ops[i].name) : After::none;
-      if (cuts.expert_parallel && all_to_all_after(ops[i].name)) a = After::all_to_all;
-      if (a == After::none || i + 1 == ops.size()) {
-        if (i + 1 == ops.size()) out.back().after = a;
-        continue;
-      }
-      out.back().after = a;
-      out.emplace_back();
-      if (a == After::sync_async && i + 1 < ops.size() && base_name(ops[i + 1].name).ends_with("_wgrad")) {
-        // The weight-gradient GEMM runs alone, concurrently with the collective.
-        add(out.back().ops, ops[++i]);
-        if (i + 1 < ops.size()) out.emplace_back();
-      }
-    }
-    if (out.back().ops.ops.empty()) out.pop_back();
-    return out;
-  }
-
- private:
-  const config::DeviceSpec& device_;
-  std::string precision_;
-  RecordSink& sink_;
-  std::map<std::string, std::uint32_t> names_;
-};
-
-/// Costs of every kind of pass, computed once per simulation.
-/// One kind of layer (dense, or mixture of experts).
-struct LayerCosts {
-  PartList forward, recompute, backward;
-  double params = 0;  // held by one rank: split over TP, routed experts over EP
-};
-
-struct Costs {
-  LayerCosts dense, moe;
-  std::vector<const LayerCosts*> layer;    // by layer index
-  PartList embed_forward, embed_backward;  // first chunk: before its layers / after them
-  PartList head_forward, head_backward;    // last chunk: after its layers / before them
-  TimedOps optimizer;
-  double embed_params = 0, head_params = 0; // per TP rank (tied: the table counts once, as embedding)
-  double activation_bytes = 0;             // one microbatch's hidden states on a rank: tokens × hidden × bytes
-  double all_to_all_bytes = 0;             // nccl-tests size of one MoE all-to-all per rank
-};
 
 struct TaskMeta {
   std::int32_t rank = -1;   // compute: the global rank; communication: -1
@@ -196,59 +54,6 @@ struct TaskMeta {
   double bytes = 0;
   std::uint32_t first_participant = 0;  // communication: range in StepRun::participants_
   std::uint32_t participant_count = 0;
-};
-
-/// The streaming multiprocessors of one GPU as compute sees them. Kernels of the compute
-/// stream run one at a time; while collective kernels are resident on the GPU (NCCL runs one
-/// thread block, on one SM, per channel) compute gets the remaining SMs and slows in
-/// proportion — the sharing DESIGN.md asks for, from the SM and channel counts of the
-/// topology, not from an overlap factor. A running kernel is re-timed whenever that changes.
-class GpuSms {
- public:
-  /// `shared_rate`: the speed of compute while communication runs, (sm − channels) / sm.
-  GpuSms(engine::Simulator& sim, double shared_rate) : sim_(sim), shared_rate_(shared_rate) {}
-
-  /// Runs a kernel of `work` at full speed; `done` when it finished at the speeds it got.
-  void start(Time work, std::function<void()> done) {
-    remaining_ns_ = static_cast<double>(work.count_ns());
-    done_ = std::move(done);
-    busy_ = true;
-    schedule();
-  }
-  void comm_begin() { change(+1); }
-  void comm_end() { change(-1); }
-
- private:
-  double rate() const { return comm_ > 0 ? shared_rate_ : 1.0; }
-
-  void change(int delta) {
-    if (busy_) {  // bank the work done at the old speed
-      remaining_ns_ -= static_cast<double>((sim_.now() - since_).count_ns()) * rate();
-      if (remaining_ns_ < 0) remaining_ns_ = 0;
-      sim_.cancel(event_);
-    }
-    comm_ += delta;
-    if (busy_) schedule();
-  }
-
-  void schedule() {
-    since_ = sim_.now();
-    const Time left = Time::from_seconds(remaining_ns_ / rate() * 1e-9);
-    event_ = sim_.schedule_in(left, [this] {
-      busy_ = false;
-      auto done = std::move(done_);
-      done();
-    });
-  }
-
-  engine::Simulator& sim_;
-  double shared_rate_;
-  int comm_ = 0;
-  bool busy_ = false;
-  double remaining_ns_ = 0;
-  Time since_;
-  engine::EventId event_ = 0;
-  std::function<void()> done_;
 };
 
 /// Everything that lives for the whole simulation.
@@ -718,13 +523,13 @@ void StepRun::build() {
           for (int local : group) data_task(local);
         if (first_chunk) pass(costs_.embed_forward, EventKind::forward, embed_name, L, 0);
         for (int l = first; l < first + count; ++l)
-          pass(costs_.layer[static_cast<std::size_t>(l)]->forward, EventKind::forward, layer_names[static_cast<std::size_t>(l)], l, 0);
+          pass(costs_.layer(l).forward, EventKind::forward, layer_names[static_cast<std::size_t>(l)], l, 0);
         if (last_chunk) pass(costs_.head_forward, EventKind::forward, head_name, L + 1, 0);
       } else {
         if (last_chunk) pass(costs_.head_backward, EventKind::backward, head_name, L + 1, 2);
         for (int l = first + count - 1; l >= first; --l) {
           const auto name = layer_names[static_cast<std::size_t>(l)];
-          const LayerCosts& lc = *costs_.layer[static_cast<std::size_t>(l)];
+          const LayerCosts& lc = costs_.layer(l);
           if (!lc.recompute.empty()) pass(lc.recompute, EventKind::recompute, name, l, 1);
           pass(lc.backward, EventKind::backward, name, l, 2);
         }
@@ -788,7 +593,7 @@ void StepRun::build_data_parallel(const std::vector<int>& representatives) {
   const std::uint32_t opt_name = w_.sink.intern_name("optimizer");
 
   auto unit_params = [&](int u) {
-    return u < L ? costs_.layer[static_cast<std::size_t>(u)]->params : u == L ? costs_.embed_params : costs_.head_params;
+    return u < L ? costs_.layer(u).params : u == L ? costs_.embed_params : costs_.head_params;
   };
   auto unit_label = [&](int u) { return u < L ? "layer" + std::to_string(u) : u == L ? std::string("embedding") : std::string("head"); };
 
@@ -938,10 +743,6 @@ void StepRun::observe(TaskId id, Time s, Time e) {
   }
 }
 
-/// Splits the root ops (embedding, final norm, LM head, loss) between the first and last chunk.
-void split_root(const std::vector<workload::Op>& ops, std::vector<workload::Op>& embed, std::vector<workload::Op>& head) {
-  for (const auto& op : ops) (op.name.rfind("embedding", 0) == 0 ? embed : head).push_back(op);
-}
 
 }  // namespace
 
@@ -970,64 +771,7 @@ SimulationResult simulate(const config::Scenario& s, RecordSink& sink, TraceLeve
   if (res.out_of_memory) return res;
 
   World world(s, lay, sink, trace);
-  OpTimer timer(s.topology.device, s.training.precision, sink);
-  const int seqs = lay.microbatch_sequences;
-  // Under context parallelism a rank holds sequence_length / cp tokens of every sequence; its
-  // attention covers the whole sequence as cp blocks of ring attention.
-  const config::TrainingSpec& local = per_rank;
-  const double elem = workload::parameter_bytes(s.training.precision);
-  const double tokens_local = static_cast<double>(seqs) * local.sequence_length;
-  const auto shape = workload::count_params(s.model);
-  OpTimer::Cuts cuts;
-  cuts.tensor_parallel = lay.tp > 1;
-  cuts.expert_parallel = lay.ep > 1;
-  cuts.context_parallel = lay.cp;
-  const int kv_width = (s.model.kv_heads > 0 ? s.model.kv_heads : s.model.heads) *
-                       (s.model.head_dim > 0 ? s.model.head_dim : s.model.hidden / s.model.heads);
-  cuts.ring_bytes = tokens_local * 2.0 * kv_width / lay.tp * elem;  // this rank's K and V block
-
-  Costs costs;
-  // One layer's parameters on a rank: attention, MLP (routed experts split over EP) and norms.
-  auto layer_costs = [&](LayerCosts& lc, int layer) {
-    lc.forward = timer.parts(workload::layer_forward_ops(s.model, local, seqs, lay.tp, layer, lay.ep), cuts);
-    lc.backward = timer.parts(workload::layer_backward_ops(s.model, local, seqs, lay.tp, layer, lay.ep), cuts);
-    lc.recompute = timer.parts(workload::layer_recompute_ops(s.model, local, seqs, lay.tp, layer, lay.ep), cuts);
-    config::ModelSpec one = s.model;
-    one.layers = 1;
-    if (s.model.experts > 1) one.dense_layers = workload::is_moe_layer(s.model, layer) ? 0 : 1;
-    const auto p = workload::count_params(one);
-    lc.params = (p.attention + p.mlp - p.routed_experts + p.routed_experts / lay.ep) / lay.tp + p.norm / 2;
-  };
-  const auto moe_layers = workload::moe_layer_indices(s.model);
-  const bool any_dense = static_cast<int>(moe_layers.size()) < s.model.layers;
-  if (any_dense) layer_costs(costs.dense, 0);
-  if (!moe_layers.empty()) layer_costs(costs.moe, moe_layers.front());
-  for (int l = 0; l < s.model.layers; ++l)
-    costs.layer.push_back(workload::is_moe_layer(s.model, l) ? &costs.moe : &costs.dense);
-  std::vector<workload::Op> ef, hf, eb, hb;
-  split_root(workload::head_forward_ops(s.model, local, seqs, lay.tp), ef, hf);
-  split_root(workload::head_backward_ops(s.model, local, seqs, lay.tp), eb, hb);
-  costs.embed_forward = timer.parts(ef, cuts);
-  costs.head_forward = timer.parts(hf, cuts);
-  costs.head_backward = timer.parts(hb, cuts);
-  costs.embed_backward = timer.parts(eb, cuts);
-  costs.embed_params = (shape.embedding + shape.position) / lay.tp;
-  costs.head_params = shape.lm_head / lay.tp;
-  costs.activation_bytes = tokens_local * s.model.hidden * elem;
-  if (!moe_layers.empty() && lay.ep > 1) {
-    // Each TP rank dispatches its 1/tp share of the tokens (Megatron's sequence-split dispatch).
-    costs.all_to_all_bytes = workload::moe_all_to_all_bytes(s.model, local, seqs, lay.ep).routed_bytes / lay.tp;
-  }
-  // The optimizer updates the parameters this rank holds (the largest pipeline stage).
-  double params_rank = 0;
-  for (int j = 0; j < lay.chunks(); ++j) {
-    double held = 0;
-    for (int l = lay.first_layer(j); l < lay.first_layer(j) + lay.chunk_layers[static_cast<std::size_t>(j)]; ++l)
-      held += costs.layer[static_cast<std::size_t>(l)]->params;
-    params_rank = std::max(params_rank, held);
-  }
-  params_rank = params_rank * lay.virtual_stages + std::max(costs.embed_params, costs.head_params);
-  costs.optimizer = timer.whole({workload::optimizer_op(s.training, s.parallel.zero >= 1 ? params_rank / lay.dp : params_rank)});
+  const Costs costs = detail::build_costs(s, lay, per_rank, sink);
 
   if (trace == TraceLevel::flow) {
     const std::uint32_t net_resource = sink.intern_resource("network");
@@ -1038,8 +782,8 @@ SimulationResult simulate(const config::Scenario& s, RecordSink& sink, TraceLeve
   }
 
   double recompute_flops = 0;  // one rank, one microbatch, all layers
-  for (const LayerCosts* lc : costs.layer)
-    for (const auto& p : lc->recompute) recompute_flops += p.ops.flops * std::max(1, p.ring_steps);
+  for (int l = 0; l < s.model.layers; ++l)
+    for (const auto& p : costs.layer(l).recompute) recompute_flops += p.ops.flops * std::max(1, p.ring_steps);
   // Recomputation per step over all GPUs: every microbatch on every rank of every pipeline.
   res.hardware_flops_per_step = res.model_flops_per_step + recompute_flops * lay.microbatches * lay.gpus / lay.pp;
 

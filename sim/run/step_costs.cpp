@@ -1,0 +1,107 @@
+#include "run/step_costs.hpp"
+
+#include <algorithm>
+
+namespace ironlaw::run::detail {
+
+std::string base_name(const std::string& name) {
+  static const std::string prefix = "recompute_";
+  return name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name;
+}
+
+/// Megatron's tensor-parallel sync points: the row-parallel GEMMs (attention output, MLP down)
+/// and the vocab-parallel embedding end with an all-reduce of the activations in forward; the
+/// column-parallel GEMMs' input gradients (QKV, MLP up, LM head) are all-reduced in backward,
+/// overlapping the weight-gradient GEMM that follows.
+After sync_after(const std::string& op_name) {
+  const std::string n = base_name(op_name);
+  if (n == "attn_out" || n == "mlp_down" || n == "shared_down" || n == "embedding") return After::sync;
+  if (n == "qkv_dgrad" || n == "q_proj_dgrad" || n == "q_up_dgrad" || n == "kv_up_dgrad" || n == "mlp_up_dgrad" ||
+      n == "shared_up_dgrad" || n == "lm_head_dgrad")
+    return After::sync_async;
+  return After::none;
+}
+
+/// Expert parallelism: the dispatch and combine all-to-alls sit at these marker ops.
+bool all_to_all_after(const std::string& op_name) {
+  const std::string n = base_name(op_name);
+  return n == "moe_dispatch" || n == "moe_combine" || n == "moe_dispatch_bwd" || n == "moe_combine_bwd";
+}
+
+bool is_attention_core(const std::string& op_name) {
+  const std::string n = base_name(op_name);
+  return n == "attn_core" || n == "attn_core_bwd";
+}
+
+namespace {
+
+/// Splits the root ops (embedding, final norm, LM head, loss) between the first and last chunk.
+void split_root(const std::vector<workload::Op>& ops, std::vector<workload::Op>& embed, std::vector<workload::Op>& head) {
+  for (const auto& op : ops) (op.name.rfind("embedding", 0) == 0 ? embed : head).push_back(op);
+}
+
+}  // namespace
+
+Costs build_costs(const config::Scenario& s, const Layout& lay, const config::TrainingSpec& per_rank, RecordSink& sink) {
+  OpTimer timer(s.topology.device, s.training.precision, sink);
+  const int seqs = lay.microbatch_sequences;
+  // Under context parallelism a rank holds sequence_length / cp tokens of every sequence; its
+  // attention covers the whole sequence as cp blocks of ring attention.
+  const config::TrainingSpec& local = per_rank;
+  const double elem = workload::parameter_bytes(s.training.precision);
+  const double tokens_local = static_cast<double>(seqs) * local.sequence_length;
+  const auto shape = workload::count_params(s.model);
+  OpTimer::Cuts cuts;
+  cuts.tensor_parallel = lay.tp > 1;
+  cuts.expert_parallel = lay.ep > 1;
+  cuts.context_parallel = lay.cp;
+  const int kv_width = (s.model.kv_heads > 0 ? s.model.kv_heads : s.model.heads) *
+                       (s.model.head_dim > 0 ? s.model.head_dim : s.model.hidden / s.model.heads);
+  cuts.ring_bytes = tokens_local * 2.0 * kv_width / lay.tp * elem;  // this rank's K and V block
+
+  Costs costs;
+  // One layer's parameters on a rank: attention, MLP (routed experts split over EP) and norms.
+  auto layer_costs = [&](LayerCosts& lc, int layer) {
+    lc.forward = timer.parts(workload::layer_forward_ops(s.model, local, seqs, lay.tp, layer, lay.ep), cuts);
+    lc.backward = timer.parts(workload::layer_backward_ops(s.model, local, seqs, lay.tp, layer, lay.ep), cuts);
+    lc.recompute = timer.parts(workload::layer_recompute_ops(s.model, local, seqs, lay.tp, layer, lay.ep), cuts);
+    config::ModelSpec one = s.model;
+    one.layers = 1;
+    if (s.model.experts > 1) one.dense_layers = workload::is_moe_layer(s.model, layer) ? 0 : 1;
+    const auto p = workload::count_params(one);
+    lc.params = (p.attention + p.mlp - p.routed_experts + p.routed_experts / lay.ep) / lay.tp + p.norm / 2;
+  };
+  const auto moe_layers = workload::moe_layer_indices(s.model);
+  const bool any_dense = static_cast<int>(moe_layers.size()) < s.model.layers;
+  if (any_dense) layer_costs(costs.dense, 0);
+  if (!moe_layers.empty()) layer_costs(costs.moe, moe_layers.front());
+  for (int l = 0; l < s.model.layers; ++l)
+    costs.is_moe.push_back(workload::is_moe_layer(s.model, l) ? 1 : 0);
+  std::vector<workload::Op> ef, hf, eb, hb;
+  split_root(workload::head_forward_ops(s.model, local, seqs, lay.tp), ef, hf);
+  split_root(workload::head_backward_ops(s.model, local, seqs, lay.tp), eb, hb);
+  costs.embed_forward = timer.parts(ef, cuts);
+  costs.head_forward = timer.parts(hf, cuts);
+  costs.head_backward = timer.parts(hb, cuts);
+  costs.embed_backward = timer.parts(eb, cuts);
+  costs.embed_params = (shape.embedding + shape.position) / lay.tp;
+  costs.head_params = shape.lm_head / lay.tp;
+  costs.activation_bytes = tokens_local * s.model.hidden * elem;
+  if (!moe_layers.empty() && lay.ep > 1) {
+    // Each TP rank dispatches its 1/tp share of the tokens (Megatron's sequence-split dispatch).
+    costs.all_to_all_bytes = workload::moe_all_to_all_bytes(s.model, local, seqs, lay.ep).routed_bytes / lay.tp;
+  }
+  // The optimizer updates the parameters this rank holds (the largest pipeline stage).
+  double params_rank = 0;
+  for (int j = 0; j < lay.chunks(); ++j) {
+    double held = 0;
+    for (int l = lay.first_layer(j); l < lay.first_layer(j) + lay.chunk_layers[static_cast<std::size_t>(j)]; ++l)
+      held += costs.layer(l).params;
+    params_rank = std::max(params_rank, held);
+  }
+  params_rank = params_rank * lay.virtual_stages + std::max(costs.embed_params, costs.head_params);
+  costs.optimizer = timer.whole({workload::optimizer_op(s.training, s.parallel.zero >= 1 ? params_rank / lay.dp : params_rank)});
+  return costs;
+}
+
+}  // namespace ironlaw::run::detail

@@ -1,0 +1,162 @@
+#pragma once
+/// \file What one training step costs on one rank, computed once per simulation: every pass of
+/// every kind of unit (dense layer, MoE layer, embedding, head) as ops timed on the device and
+/// cut into parts where communication must happen (tensor-parallel collectives, expert
+/// all-to-alls, ring-attention exchanges); the parameters each rank holds; the bytes of its
+/// activations and all-to-alls; its optimizer step.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "config/spec.hpp"
+#include "core/records.hpp"
+#include "core/time.hpp"
+#include "run/layout.hpp"
+#include "workload/model_cost.hpp"
+
+namespace ironlaw::run::detail {
+
+/// Ops run back to back as one task, with their simulated durations on the device.
+struct TimedOps {
+  std::vector<workload::Op> ops;
+  std::vector<Time> times;
+  std::vector<std::uint32_t> name_ids;
+  Time total;
+  double flops = 0;
+  double bytes = 0;
+};
+
+/// What follows a compute part: nothing, or a tensor-parallel collective that the next part
+/// waits for (`sync`), or one that runs concurrently with the next part — the weight-gradient
+/// GEMM — and that the part after it waits for (`sync_async`, Megatron's async all-reduce).
+enum class After { none, sync, sync_async, all_to_all };
+
+/// A run of ops on one rank. A ring part (`ring_steps` > 0) is context parallelism's ring
+/// attention: its ops run `ring_steps` times, the k-th after the k-th key/value block has
+/// arrived from the previous rank of the CP ring (`ring_bytes` per hop), overlapping the
+/// exchange of the next block.
+struct Part {
+  TimedOps ops;
+  After after = After::none;
+  int ring_steps = 0;
+  double ring_bytes = 0;
+};
+
+/// One pass (forward, recompute or backward) of one unit, cut into parts at TP sync points.
+using PartList = std::vector<Part>;
+
+
+
+
+
+/// The op name without a "recompute_" prefix.
+std::string base_name(const std::string& name);
+/// The tensor-parallel sync point that follows an op (Megatron's), if any.
+After sync_after(const std::string& op_name);
+/// Whether an expert-parallel all-to-all follows the op (the MoE markers).
+bool all_to_all_after(const std::string& op_name);
+/// Whether the op is the attention core (forward or backward), which CP turns into a ring.
+bool is_attention_core(const std::string& op_name);
+
+class OpTimer {
+ public:
+  OpTimer(const config::DeviceSpec& device, std::string precision, RecordSink& sink)
+      : device_(device), precision_(std::move(precision)), sink_(sink) {}
+
+  void add(TimedOps& t, const workload::Op& op) {
+    const Time d = workload::op_time(op, device_, precision_);
+    t.ops.push_back(op);
+    t.times.push_back(d);
+    auto it = names_.find(op.name);
+    if (it == names_.end()) it = names_.emplace(op.name, sink_.intern_name(op.name)).first;
+    t.name_ids.push_back(it->second);
+    t.total += d;
+    t.flops += op.flops;
+    t.bytes += op.bytes;
+  }
+
+  TimedOps whole(const std::vector<workload::Op>& ops) {
+    TimedOps t;
+    for (const auto& op : ops) add(t, op);
+    return t;
+  }
+
+  /// How a pass is cut: TP sync points when tp > 1, all-to-alls when ep > 1, and a ring part
+  /// around the attention core when cp > 1 (`ring_bytes` the key/value block of one hop).
+  struct Cuts {
+    bool tensor_parallel = false;
+    bool expert_parallel = false;
+    int context_parallel = 1;
+    double ring_bytes = 0;
+  };
+
+  /// Cuts `ops` into parts (one part when nothing cuts them).
+  PartList parts(const std::vector<workload::Op>& ops, const Cuts& cuts) {
+    PartList out;
+    if (ops.empty()) return out;
+    out.emplace_back();
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      if (cuts.context_parallel > 1 && is_attention_core(ops[i].name)) {
+        if (out.back().ops.ops.empty()) out.pop_back();
+        Part ring;
+        add(ring.ops, ops[i]);
+        ring.ring_steps = cuts.context_parallel;
+        // Backward passes the key/value block and its gradient around the ring.
+        ring.ring_bytes = base_name(ops[i].name) == "attn_core_bwd" ? 2 * cuts.ring_bytes : cuts.ring_bytes;
+        out.push_back(std::move(ring));
+        out.emplace_back();
+        continue;
+      }
+      add(out.back().ops, ops[i]);
+      After a = cuts.tensor_parallel ? sync_after(ops[i].name) : After::none;
+      if (cuts.expert_parallel && all_to_all_after(ops[i].name)) a = After::all_to_all;
+      if (a == After::none || i + 1 == ops.size()) {
+        if (i + 1 == ops.size()) out.back().after = a;
+        continue;
+      }
+      out.back().after = a;
+      out.emplace_back();
+      if (a == After::sync_async && i + 1 < ops.size() && base_name(ops[i + 1].name).ends_with("_wgrad")) {
+        // The weight-gradient GEMM runs alone, concurrently with the collective.
+        add(out.back().ops, ops[++i]);
+        if (i + 1 < ops.size()) out.emplace_back();
+      }
+    }
+    if (out.back().ops.ops.empty()) out.pop_back();
+    return out;
+  }
+
+ private:
+  const config::DeviceSpec& device_;
+  std::string precision_;
+  RecordSink& sink_;
+  std::map<std::string, std::uint32_t> names_;
+};
+
+/// Costs of every kind of pass, computed once per simulation.
+/// One kind of layer (dense, or mixture of experts).
+struct LayerCosts {
+  PartList forward, recompute, backward;
+  double params = 0;  // held by one rank: split over TP, routed experts over EP
+};
+
+struct Costs {
+  LayerCosts dense, moe;
+  std::vector<char> is_moe;                // by layer index
+  /// The costs of layer `l` (its kind's).
+  const LayerCosts& layer(int l) const { return is_moe[static_cast<std::size_t>(l)] ? moe : dense; }
+  PartList embed_forward, embed_backward;  // first chunk: before its layers / after them
+  PartList head_forward, head_backward;    // last chunk: after its layers / before them
+  TimedOps optimizer;
+  double embed_params = 0, head_params = 0; // per TP rank (tied: the table counts once, as embedding)
+  double activation_bytes = 0;             // one microbatch's hidden states on a rank: tokens × hidden × bytes
+  double all_to_all_bytes = 0;             // nccl-tests size of one MoE all-to-all per rank
+};
+
+/// The costs of `scenario` under `layout` for a rank holding `per_rank` (the training spec with
+/// the sequence split over CP). Op names are interned in `sink`.
+Costs build_costs(const config::Scenario& scenario, const Layout& layout, const config::TrainingSpec& per_rank,
+                  RecordSink& sink);
+
+}  // namespace ironlaw::run::detail
