@@ -186,7 +186,7 @@ TEST_CASE("a ring collective on one node starts one flow per rank and step, each
   CHECK(w.net.flows_started() == static_cast<std::uint64_t>(flows));
 }
 
-TEST_CASE("two collectives sharing links slow each other; on disjoint GPUs they do not") {
+TEST_CASE("two collectives sharing links slow each other, on disjoint GPUs they do not") {
   const auto spec = dgx_h100();
   World alone(spec, 1);
   const auto t_alone = alone.time(CollectiveOp::all_reduce, iota(0, 4), 1e9, Algorithm::ring);

@@ -289,7 +289,7 @@ std::vector<std::int64_t> random_world(std::uint64_t seed) {
 
 }  // namespace
 
-TEST_CASE("the same seed gives the same stalls; another seed other stalls", "[data]") {
+TEST_CASE("the same seed gives the same stalls, another seed other stalls", "[data]") {
   const auto a = random_world(1);
   const auto b = random_world(1);
   const auto c = random_world(2);
