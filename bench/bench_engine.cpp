@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bench.hpp"
+#include "core/rng.hpp"
 #include "engine/flow_network.hpp"
 #include "engine/simulator.hpp"
 
@@ -22,45 +23,11 @@ using ironlaw::engine::FlowNetwork;
 using ironlaw::engine::LinkId;
 using ironlaw::engine::Simulator;
 
-// xoshiro256** seeded by splitmix64: fixed-seed and identical on every platform.
-class Rng {
- public:
-  explicit Rng(std::uint64_t seed) {
-    for (auto& word : s_) {
-      seed += 0x9e3779b97f4a7c15ull;
-      std::uint64_t z = seed;
-      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-      z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-      word = z ^ (z >> 31);
-    }
-  }
-  std::uint64_t next() {
-    const std::uint64_t result = rotl(s_[1] * 5, 7) * 9;
-    const std::uint64_t t = s_[1] << 17;
-    s_[2] ^= s_[0];
-    s_[3] ^= s_[1];
-    s_[1] ^= s_[2];
-    s_[0] ^= s_[3];
-    s_[2] ^= t;
-    s_[3] = rotl(s_[3], 45);
-    return result;
-  }
-  /// Uniform in (0, 1].
-  double uniform() { return (static_cast<double>(next() >> 11) + 1.0) * 0x1.0p-53; }
-  /// Exponential with the given mean.
-  double exponential(double mean) { return -mean * std::log(uniform()); }
-  std::uint32_t below(std::uint32_t n) { return static_cast<std::uint32_t>(next() % n); }
-
- private:
-  static std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-  std::array<std::uint64_t, 4> s_{};
-};
-
 // PHOLD: every event, on arrival at its logical process, sends one new event to a random LP
 // after an exponential delay (mean 1 µs, at least 1 ns). The event population stays constant.
 struct Phold {
   Simulator sim;
-  Rng rng{12345};
+  ironlaw::RngStream rng{12345, "bench/phold"};
   std::vector<std::uint64_t> received;
   std::uint64_t limit = 0;
 
@@ -70,7 +37,7 @@ struct Phold {
       sim.stop();
       return;
     }
-    const std::uint32_t dst = rng.below(static_cast<std::uint32_t>(received.size()));
+    const std::uint32_t dst = static_cast<std::uint32_t>(rng.uniform_below(received.size()));
     const Time delay = Time::ns(1 + static_cast<std::int64_t>(rng.exponential(1000.0)));
     sim.schedule_in(delay, [this, dst] { arrive(dst); });
   }
@@ -100,7 +67,7 @@ void bench_phold_deep() { run_phold("engine.phold_1k_x1k", 1024, 1024, 2'000'000
 // of flows whose rates change. Stresses lazy deletion and heap compaction.
 struct CancelChurn {
   Simulator sim;
-  Rng rng{99};
+  ironlaw::RngStream rng{99, "bench/cancel_churn"};
   std::vector<ironlaw::engine::EventId> timers;
   std::uint64_t fired = 0;
   std::uint64_t limit = 0;
@@ -113,7 +80,7 @@ struct CancelChurn {
       return;
     }
     for (int k = 0; k < 4; ++k) {
-      const std::uint32_t i = rng.below(static_cast<std::uint32_t>(timers.size()));
+      const std::uint32_t i = static_cast<std::uint32_t>(rng.uniform_below(timers.size()));
       cancels += sim.cancel(timers[i]) ? 1 : 0;
       timers[i] = sim.schedule_in(delay(), [this] { tick(); });
     }
@@ -185,7 +152,7 @@ void bench_ring16k() { run_ring("flow.ring16k", 16384, 1, 16384.0 * 1e6, 64); }
 void bench_shift128() {
   Simulator sim;
   FlowNetwork net(sim);
-  Rng rng(7);
+  ironlaw::RngStream rng(7, "bench/shift128_8hop");
   constexpr std::uint32_t kN = 128;
   constexpr std::uint32_t kHops = 8;
   constexpr std::uint64_t kFlows = 100'000;
