@@ -7,48 +7,17 @@ namespace ironlaw::run {
 
 namespace {
 
-/// Megatron's mapping of the k-th forward (or backward) of a stage to (microbatch, chunk).
-PipelineSlot interleaved_slot(Pass pass, int k, int stages, int virtual_stages) {
-  const int group = k / stages;
-  int chunk = group % virtual_stages;
-  if (pass == Pass::backward) chunk = virtual_stages - 1 - chunk;
-  const int microbatch = (k / (stages * virtual_stages)) * stages + k % stages;
-  return {pass, microbatch, chunk};
-}
-
-int warmup_count(const std::string& schedule, int stage, int stages, int microbatches, int virtual_stages) {
-  const int total = microbatches * virtual_stages;
-  if (schedule == "gpipe") return total;
-  if (schedule == "1f1b") return std::min(stages - stage - 1, total);
-  return std::min((stages - stage - 1) * 2 + (virtual_stages - 1) * stages, total);
-}
-
-}  // namespace
-
-std::vector<PipelineSlot> pipeline_order(const std::string& schedule, int stage, int stages, int microbatches,
-                                         int virtual_stages) {
+void check_sizes(int stage, int stages, int microbatches, int virtual_stages) {
   if (stages < 1 || stage < 0 || stage >= stages || microbatches < 1 || virtual_stages < 1)
     throw std::invalid_argument("pipeline_order: inconsistent sizes");
-  if (schedule != "gpipe" && schedule != "1f1b" && schedule != "interleaved")
-    throw std::invalid_argument("pipeline_order: unknown schedule \"" + schedule + "\"");
-  if (schedule != "interleaved" && virtual_stages != 1)
-    throw std::invalid_argument("pipeline_order: virtual stages need the interleaved schedule");
-  if (schedule == "interleaved" && virtual_stages > 1 && microbatches % stages != 0)
-    throw std::invalid_argument("pipeline_order: interleaved needs microbatches to be a multiple of stages");
+}
 
-  const int total = microbatches * virtual_stages;
-  auto fwd = [&](int k) {
-    return schedule == "interleaved" ? interleaved_slot(Pass::forward, k, stages, virtual_stages)
-                                     : PipelineSlot{Pass::forward, k, 0};
-  };
-  auto bwd = [&](int k) {
-    if (schedule == "interleaved") return interleaved_slot(Pass::backward, k, stages, virtual_stages);
-    // GPipe runs backwards last-in first-out; 1F1B in microbatch order.
-    return PipelineSlot{Pass::backward, schedule == "gpipe" ? microbatches - 1 - k : k, 0};
-  };
+/// Warm-up forwards, then one forward / one backward, then the remaining backwards; `fwd(k)`
+/// and `bwd(k)` give the k-th forward and backward slot.
+template <class Fwd, class Bwd>
+std::vector<PipelineSlot> one_forward_one_backward(int total, int warmup, Fwd fwd, Bwd bwd) {
   std::vector<PipelineSlot> out;
   out.reserve(static_cast<std::size_t>(2 * total));
-  const int warmup = warmup_count(schedule, stage, stages, microbatches, virtual_stages);
   for (int k = 0; k < warmup; ++k) out.push_back(fwd(k));
   for (int i = 0; i < total - warmup; ++i) {
     out.push_back(fwd(warmup + i));
@@ -58,12 +27,103 @@ std::vector<PipelineSlot> pipeline_order(const std::string& schedule, int stage,
   return out;
 }
 
+void single_chunk_only(int virtual_stages) {
+  if (virtual_stages != 1) throw std::invalid_argument("pipeline_order: virtual stages need the interleaved schedule");
+}
+
+class GPipe final : public PipelineSchedule {
+ public:
+  std::vector<PipelineSlot> order(int stage, int stages, int m, int v) const override {
+    check_sizes(stage, stages, m, v);
+    single_chunk_only(v);
+    // Backwards last in first out.
+    return one_forward_one_backward(
+        m, m, [](int k) { return PipelineSlot{Pass::forward, k, 0}; },
+        [m](int k) { return PipelineSlot{Pass::backward, m - 1 - k, 0}; });
+  }
+  double in_flight(int, int, int m, int) const override { return m; }
+};
+
+class OneForwardOneBackward final : public PipelineSchedule {
+ public:
+  std::vector<PipelineSlot> order(int stage, int stages, int m, int v) const override {
+    check_sizes(stage, stages, m, v);
+    single_chunk_only(v);
+    return one_forward_one_backward(
+        m, std::min(stages - stage - 1, m), [](int k) { return PipelineSlot{Pass::forward, k, 0}; },
+        [](int k) { return PipelineSlot{Pass::backward, k, 0}; });
+  }
+  double in_flight(int stage, int stages, int m, int) const override { return std::min(stages - stage, m); }
+};
+
+class Interleaved final : public PipelineSchedule {
+ public:
+  std::vector<PipelineSlot> order(int stage, int stages, int m, int v) const override {
+    check_sizes(stage, stages, m, v);
+    if (v > 1 && m % stages != 0)
+      throw std::invalid_argument("pipeline_order: interleaved needs microbatches to be a multiple of stages");
+    return one_forward_one_backward(
+        m * v, warmup(stage, stages, m, v), [&](int k) { return slot(Pass::forward, k, stages, v); },
+        [&](int k) { return slot(Pass::backward, k, stages, v); });
+  }
+  double in_flight(int stage, int stages, int m, int v) const override {
+    return static_cast<double>(std::min(warmup(stage, stages, m, v) + 1, m * v)) / v;
+  }
+
+ private:
+  static int warmup(int stage, int stages, int m, int v) {
+    return std::min((stages - stage - 1) * 2 + (v - 1) * stages, m * v);
+  }
+  /// Megatron's mapping of the k-th forward (or backward) of a stage to (microbatch, chunk).
+  static PipelineSlot slot(Pass pass, int k, int stages, int v) {
+    const int group = k / stages;
+    int chunk = group % v;
+    if (pass == Pass::backward) chunk = v - 1 - chunk;
+    const int microbatch = (k / (stages * v)) * stages + k % stages;
+    return {pass, microbatch, chunk};
+  }
+};
+
+class ZeroBubbleH1 final : public PipelineSchedule {
+ public:
+  std::vector<PipelineSlot> order(int stage, int stages, int m, int v) const override {
+    check_sizes(stage, stages, m, v);
+    single_chunk_only(v);
+    const int warmup = std::min(stages - stage - 1, m);
+    std::vector<PipelineSlot> out;
+    out.reserve(static_cast<std::size_t>(3 * m));
+    int f = 0, b = 0, w = 0;
+    for (; f < warmup; ++f) out.push_back({Pass::forward, f, 0});
+    while (b < m) {
+      if (f < m) out.push_back({Pass::forward, f++, 0});
+      out.push_back({Pass::input_grad, b++, 0});
+      if (b - w > stage) out.push_back({Pass::weight_grad, w++, 0});
+    }
+    while (w < m) out.push_back({Pass::weight_grad, w++, 0});
+    return out;
+  }
+  double in_flight(int stage, int stages, int m, int) const override { return std::min(stages - stage, m); }
+  bool splits_backward() const override { return true; }
+};
+
+}  // namespace
+
+std::unique_ptr<PipelineSchedule> make_schedule(const std::string& name) {
+  if (name == "gpipe") return std::make_unique<GPipe>();
+  if (name == "1f1b") return std::make_unique<OneForwardOneBackward>();
+  if (name == "interleaved") return std::make_unique<Interleaved>();
+  if (name == "zb-h1") return std::make_unique<ZeroBubbleH1>();
+  throw std::invalid_argument("pipeline_order: unknown schedule \"" + name + "\"");
+}
+
+std::vector<PipelineSlot> pipeline_order(const std::string& schedule, int stage, int stages, int microbatches,
+                                         int virtual_stages) {
+  return make_schedule(schedule)->order(stage, stages, microbatches, virtual_stages);
+}
+
 double in_flight_microbatches(const std::string& schedule, int stage, int stages, int microbatches,
                               int virtual_stages) {
-  const int warmup = warmup_count(schedule, stage, stages, microbatches, virtual_stages);
-  const int total = microbatches * virtual_stages;
-  const int peak = std::min(warmup + 1, total);
-  return static_cast<double>(peak) / virtual_stages;
+  return make_schedule(schedule)->in_flight(stage, stages, microbatches, virtual_stages);
 }
 
 }  // namespace ironlaw::run

@@ -1,10 +1,17 @@
 #pragma once
 /// \file Step-level simulation of a scenario: builds every simulated rank's task graph for a
-/// training step — compute kernels on the rank's stream, tensor-parallel collectives inside its
-/// TP group, pipeline sends between stages under the chosen schedule, data-parallel gradient
-/// collectives (DDP buckets, ZeRO 1–3) on the fabric — runs it on the engine and measures what
-/// happened. Utilisation, exposed communication, bubbles and the rest are *measured on the
-/// simulated timeline*; none of them is an input (DESIGN.md principle 1).
+/// training step, runs it on the engine and measures what happened. Utilisation, exposed
+/// communication, bubbles and the rest are *measured on the simulated timeline*; none of them
+/// is an input (DESIGN.md principle 1).
+///
+/// The parts, one job each (README, "Layout of the repository"):
+/// - step_costs: what each pass of each unit costs, cut where communication attaches (by op role);
+/// - step_builder: the task graph of a step and the world it runs in;
+/// - model_parallel: tensor, expert and context parallelism inside a pass;
+/// - pipeline_schedule / pipeline_wiring: the order of F / B / W slots per stage, and the sends;
+/// - data_parallel: the gradient collectives, one strategy per ZeRO stage;
+/// - step_metrics: the breakdown measured from the timeline;
+/// - this file: memory, FLOPs, the step loop and the means.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -12,13 +19,10 @@
 #include "config/spec.hpp"
 #include "core/records.hpp"
 #include "run/layout.hpp"
+#include "run/trace_level.hpp"
 #include "workload/model_cost.hpp"
 
 namespace ironlaw::run {
-
-/// How much of the timeline goes to the record sink.
-enum class TraceLevel { none, step, op, flow };
-TraceLevel parse_trace_level(const std::string& text);  ///< throws std::invalid_argument
 
 /// Traffic one link carried over the whole simulation.
 struct LinkUsage {
@@ -62,7 +66,26 @@ struct SimulationResult {
 };
 
 /// Simulates `scenario.run.steps` training steps. Records go to `sink` at `trace` detail.
-/// An OOM layout returns with out_of_memory set and no steps.
+/// An OOM layout returns with out_of_memory set and no steps. `scenario` must have passed the
+/// config layer's validation (e.g. the device has a peak for the training precision).
 SimulationResult simulate(const config::Scenario& scenario, RecordSink& sink, TraceLevel trace);
+
+/// What a whole-run layer needs of the step level: the statistics of `scenario.run.steps`
+/// simulated steps. Times in seconds.
+struct StepStatistics {
+  bool out_of_memory = false;
+  double mean_s = 0;                 ///< mean step duration
+  std::vector<double> durations_s;   ///< each simulated step, in order (the first has the loaders' warm-up)
+  double compute_s = 0, exposed_comm_s = 0, bubble_s = 0, data_stall_s = 0, other_s = 0;  ///< means; sum = mean_s
+  double tokens_per_step = 0;
+  double model_flops_per_step = 0;   ///< PaLM convention, all GPUs
+  double peak_flops_per_gpu = 0;
+  int gpus = 0;
+};
+
+/// The step statistics of `scenario` with root seed `seed` (replacing scenario.seed): a pure
+/// function of its arguments — no records, no globals — so a caller may cache it by (scenario,
+/// seed). Same cost as simulate().
+StepStatistics simulate_step(const config::Scenario& scenario, std::uint64_t seed);
 
 }  // namespace ironlaw::run

@@ -4,45 +4,41 @@
 
 namespace ironlaw::run::detail {
 
-std::string base_name(const std::string& name) {
-  static const std::string prefix = "recompute_";
-  return name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name;
-}
+using workload::OpRole;
 
 /// Megatron's tensor-parallel sync points: the row-parallel GEMMs (attention output, MLP down)
 /// and the vocab-parallel embedding end with an all-reduce of the activations in forward; the
 /// column-parallel GEMMs' input gradients (QKV, MLP up, LM head) are all-reduced in backward,
 /// overlapping the weight-gradient GEMM that follows.
-After sync_after(const std::string& op_name) {
-  const std::string n = base_name(op_name);
-  if (n == "attn_out" || n == "mlp_down" || n == "shared_down" || n == "embedding") return After::sync;
-  if (n == "qkv_dgrad" || n == "q_proj_dgrad" || n == "q_up_dgrad" || n == "kv_up_dgrad" || n == "mlp_up_dgrad" ||
-      n == "shared_up_dgrad" || n == "lm_head_dgrad")
-    return After::sync_async;
+After sync_after(const workload::Op& op, bool weight_gradients_follow) {
+  if (op.role == OpRole::tp_row_parallel || op.role == OpRole::vocab_embedding) return After::sync;
+  if (op.role == OpRole::tp_column_input_grad) return weight_gradients_follow ? After::sync_async : After::sync;
   return After::none;
 }
 
-/// Expert parallelism: the dispatch and combine all-to-alls sit at these marker ops.
-bool all_to_all_after(const std::string& op_name) {
-  const std::string n = base_name(op_name);
-  return n == "moe_dispatch" || n == "moe_combine" || n == "moe_dispatch_bwd" || n == "moe_combine_bwd";
+/// Expert parallelism: the dispatch and combine all-to-alls sit at the marker ops.
+bool all_to_all_after(const workload::Op& op) {
+  return op.role == OpRole::expert_dispatch || op.role == OpRole::expert_combine;
 }
 
-bool is_attention_core(const std::string& op_name) {
-  const std::string n = base_name(op_name);
-  return n == "attn_core" || n == "attn_core_bwd";
+bool is_attention_core(const workload::Op& op) {
+  return op.role == OpRole::attention_core || op.role == OpRole::attention_core_grad;
 }
 
 namespace {
 
 /// Splits the root ops (embedding, final norm, LM head, loss) between the first and last chunk.
 void split_root(const std::vector<workload::Op>& ops, std::vector<workload::Op>& embed, std::vector<workload::Op>& head) {
-  for (const auto& op : ops) (op.name.rfind("embedding", 0) == 0 ? embed : head).push_back(op);
+  for (const auto& op : ops) {
+    const bool lookup = op.role == OpRole::vocab_embedding || op.role == OpRole::vocab_embedding_grad;
+    (lookup ? embed : head).push_back(op);
+  }
 }
 
 }  // namespace
 
-Costs build_costs(const config::Scenario& s, const Layout& lay, const config::TrainingSpec& per_rank, RecordSink& sink) {
+Costs build_costs(const config::Scenario& s, const Layout& lay, const config::TrainingSpec& per_rank, RecordSink& sink,
+                  bool split_backward) {
   OpTimer timer(s.topology.device, s.training.precision, sink);
   const int seqs = lay.microbatch_sequences;
   // Under context parallelism a rank holds sequence_length / cp tokens of every sequence; its
@@ -59,11 +55,24 @@ Costs build_costs(const config::Scenario& s, const Layout& lay, const config::Tr
                        (s.model.head_dim > 0 ? s.model.head_dim : s.model.hidden / s.model.heads);
   cuts.ring_bytes = tokens_local * 2.0 * kv_width / lay.tp * elem;  // this rank's K and V block
 
+  OpTimer::Cuts input_grad_cuts = cuts;
+  input_grad_cuts.weight_gradients_follow = false;
+  // The input-gradient and weight-gradient halves of a backward op list.
+  auto split = [&](const std::vector<workload::Op>& backward, PartList& input_grad, PartList& weight_grad) {
+    if (!split_backward) return;
+    std::vector<workload::Op> b, w;
+    for (const auto& op : backward) (op.role == OpRole::weight_grad ? w : b).push_back(op);
+    input_grad = timer.parts(b, input_grad_cuts);
+    weight_grad = timer.parts(w, cuts);
+  };
+
   Costs costs;
   // One layer's parameters on a rank: attention, MLP (routed experts split over EP) and norms.
   auto layer_costs = [&](LayerCosts& lc, int layer) {
     lc.forward = timer.parts(workload::layer_forward_ops(s.model, local, seqs, lay.tp, layer, lay.ep), cuts);
-    lc.backward = timer.parts(workload::layer_backward_ops(s.model, local, seqs, lay.tp, layer, lay.ep), cuts);
+    const auto backward = workload::layer_backward_ops(s.model, local, seqs, lay.tp, layer, lay.ep);
+    lc.backward = timer.parts(backward, cuts);
+    split(backward, lc.input_grad, lc.weight_grad);
     lc.recompute = timer.parts(workload::layer_recompute_ops(s.model, local, seqs, lay.tp, layer, lay.ep), cuts);
     config::ModelSpec one = s.model;
     one.layers = 1;
@@ -84,6 +93,8 @@ Costs build_costs(const config::Scenario& s, const Layout& lay, const config::Tr
   costs.head_forward = timer.parts(hf, cuts);
   costs.head_backward = timer.parts(hb, cuts);
   costs.embed_backward = timer.parts(eb, cuts);
+  split(hb, costs.head_input_grad, costs.head_weight_grad);
+  split(eb, costs.embed_input_grad, costs.embed_weight_grad);
   costs.embed_params = (shape.embedding + shape.position) / lay.tp;
   costs.head_params = shape.lm_head / lay.tp;
   costs.activation_bytes = tokens_local * s.model.hidden * elem;

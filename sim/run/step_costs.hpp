@@ -46,18 +46,16 @@ struct Part {
 /// One pass (forward, recompute or backward) of one unit, cut into parts at TP sync points.
 using PartList = std::vector<Part>;
 
-
-
-
-
-/// The op name without a "recompute_" prefix.
-std::string base_name(const std::string& name);
-/// The tensor-parallel sync point that follows an op (Megatron's), if any.
-After sync_after(const std::string& op_name);
+/// The tensor-parallel sync point that follows an op (Megatron's), if any, from its role:
+/// row-parallel GEMM outputs and the vocab-parallel embedding are all-reduced before the next
+/// op (`sync`); a column-parallel GEMM's input gradient is all-reduced while the weight
+/// gradient that follows runs (`sync_async`), or before the next op when `weight_gradients_follow`
+/// is false (a pass of input gradients only, whose weight gradients run later).
+After sync_after(const workload::Op& op, bool weight_gradients_follow = true);
 /// Whether an expert-parallel all-to-all follows the op (the MoE markers).
-bool all_to_all_after(const std::string& op_name);
-/// Whether the op is the attention core (forward or backward), which CP turns into a ring.
-bool is_attention_core(const std::string& op_name);
+bool all_to_all_after(const workload::Op& op);
+/// Whether the op is the attention core (forward, recompute or backward), which CP turns into a ring.
+bool is_attention_core(const workload::Op& op);
 
 class OpTimer {
  public:
@@ -89,6 +87,7 @@ class OpTimer {
     bool expert_parallel = false;
     int context_parallel = 1;
     double ring_bytes = 0;
+    bool weight_gradients_follow = true;  ///< false for a pass of input gradients only (sync_after)
   };
 
   /// Cuts `ops` into parts (one part when nothing cuts them).
@@ -97,27 +96,27 @@ class OpTimer {
     if (ops.empty()) return out;
     out.emplace_back();
     for (std::size_t i = 0; i < ops.size(); ++i) {
-      if (cuts.context_parallel > 1 && is_attention_core(ops[i].name)) {
+      if (cuts.context_parallel > 1 && is_attention_core(ops[i])) {
         if (out.back().ops.ops.empty()) out.pop_back();
         Part ring;
         add(ring.ops, ops[i]);
         ring.ring_steps = cuts.context_parallel;
         // Backward passes the key/value block and its gradient around the ring.
-        ring.ring_bytes = base_name(ops[i].name) == "attn_core_bwd" ? 2 * cuts.ring_bytes : cuts.ring_bytes;
+        ring.ring_bytes = ops[i].role == workload::OpRole::attention_core_grad ? 2 * cuts.ring_bytes : cuts.ring_bytes;
         out.push_back(std::move(ring));
         out.emplace_back();
         continue;
       }
       add(out.back().ops, ops[i]);
-      After a = cuts.tensor_parallel ? sync_after(ops[i].name) : After::none;
-      if (cuts.expert_parallel && all_to_all_after(ops[i].name)) a = After::all_to_all;
+      After a = cuts.tensor_parallel ? sync_after(ops[i], cuts.weight_gradients_follow) : After::none;
+      if (cuts.expert_parallel && all_to_all_after(ops[i])) a = After::all_to_all;
       if (a == After::none || i + 1 == ops.size()) {
         if (i + 1 == ops.size()) out.back().after = a;
         continue;
       }
       out.back().after = a;
       out.emplace_back();
-      if (a == After::sync_async && i + 1 < ops.size() && base_name(ops[i + 1].name).ends_with("_wgrad")) {
+      if (a == After::sync_async && i + 1 < ops.size() && ops[i + 1].role == workload::OpRole::weight_grad) {
         // The weight-gradient GEMM runs alone, concurrently with the collective.
         add(out.back().ops, ops[++i]);
         if (i + 1 < ops.size()) out.emplace_back();
@@ -134,10 +133,16 @@ class OpTimer {
   std::map<std::string, std::uint32_t> names_;
 };
 
-/// Costs of every kind of pass, computed once per simulation.
-/// One kind of layer (dense, or mixture of experts).
+/// The costs of one kind of layer (dense, or mixture of experts), computed once per simulation.
+/// `backward` is autograd's fused backward (each op's input gradient, then its weight
+/// gradient). For schedules that split it (PipelineSchedule::splits_backward) `input_grad`
+/// holds every backward op but the weight gradients — for a GEMM the dgrad, with the forward's
+/// FLOPs — and `weight_grad` the weight-gradient GEMMs (the wgrad, the forward's FLOPs again);
+/// both are empty otherwise. In an input-gradient pass a column-parallel GEMM's input gradient
+/// is all-reduced before the next op runs: the weight gradient it overlapped comes later.
 struct LayerCosts {
   PartList forward, recompute, backward;
+  PartList input_grad, weight_grad;
   double params = 0;  // held by one rank: split over TP, routed experts over EP
 };
 
@@ -148,6 +153,7 @@ struct Costs {
   const LayerCosts& layer(int l) const { return is_moe[static_cast<std::size_t>(l)] ? moe : dense; }
   PartList embed_forward, embed_backward;  // first chunk: before its layers / after them
   PartList head_forward, head_backward;    // last chunk: after its layers / before them
+  PartList embed_input_grad, embed_weight_grad, head_input_grad, head_weight_grad;  // split backward only
   TimedOps optimizer;
   double embed_params = 0, head_params = 0; // per TP rank (tied: the table counts once, as embedding)
   double activation_bytes = 0;             // one microbatch's hidden states on a rank: tokens × hidden × bytes
@@ -155,8 +161,9 @@ struct Costs {
 };
 
 /// The costs of `scenario` under `layout` for a rank holding `per_rank` (the training spec with
-/// the sequence split over CP). Op names are interned in `sink`.
+/// the sequence split over CP), with the backward split into input and weight gradients when
+/// `split_backward`. Op names are interned in `sink`.
 Costs build_costs(const config::Scenario& scenario, const Layout& layout, const config::TrainingSpec& per_rank,
-                  RecordSink& sink);
+                  RecordSink& sink, bool split_backward = false);
 
 }  // namespace ironlaw::run::detail

@@ -10,6 +10,7 @@
 /// the others MoE (experts == 1: all dense). Unknown enum strings (activation, norm,
 /// precision, ...) throw std::invalid_argument naming the field; the config loader is expected
 /// to have rejected them with a file position first.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,26 @@ struct FlopsPerToken {
 };
 FlopsPerToken flops_per_token(const config::ModelSpec& model, int sequence_length);
 
+/// What an op means to the layers that schedule it, beyond its cost: where Megatron's
+/// tensor-parallel all-reduces, the expert-parallel all-to-alls and context parallelism's ring
+/// attention attach, and which backward GEMMs are weight gradients. Carried by the op and kept
+/// by its backward and recompute copies as stated, so that a scheduler never infers a role from
+/// an op's name.
+enum class OpRole : std::uint8_t {
+  plain,                 ///< nothing attaches to it
+  tp_column_parallel,    ///< forward GEMM split by output columns over TP (qkv, q_proj, q_up, kv_up, mlp_up, shared_up, lm_head)
+  tp_row_parallel,       ///< forward GEMM split by input rows over TP (attn_out, mlp_down, shared_down): its output is partial sums
+  vocab_embedding,       ///< the vocab-parallel embedding lookup (forward): partial rows on each TP rank
+  vocab_embedding_grad,  ///< the embedding lookup's backward
+  input_grad,            ///< backward: the input gradient (dX) of a GEMM that is not column-parallel
+  tp_column_input_grad,  ///< backward: dX of a tp_column_parallel GEMM, partial sums over TP
+  weight_grad,           ///< backward: the weight gradient (dW) of a GEMM
+  expert_dispatch,       ///< MoE marker: the dispatch all-to-all (forward and recompute; backward: the input gradients' trip home)
+  expert_combine,        ///< MoE marker: the combine all-to-all (backward: the output gradients' trip to the experts)
+  attention_core,        ///< the fused (flash) attention core, forward or recompute
+  attention_core_grad,   ///< its backward
+};
+
 /// One kernel of the step, with what it costs on one GPU for one microbatch.
 ///
 /// GEMM ops (m > 0) run on the tensor cores; their `flops` are matmul FLOPs. Every other op is
@@ -93,6 +114,10 @@ struct Op {
   /// A fused attention kernel (flash attention): its tensor-core rate is the device's measured
   /// max_attention_fraction of peak instead of max_gemm_fraction.
   bool fused_attention = false;
+  /// Its role for the schedulers (OpRole); backward GEMMs are input_grad / tp_column_input_grad
+  /// (dX) or weight_grad (dW), elementwise backwards and recompute copies keep the forward's
+  /// role except vocab_embedding → vocab_embedding_grad and attention_core → attention_core_grad.
+  OpRole role = OpRole::plain;
 
   bool is_gemm() const { return m > 0; }
 };

@@ -11,8 +11,9 @@ namespace ironlaw::workload {
 namespace {
 
 /// A GEMM (m×k)·(k×n) repeated `batch` times: reads both operands, writes the output.
-Op gemm(std::string name, double m, double n, double k, double batch, double bpe) {
+Op gemm(std::string name, double m, double n, double k, double batch, double bpe, OpRole role = OpRole::plain) {
   Op op;
+  op.role = role;
   op.name = std::move(name);
   op.m = m;
   op.n = n;
@@ -116,6 +117,7 @@ std::vector<Op> attention_core_forward(const Microbatch& mb) {
     op.batch = batch;
     op.causal = true;
     op.fused_attention = true;
+    op.role = OpRole::attention_core;
     op.flops = batch * s * (s + 1.0) / 2.0 * 2.0 * (d + dv);
     op.bytes = mb.tokens * (heads + kv_heads) * (d + dv) * mb.bpe + mb.tokens * heads * 4.0;
     // Attention dropout, if any, is applied to the probability tiles inside the kernel (its
@@ -141,7 +143,7 @@ void attention_projections(const Microbatch& mb, double norm_flops, std::vector<
   const double tp = mb.tp;
   if (!sh.mla) {
     // Column-parallel fused QKV projection: output a·d + 2·g·d features, split over tp.
-    ops.push_back(gemm("qkv", t, (sh.heads + 2.0 * sh.kv_heads) * sh.head_dim / tp, h, 1, mb.bpe));
+    ops.push_back(gemm("qkv", t, (sh.heads + 2.0 * sh.kv_heads) * sh.head_dim / tp, h, 1, mb.bpe, OpRole::tp_column_parallel));
     return;
   }
   // MLA (DeepSeek-V3 report §2.1.1): low-rank query and joint key/value latents, replicated on
@@ -150,13 +152,14 @@ void attention_projections(const Microbatch& mb, double norm_flops, std::vector<
   if (sh.q_lora_rank > 0) {
     ops.push_back(gemm("q_down", t, sh.q_lora_rank, h, 1, mb.bpe));
     ops.push_back(elementwise("q_norm", t * sh.q_lora_rank, 1, 1, norm_flops, mb.bpe));
-    ops.push_back(gemm("q_up", t, q_width, sh.q_lora_rank, 1, mb.bpe));
+    ops.push_back(gemm("q_up", t, q_width, sh.q_lora_rank, 1, mb.bpe, OpRole::tp_column_parallel));
   } else {
-    ops.push_back(gemm("q_proj", t, q_width, h, 1, mb.bpe));
+    ops.push_back(gemm("q_proj", t, q_width, h, 1, mb.bpe, OpRole::tp_column_parallel));
   }
   ops.push_back(gemm("kv_down", t, sh.kv_lora_rank + sh.qk_rope_dim, h, 1, mb.bpe));
   ops.push_back(elementwise("kv_norm", t * sh.kv_lora_rank, 1, 1, norm_flops, mb.bpe));
-  ops.push_back(gemm("kv_up", t, sh.heads * (sh.qk_nope_dim + sh.v_head_dim) / tp, sh.kv_lora_rank, 1, mb.bpe));
+  ops.push_back(gemm("kv_up", t, sh.heads * (sh.qk_nope_dim + sh.v_head_dim) / tp, sh.kv_lora_rank, 1, mb.bpe,
+                     OpRole::tp_column_parallel));
 }
 
 /// One feed-forward block of width `width` (already divided over TP) over `rows` rows, run as
@@ -165,16 +168,17 @@ void ffn(const Microbatch& mb, const std::string& prefix, double rows, double wi
          std::vector<Op>& ops) {
   const Shape& sh = mb.sh;
   const double up_width = (sh.swiglu ? 2.0 : 1.0) * width;
-  ops.push_back(gemm(prefix + "_up", rows, up_width, sh.hidden, batch, mb.bpe));
+  ops.push_back(gemm(prefix + "_up", rows, up_width, sh.hidden, batch, mb.bpe, OpRole::tp_column_parallel));
   ops.push_back(elementwise(prefix + "_act", rows * batch * width, sh.swiglu ? 2 : 1, 1,
                             sh.swiglu ? kSwigluFlops : kGeluFlops, mb.bpe));
-  ops.push_back(gemm(prefix + "_down", rows, sh.hidden, width, batch, mb.bpe));
+  ops.push_back(gemm(prefix + "_down", rows, sh.hidden, width, batch, mb.bpe, OpRole::tp_row_parallel));
 }
 
 /// A marker op: where an all-to-all sits in the op list; no work of its own.
-Op marker(std::string name) {
+Op marker(std::string name, OpRole role) {
   Op op;
   op.name = std::move(name);
+  op.role = role;
   return op;
 }
 
@@ -187,11 +191,11 @@ void moe_forward(const Microbatch& mb, std::vector<Op>& ops) {
   ops.push_back(gemm("router", t, sh.experts, h, 1, mb.bpe));
   ops.push_back(elementwise("router_topk", t * sh.experts, 1, 0, kSoftmaxFlops, mb.bpe));
   ops.push_back(elementwise("moe_permute", t * k * h, 1, 1, 0, mb.bpe));
-  ops.push_back(marker("moe_dispatch"));
+  ops.push_back(marker("moe_dispatch", OpRole::expert_dispatch));
   // The EP group's ep·t·k token copies spread evenly over its E experts; this GPU runs its E/ep.
   const double local_experts = sh.experts / mb.ep;
   ffn(mb, "mlp", t * k * mb.ep / sh.experts, sh.moe_ffn / mb.tp, local_experts, ops);
-  ops.push_back(marker("moe_combine"));
+  ops.push_back(marker("moe_combine", OpRole::expert_combine));
   // Read the t·k expert outputs, scale each by its gate weight and sum per token: t rows written.
   ops.push_back(elementwise("moe_unpermute", t * k * h, 1, 1.0 / k, 2, mb.bpe));
   if (sh.shared_experts > 0) ffn(mb, "shared", t, sh.shared_experts * sh.moe_ffn / mb.tp, 1, ops);
@@ -222,7 +226,7 @@ std::vector<Op> forward_ops(const Microbatch& mb, bool moe) {
   for (Op& op : attention_core_forward(mb)) ops.push_back(std::move(op));
   // Row-parallel output projection: k = a·d_v / tp local features in, h out (partial sums that
   // the TP all-reduce — comm layer — adds up).
-  ops.push_back(gemm("attn_out", t, h, sh.heads * sh.v_head_dim / tp, 1, mb.bpe));
+  ops.push_back(gemm("attn_out", t, h, sh.heads * sh.v_head_dim / tp, 1, mb.bpe, OpRole::tp_row_parallel));
   if (mb.hidden_dropout) ops.push_back(dropout("hidden_dropout_attn", t * h, mb.bpe));
   ops.push_back(elementwise("residual_attn", t * h, 2, 1, 1, mb.bpe));
 
@@ -242,7 +246,7 @@ std::vector<Op> backward_of(const std::vector<Op>& forward, const Microbatch& mb
   std::vector<Op> ops;
   for (auto it = forward.rbegin(); it != forward.rend(); ++it) {
     const Op& f = *it;
-    if (f.name == "attn_core") {
+    if (f.role == OpRole::attention_core) {
       // Flash-attention backward: 5 s×s matmuls (S = QKᵀ recomputed, dQ, dK over d; dV, dP over
       // d_v) vs the forward's 2 → (3·d + 2·d_v)/(d + d_v) × FLOPs, 2.5× when d_v = d. Reads Q, K,
       // V, O, dO and the row statistics; writes dQ, dK, dV.
@@ -252,14 +256,16 @@ std::vector<Op> backward_of(const std::vector<Op>& forward, const Microbatch& mb
       const double dv = mb.sh.v_head_dim;
       Op b = f;
       b.name = "attn_core_bwd";
+      b.role = OpRole::attention_core_grad;
       b.k = 3.0 * d + 2.0 * dv;
       b.flops = (3.0 * d + 2.0 * dv) / (d + dv) * f.flops;
       b.bytes = mb.tokens * (heads + kv_heads) * 2.0 * (d + dv) * mb.bpe + mb.tokens * heads * 4.0;
       ops.push_back(b);
     } else if (f.is_gemm()) {
       // dX (m×k) = dY (m×n)·Wᵀ (n×k); dW (k×n) = Xᵀ (k×m)·dY (m×n).
-      ops.push_back(gemm(f.name + "_dgrad", f.m, f.k, f.n, f.batch, mb.bpe));
-      ops.push_back(gemm(f.name + "_wgrad", f.k, f.n, f.m, f.batch, mb.bpe));
+      ops.push_back(gemm(f.name + "_dgrad", f.m, f.k, f.n, f.batch, mb.bpe,
+                         f.role == OpRole::tp_column_parallel ? OpRole::tp_column_input_grad : OpRole::input_grad));
+      ops.push_back(gemm(f.name + "_wgrad", f.k, f.n, f.m, f.batch, mb.bpe, OpRole::weight_grad));
     } else if (is_dropout(f.name)) {
       // Read the output gradient and the mask, write the input gradient: the forward's bytes.
       Op b = f;
@@ -271,6 +277,7 @@ std::vector<Op> backward_of(const std::vector<Op>& forward, const Microbatch& mb
       b.name = f.name + "_bwd";
       b.bytes = 2.0 * f.bytes;
       b.flops = 2.0 * f.flops;
+      if (f.role == OpRole::vocab_embedding) b.role = OpRole::vocab_embedding_grad;
       ops.push_back(b);
     }
   }
@@ -286,8 +293,9 @@ std::vector<Op> head_forward(const Microbatch& mb) {
   // Gather t rows of h (plus t rows of the learned position table, added), write t·h.
   ops.push_back(elementwise("embedding", t * h, sh.learned_positions ? 2 : 1, 1, sh.learned_positions ? 1 : 0,
                             mb.bpe));
+  ops.back().role = OpRole::vocab_embedding;
   ops.push_back(elementwise("final_norm", t * h, 1, 1, sh.rmsnorm ? kRmsnormFlops : kLayernormFlops, mb.bpe));
-  ops.push_back(gemm("lm_head", t, vocab_local, h, 1, mb.bpe));
+  ops.push_back(gemm("lm_head", t, vocab_local, h, 1, mb.bpe, OpRole::tp_column_parallel));
   // Fused cross-entropy: read the logits, keep fp32 probabilities for the backward.
   Op ce;
   ce.name = "cross_entropy";

@@ -1,0 +1,48 @@
+#pragma once
+/// \file Data parallelism: the gradient collectives of each gradient-reduction group (DP × CP)
+/// and the optimizer step after them, one strategy per ZeRO stage:
+/// - ZeRO 0 (DDP): gradient buckets of `parallel.bucket_bytes`, filled in the order the last
+///   microbatch's backward finishes the units, each all-reduced as soon as it is full,
+///   overlapping the rest of backward (earlier microbatches only accumulate locally);
+/// - ZeRO 1 and 2: the same buckets reduce-scattered, the optimizer updates the rank's shard,
+///   and the updated parameters are all-gathered after it;
+/// - ZeRO 3 (FSDP): each unit's parameters all-gathered before its forward and again before
+///   its backward, one unit ahead of compute (at most two units unsharded), and its gradients
+///   reduce-scattered after its backward.
+#include <memory>
+#include <vector>
+
+#include "run/pipeline_schedule.hpp"
+#include "run/step_builder.hpp"
+
+namespace ironlaw::run::detail {
+
+/// One gradient-reduction group as the strategies see it.
+struct ReductionGroup {
+  std::vector<int> group;    ///< global ranks that hold the same parameters (DP × CP)
+  std::vector<int> members;  ///< their simulated local indices
+  std::vector<int> units;    ///< the units the representative holds, in the order backward completes them
+  int last_microbatch = 0;   ///< the microbatch whose backward completes the gradients
+  StreamId all_gather = 0, reduce_scatter = 0, all_reduce = 0;  ///< the group's collective streams
+};
+
+/// Adds the gradient collectives of one group; returns the tasks the optimizer waits for.
+class DataParallelStrategy {
+ public:
+  virtual ~DataParallelStrategy() = default;
+  /// The collectives that complete the group's gradients (the optimizer waits for all).
+  virtual std::vector<TaskId> reduce_gradients(StepBuilder& b, const ReductionGroup& g) const = 0;
+  /// What follows the optimizer (ZeRO 1/2: the parameter all-gather). `optimizer`: its tasks.
+  virtual void after_optimizer(StepBuilder&, const ReductionGroup&, const std::vector<TaskId>&) const {}
+};
+
+/// The strategy of ZeRO stage `zero` (0–3); throws std::invalid_argument otherwise.
+std::unique_ptr<DataParallelStrategy> make_data_parallel(int zero);
+
+/// For every gradient-reduction group of the step (represented by its rank with dp = cp = 0):
+/// its collectives under `strategy`, then the optimizer on each simulated member, then what
+/// follows it. Units complete in the order of `schedule`'s last backward (or weight-gradient)
+/// slots. O(groups · units · microbatches).
+void build_data_parallel(StepBuilder& b, const DataParallelStrategy& strategy, const PipelineSchedule& schedule);
+
+}  // namespace ironlaw::run::detail

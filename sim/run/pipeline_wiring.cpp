@@ -1,0 +1,150 @@
+#include "run/pipeline_wiring.hpp"
+
+namespace ironlaw::run::detail {
+
+namespace {
+
+/// The parts of a backward-direction pass: the fused backward, or one of its halves.
+const PartList& backward_parts(Pass pass, const PartList& fused, const PartList& input_grad,
+                               const PartList& weight_grad) {
+  if (pass == Pass::input_grad) return input_grad;
+  if (pass == Pass::weight_grad) return weight_grad;
+  return fused;
+}
+
+}  // namespace
+
+void build_pipeline(StepBuilder& b, PassRunner& runner, const PipelineSchedule& schedule) {
+  const Layout& lay = b.layout();
+  const Costs& costs = b.costs();
+  const auto& s = b.world().scenario;
+  const int L = s.model.layers;
+  const int m = lay.microbatches;
+  const std::vector<int>& ranks = b.ranks();
+  const std::size_t n = ranks.size();
+  UnitTasks& units = b.units();
+  const std::uint32_t pp_name = b.name("pp send");
+
+  std::vector<std::uint32_t> layer_names;
+  for (int l = 0; l < L; ++l) layer_names.push_back(b.name("layer" + std::to_string(l)));
+  const std::uint32_t embed_name = b.name("embedding");
+  const std::uint32_t head_name = b.name("head");
+
+  // Entry and exit tasks of every (rank, microbatch, chunk, direction), for pipeline sends:
+  // direction 0 the forward, 1 the pass that sends gradients back (backward or input_grad).
+  const int chunks = lay.chunks();
+  auto slot_index = [&](std::size_t local, int mb, int chunk, Pass pass) {
+    return ((local * static_cast<std::size_t>(m) + static_cast<std::size_t>(mb)) * static_cast<std::size_t>(chunks) +
+            static_cast<std::size_t>(chunk)) * 2 + (pass == Pass::forward ? 0 : 1);
+  };
+  std::vector<TaskId> entry(n * static_cast<std::size_t>(m * chunks * 2), kNoTask), exit_(entry.size(), kNoTask);
+
+  // TP groups among the simulated ranks: the local indices of ranks that differ only in tp.
+  std::vector<std::vector<int>> tp_groups;
+  for (std::size_t i = 0; i < n; ++i) {
+    const int r = ranks[i];
+    if (lay.coord_of(r)[Dim::tp] != 0) continue;
+    std::vector<int> g;
+    for (int member : lay.group(r, Dim::tp)) g.push_back(b.local_of(member));
+    if (lay.tp > 1) runner.tensor_parallel().add_group(r);
+    tp_groups.push_back(std::move(g));
+  }
+
+  for (const auto& group : tp_groups) {
+    const int stage = lay.coord_of(ranks[static_cast<std::size_t>(group.front())])[Dim::pp];
+    const auto order = schedule.order(stage, lay.pp, m, lay.virtual_stages);
+    std::vector<TaskId> gates(group.size(), kNoTask);
+    for (const auto& slot : order) {
+      const int chunk = slot.local_chunk * lay.pp + stage;
+      const int first = lay.first_layer(chunk);
+      const int count = lay.chunk_layers[static_cast<std::size_t>(chunk)];
+      const bool first_chunk = chunk == 0, last_chunk = chunk == chunks - 1;
+      const int mb = slot.microbatch;
+      std::vector<TaskId> slot_entry(group.size(), kNoTask), slot_exit(group.size(), kNoTask);
+      auto note = [&](const PassRunner::PassTasks& p, int unit) {
+        for (std::size_t g = 0; g < group.size(); ++g) {
+          if (slot_entry[g] == kNoTask) slot_entry[g] = p.first[g];
+          slot_exit[g] = p.last[g];
+          if (slot.pass == Pass::forward) {
+            auto& ff = units.at(units.fwd_first, group[g], mb, unit);
+            if (ff == kNoTask) ff = p.first[g];
+          } else {
+            auto& bf = units.at(units.bwd_first, group[g], mb, unit);
+            if (bf == kNoTask) bf = p.first[g];  // the recompute, if any, comes first
+            units.at(units.bwd_last, group[g], mb, unit) = p.last[g];
+          }
+        }
+      };
+      auto pass = [&](const PartList& parts, EventKind kind, std::uint32_t name, int unit, PassPart part) {
+        if (parts.empty()) return;  // e.g. the embedding has no weight-gradient GEMM
+        note(runner.run(group, parts, kind, name, gates, PassKey{mb, unit, part}), unit);
+      };
+      if (slot.pass == Pass::forward) {
+        if (first_chunk && b.world().data.enabled())
+          for (int local : group) b.data(local);
+        if (first_chunk) pass(costs.embed_forward, EventKind::forward, embed_name, L, PassPart::forward);
+        for (int l = first; l < first + count; ++l)
+          pass(costs.layer(l).forward, EventKind::forward, layer_names[static_cast<std::size_t>(l)], l, PassPart::forward);
+        if (last_chunk) pass(costs.head_forward, EventKind::forward, head_name, L + 1, PassPart::forward);
+      } else {
+        const Pass p = slot.pass;
+        if (last_chunk)
+          pass(backward_parts(p, costs.head_backward, costs.head_input_grad, costs.head_weight_grad), EventKind::backward,
+               head_name, L + 1, PassPart::backward);
+        for (int l = first + count - 1; l >= first; --l) {
+          const auto name = layer_names[static_cast<std::size_t>(l)];
+          const LayerCosts& lc = costs.layer(l);
+          // The recompute precedes the pass that needs the activations first.
+          if (p != Pass::weight_grad) pass(lc.recompute, EventKind::recompute, name, l, PassPart::recompute);
+          pass(backward_parts(p, lc.backward, lc.input_grad, lc.weight_grad), EventKind::backward, name, l,
+               PassPart::backward);
+        }
+        if (first_chunk)
+          pass(backward_parts(p, costs.embed_backward, costs.embed_input_grad, costs.embed_weight_grad),
+               EventKind::backward, embed_name, L, PassPart::backward);
+      }
+      if (slot.pass == Pass::weight_grad) continue;  // nothing waits for a W pass across stages
+      for (std::size_t g = 0; g < group.size(); ++g) {
+        const auto local = static_cast<std::size_t>(group[g]);
+        entry[slot_index(local, mb, chunk, slot.pass)] = slot_entry[g];
+        // A pass whose last part ended in a synchronous collective is done when it is.
+        exit_[slot_index(local, mb, chunk, slot.pass)] = gates[g] != kNoTask ? gates[g] : slot_exit[g];
+      }
+    }
+  }
+
+  // Pipeline sends: activations forward to the next chunk, gradients backward to the previous.
+  if (chunks > 1) {
+    const double bytes = costs.activation_bytes / lay.tp;  // Megatron's scatter/gather: 1/tp per TP rank
+    for (std::size_t i = 0; i < n; ++i) {
+      const int r = ranks[i];
+      const Coord c = lay.coord_of(r);
+      for (int chunk = 0; chunk < chunks; ++chunk) {
+        if (lay.stage_of_chunk(chunk) != c[Dim::pp]) continue;
+        for (int mb = 0; mb < m; ++mb) {
+          if (chunk + 1 < chunks) {
+            Coord nc = c;
+            nc[Dim::pp] = lay.stage_of_chunk(chunk + 1);
+            const int dst = lay.rank_of(nc);
+            const auto dl = static_cast<std::size_t>(b.local_of(dst));
+            const auto fwd = [&](std::size_t local, int ch) { return slot_index(local, mb, ch, Pass::forward); };
+            const auto bwd = [&](std::size_t local, int ch) { return slot_index(local, mb, ch, Pass::backward); };
+            if (dst == r) {  // consecutive chunks on one rank (pp = 1 with virtual stages): no send
+              b.depend(exit_[fwd(i, chunk)], entry[fwd(dl, chunk + 1)]);
+              b.depend(exit_[bwd(dl, chunk + 1)], entry[bwd(i, chunk)]);
+              continue;
+            }
+            const TaskId f = b.send(r, dst, bytes, pp_name, {static_cast<int>(i), static_cast<int>(dl)});
+            b.depend(exit_[fwd(i, chunk)], f);
+            b.depend(f, entry[fwd(dl, chunk + 1)]);
+            const TaskId g = b.send(dst, r, bytes, pp_name, {static_cast<int>(dl), static_cast<int>(i)});
+            b.depend(exit_[bwd(dl, chunk + 1)], g);
+            b.depend(g, entry[bwd(i, chunk)]);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace ironlaw::run::detail

@@ -1,0 +1,236 @@
+#include "run/step_builder.hpp"
+
+#include <memory>
+#include <stdexcept>
+
+namespace ironlaw::run::detail {
+
+using engine::TaskGraph;
+
+World::World(const config::Scenario& s, const Layout& l, RecordSink& record_sink, TraceLevel level)
+    : scenario(s), layout(l), sink(record_sink), trace(level), net(sim), cluster(s.topology, s.nodes, net),
+      comm(sim, net, cluster),
+      data(sim, net, s.data, s.topology.device, s.nodes, s.topology.node.gpus, l.microbatch_sequences, s.seed) {
+  comm.set_fluid_rings(s.run.collectives == "fluid");
+  if (data.enabled()) data.start();  // loaders warm up before the first step, as a DataLoader does
+}
+
+StepBuilder::StepBuilder(World& w, const Costs& costs, std::int64_t index)
+    : w_(w), costs_(costs), index_(index), graph_(w.sim) {
+  const Layout& lay = w.layout;
+  const bool full = w.scenario.run.detail == "full";
+  for (int r = 0; r < lay.gpus; ++r) {
+    if (full || lay.coord_of(r)[Dim::dp] == 0) {
+      local_of_.emplace(r, static_cast<int>(ranks_.size()));
+      ranks_.push_back(r);
+    }
+  }
+  timeline_.resize(ranks_.size());
+  const auto& topo = w.scenario.topology;
+  const int comm_sms = topo.comm.channels > 0 ? topo.comm.channels : topo.node.nics;
+  const double shared_rate =
+      topo.device.sm_count > comm_sms ? static_cast<double>(topo.device.sm_count - comm_sms) / topo.device.sm_count : 1.0;
+  sms_.reserve(ranks_.size());
+  for (std::size_t i = 0; i < ranks_.size(); ++i) sms_.emplace_back(w.sim, shared_rate);
+  compute_resource_ = w.sink.intern_resource("compute");
+  comm_resource_ = w.sink.intern_resource("comm");
+  data_resource_ = w.sink.intern_resource("data");
+
+  const std::size_t n = ranks_.size();
+  const auto m = static_cast<std::size_t>(lay.microbatches);
+  const auto units = static_cast<std::size_t>(w.scenario.model.layers + 2);
+  auto table = [&] {
+    return std::vector<std::vector<std::vector<TaskId>>>(
+        n, std::vector<std::vector<TaskId>>(m, std::vector<TaskId>(units, kNoTask)));
+  };
+  units_.fwd_first = table();
+  units_.bwd_first = table();
+  units_.bwd_last = table();
+}
+
+int StepBuilder::local_of(int global) const {
+  const auto it = local_of_.find(global);
+  return it == local_of_.end() ? -1 : it->second;
+}
+
+std::vector<int> StepBuilder::simulated(const std::vector<int>& group) const {
+  std::vector<int> out;
+  for (int g : group)
+    if (auto it = local_of_.find(g); it != local_of_.end()) out.push_back(it->second);
+  return out;
+}
+
+void StepBuilder::add_compute_streams() {
+  data_name_ = w_.sink.intern_name("input batch");
+  for (int r : ranks_) streams_.push_back(graph_.add_stream("rank" + std::to_string(r) + "/compute"));
+}
+
+TaskId StepBuilder::compute(int local, EventKind kind, const TimedOps& ops, std::uint32_t name) {
+  const TaskId id = graph_.add_task(
+      [this, local, work = ops.total](TaskGraph& g, TaskId self) {
+        sms_[static_cast<std::size_t>(local)].start(work, [&g, self] { g.complete(self); });
+      },
+      streams_[static_cast<std::size_t>(local)]);
+  remember(id, TaskMeta{ranks_[static_cast<std::size_t>(local)], kind, name, &ops, ops.bytes, 0, 0});
+  return id;
+}
+
+TaskId StepBuilder::collective(comm::CollectiveOp op, std::vector<int> group, double bytes, std::uint32_t name,
+                               const std::vector<int>& participants, StreamId stream) {
+  const TaskId id = graph_.add_task(
+      [this, op, group = std::move(group), bytes](TaskGraph& g, TaskId self) {
+        comm_begin(self);
+        w_.comm.start(op, group, bytes, comm::Algorithm::automatic, [this, &g, self] { comm_end(g, self); });
+      },
+      stream);
+  remember_comm(id, name, bytes, participants);
+  return id;
+}
+
+TaskId StepBuilder::collectives(comm::CollectiveOp op, std::vector<std::vector<int>> groups, double bytes,
+                                std::uint32_t name, const std::vector<int>& participants) {
+  const TaskId id = graph_.add_task([this, op, groups = std::move(groups), bytes](TaskGraph& g, TaskId self) {
+    comm_begin(self);
+    auto left = std::make_shared<std::size_t>(groups.size());
+    for (const auto& members : groups)
+      w_.comm.start(op, members, bytes, comm::Algorithm::automatic, [this, &g, self, left] {
+        if (--*left == 0) comm_end(g, self);
+      });
+  });
+  remember_comm(id, name, bytes, participants);
+  return id;
+}
+
+TaskId StepBuilder::send(int src, int dst, double bytes, std::uint32_t name, const std::vector<int>& participants) {
+  return sends({{src, dst}}, bytes, name, participants);
+}
+
+TaskId StepBuilder::sends(std::vector<std::pair<int, int>> hops, double bytes, std::uint32_t name,
+                          const std::vector<int>& participants) {
+  const TaskId id = graph_.add_task([this, hops = std::move(hops), bytes](TaskGraph& g, TaskId self) {
+    comm_begin(self);
+    send_all(hops, bytes, [this, &g, self] { comm_end(g, self); });
+  });
+  remember_comm(id, name, bytes, participants);
+  return id;
+}
+
+void StepBuilder::send_all(const std::vector<std::pair<int, int>>& hops, double bytes, std::function<void()> done) {
+  auto left = std::make_shared<std::size_t>(hops.size());
+  auto finish = std::make_shared<std::function<void()>>(std::move(done));
+  for (const auto& [src, dst] : hops) {
+    w_.comm.send(src, dst, bytes, [left, finish] {
+      if (--*left == 0) (*finish)();
+    });
+  }
+}
+
+TaskId StepBuilder::data(int local) {
+  const int gpu = ranks_[static_cast<std::size_t>(local)];
+  const TaskId id = graph_.add_task(
+      [this, gpu](TaskGraph& g, TaskId self) { w_.data.request(gpu, [&g, self] { g.complete(self); }); },
+      streams_[static_cast<std::size_t>(local)]);
+  remember(id, TaskMeta{gpu, EventKind::data, data_name_, nullptr, w_.data.batch_bytes(), 0, 0});
+  return id;
+}
+
+TaskId StepBuilder::shared(const SharedTaskKey& key, const std::function<TaskId()>& make) {
+  auto it = shared_.find(key);
+  if (it == shared_.end()) it = shared_.emplace(key, make()).first;
+  return it->second;
+}
+
+/// A communication task's kernels occupy SMs on its simulated participants from launch to
+/// completion.
+void StepBuilder::comm_begin(TaskId id) {
+  const TaskMeta& m = meta_[id];
+  for (std::uint32_t i = 0; i < m.participant_count; ++i)
+    sms_[static_cast<std::size_t>(participants_[m.first_participant + i])].comm_begin();
+}
+
+void StepBuilder::comm_end(TaskGraph& g, TaskId id) {
+  const TaskMeta& m = meta_[id];
+  for (std::uint32_t i = 0; i < m.participant_count; ++i)
+    sms_[static_cast<std::size_t>(participants_[m.first_participant + i])].comm_end();
+  g.complete(id);
+}
+
+void StepBuilder::remember(TaskId id, TaskMeta meta) {
+  if (meta_.size() <= id) meta_.resize(static_cast<std::size_t>(id) + 1);
+  meta_[id] = meta;
+}
+
+void StepBuilder::remember_comm(TaskId id, std::uint32_t name, double bytes, const std::vector<int>& participants) {
+  TaskMeta m;
+  m.kind = EventKind::collective;
+  m.name = name;
+  m.bytes = bytes;
+  m.first_participant = static_cast<std::uint32_t>(participants_.size());
+  m.participant_count = static_cast<std::uint32_t>(participants.size());
+  participants_.insert(participants_.end(), participants.begin(), participants.end());
+  remember(id, m);
+}
+
+StepMeasurement StepBuilder::run() {
+  const Time start = w_.sim.now();
+  graph_.set_observer([this](TaskId id, Time s, Time e) {
+    observe(id, s, e);
+    // The step ends with its last task; the data loaders' background work goes on into the
+    // next step, so the simulator is stopped here rather than run dry.
+    if (graph_.completed() == graph_.size()) w_.sim.stop();
+  });
+  graph_.start();
+  if (graph_.size() > 0) w_.sim.run();
+  if (graph_.completed() != graph_.size()) {
+    throw std::logic_error("step " + std::to_string(index_) + " deadlocked: " +
+                           std::to_string(graph_.size() - graph_.completed()) + " tasks never ran");
+  }
+  return measure_step(timeline_, index_, start, w_.sim.now(), w_.layout.pp > 1);
+}
+
+void StepBuilder::observe(TaskId id, Time s, Time e) {
+  const TaskMeta& m = meta_[id];
+  if (m.kind == EventKind::collective) {
+    for (std::uint32_t i = 0; i < m.participant_count; ++i) {
+      const int local = participants_[m.first_participant + i];
+      timeline_[static_cast<std::size_t>(local)].comm.add(s, e);
+    }
+  } else if (m.kind == EventKind::data) {
+    timeline_[static_cast<std::size_t>(local_of_.at(m.rank))].data.add(s, e);
+  } else {
+    auto& t = timeline_[static_cast<std::size_t>(local_of_.at(m.rank))];
+    t.compute.add(s, e);
+    if (m.kind == EventKind::backward || m.kind == EventKind::recompute) t.last_backward_end = std::max(t.last_backward_end, e);
+    if (m.kind == EventKind::optimizer) t.optimizer += e - s;
+  }
+  if (w_.trace == TraceLevel::none || w_.trace == TraceLevel::step) return;
+  if (m.kind == EventKind::data) {
+    w_.sink.on_event(EventRecord{m.rank, data_resource_, m.kind, m.name, s.count_ns(), e.count_ns(), 0, m.bytes});
+    return;
+  }
+  if (m.kind == EventKind::collective) {
+    for (std::uint32_t i = 0; i < m.participant_count; ++i) {
+      const int rank = ranks_[static_cast<std::size_t>(participants_[m.first_participant + i])];
+      w_.sink.on_event(EventRecord{rank, comm_resource_, m.kind, m.name, s.count_ns(), e.count_ns(), 0, m.bytes});
+    }
+    return;
+  }
+  // Compute: one record per op inside the task, laid end to end, each stretched by the
+  // slowdown the task met (SMs shared with communication kernels).
+  const double stretch = m.ops->total.count_ns() > 0
+                             ? static_cast<double>((e - s).count_ns()) / static_cast<double>(m.ops->total.count_ns())
+                             : 1.0;
+  Time cumulative;
+  Time t = s;
+  for (std::size_t i = 0; i < m.ops->ops.size(); ++i) {
+    cumulative += m.ops->times[i];
+    const Time end = i + 1 == m.ops->ops.size()
+                         ? e
+                         : s + Time::ns(static_cast<std::int64_t>(static_cast<double>(cumulative.count_ns()) * stretch));
+    w_.sink.on_event(EventRecord{m.rank, compute_resource_, m.kind, m.ops->name_ids[i], t.count_ns(), end.count_ns(),
+                                 m.ops->ops[i].flops, m.ops->ops[i].bytes});
+    t = end;
+  }
+}
+
+}  // namespace ironlaw::run::detail

@@ -1,0 +1,177 @@
+#pragma once
+/// \file The task graph of one training step and the world it runs in. The StepBuilder knows
+/// how to add a task of each kind — a compute kernel on a rank's stream, a collective, a
+/// point-to-point send, a wait for an input batch — and records what each task was, so that
+/// when the step runs every task's interval lands on the right rank's timeline (step_metrics)
+/// and, at the requested detail, in the record sink. It knows no parallelism: each parallelism
+/// (model_parallel, pipeline_wiring, data_parallel) adds its own tasks through it.
+#include <compare>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "comm/collective.hpp"
+#include "config/spec.hpp"
+#include "core/records.hpp"
+#include "data/loader.hpp"
+#include "engine/flow_network.hpp"
+#include "engine/simulator.hpp"
+#include "engine/task_graph.hpp"
+#include "hardware/cluster.hpp"
+#include "run/gpu_sms.hpp"
+#include "run/layout.hpp"
+#include "run/step_costs.hpp"
+#include "run/step_metrics.hpp"
+#include "run/trace_level.hpp"
+
+namespace ironlaw::run::detail {
+
+using engine::StreamId;
+using engine::TaskId;
+inline constexpr TaskId kNoTask = 0xffffffffu;
+
+/// Everything that lives for the whole simulation: the engine, the network, the cluster, the
+/// collectives and the input pipeline.
+struct World {
+  World(const config::Scenario& s, const Layout& l, RecordSink& record_sink, TraceLevel level);
+
+  const config::Scenario& scenario;
+  const Layout& layout;
+  RecordSink& sink;
+  TraceLevel trace;
+  engine::Simulator sim;
+  engine::FlowNetwork net;
+  hardware::Cluster cluster;
+  comm::Communicator comm;
+  data::DataPipeline data;
+};
+
+/// Which part of a unit's work a pass is, for tasks shared between TP groups.
+enum class PassPart : std::uint8_t { forward, recompute, backward };
+
+/// Identifies one pass of one unit (layer, embedding, head) of one microbatch.
+struct PassKey {
+  int microbatch = 0;
+  int unit = 0;
+  PassPart part = PassPart::forward;
+  auto operator<=>(const PassKey&) const = default;
+};
+
+/// What a shared task is.
+enum class SharedKind : std::uint8_t { expert_all_to_all, ring_exchange };
+
+/// A task that several TP groups of the step wait for (an EP group's all-to-all, a CP ring's
+/// key/value exchange), created by whichever member reaches it first.
+struct SharedTaskKey {
+  SharedKind kind = SharedKind::expert_all_to_all;
+  int group = 0;      ///< the first global rank of the group that runs it
+  PassKey pass;
+  int part = 0;       ///< index of the part in the pass
+  int step = 0;       ///< ring step (ring exchanges), 0 otherwise
+  auto operator<=>(const SharedTaskKey&) const = default;
+};
+
+/// Units of the model: 0 … L−1 layers, L embedding, L+1 head.
+struct UnitTasks {
+  /// Per local rank, microbatch, unit: the first task of its forward, the first of its
+  /// backward (the recompute or input-gradient pass included) and the last of its backward
+  /// (the weight-gradient pass, where split): what the data-parallel collectives hang on.
+  std::vector<std::vector<std::vector<TaskId>>> fwd_first, bwd_first, bwd_last;
+  TaskId& at(std::vector<std::vector<std::vector<TaskId>>>& t, int local, int mb, int unit) const {
+    return t[static_cast<std::size_t>(local)][static_cast<std::size_t>(mb)][static_cast<std::size_t>(unit)];
+  }
+};
+
+/// Builds the task graph of one step and runs it. Not copyable; one per step.
+class StepBuilder {
+ public:
+  /// Simulates every rank (run.detail full) or one data-parallel replica (symmetric).
+  StepBuilder(World& w, const Costs& costs, std::int64_t index);
+  StepBuilder(const StepBuilder&) = delete;
+  StepBuilder& operator=(const StepBuilder&) = delete;
+
+  World& world() { return w_; }
+  const Layout& layout() const { return w_.layout; }
+  const Costs& costs() const { return costs_; }
+  engine::TaskGraph& graph() { return graph_; }
+
+  /// The simulated global ranks, ascending; their index in this vector is their local index.
+  const std::vector<int>& ranks() const { return ranks_; }
+  /// The local index of global rank `global`, or −1 if it is not simulated op by op.
+  int local_of(int global) const;
+  /// The local indices of the simulated members of `group` (global ranks), in group order.
+  std::vector<int> simulated(const std::vector<int>& group) const;
+
+  std::uint32_t name(const std::string& text) { return w_.sink.intern_name(text); }
+  StreamId add_stream(const std::string& label) { return graph_.add_stream(label); }
+  /// Creates the compute stream of every simulated rank, in rank order (first thing built).
+  void add_compute_streams();
+  void depend(TaskId before, TaskId after) { graph_.add_dependency(before, after); }
+
+  /// The ops `ops` as one kernel sequence on `local`'s compute stream, at the speed its SMs
+  /// give (gpu_sms.hpp).
+  TaskId compute(int local, EventKind kind, const TimedOps& ops, std::uint32_t name);
+  /// A collective over `group` (global ranks) on `stream`, recorded on the simulated `participants`.
+  TaskId collective(comm::CollectiveOp op, std::vector<int> group, double bytes, std::uint32_t name,
+                    const std::vector<int>& participants, StreamId stream);
+  /// The same collective over several groups at once (each its own instance); done when all are.
+  TaskId collectives(comm::CollectiveOp op, std::vector<std::vector<int>> groups, double bytes, std::uint32_t name,
+                     const std::vector<int>& participants);
+  /// A point-to-point send of `bytes` from global rank `src` to `dst`, over the cluster route,
+  /// after the collective library's launch latency.
+  TaskId send(int src, int dst, double bytes, std::uint32_t name, const std::vector<int>& participants);
+  /// Sends of `bytes` each along all `hops` at once; done when the last arrives.
+  TaskId sends(std::vector<std::pair<int, int>> hops, double bytes, std::uint32_t name,
+               const std::vector<int>& participants);
+  /// Waits on `local`'s compute stream for its next input batch (a stall, if the loaders are
+  /// behind) and its host-to-device copy.
+  TaskId data(int local);
+
+  /// The task under `key`, made by `make` the first time it is asked for.
+  TaskId shared(const SharedTaskKey& key, const std::function<TaskId()>& make);
+
+  UnitTasks& units() { return units_; }
+
+  /// Runs the graph to its last task; throws std::logic_error on a deadlock. Then measures the
+  /// step (step_metrics). O(tasks + events).
+  StepMeasurement run();
+  std::size_t tasks() const { return graph_.size(); }
+
+ private:
+  struct TaskMeta {
+    std::int32_t rank = -1;  // compute: the global rank; communication: -1
+    EventKind kind = EventKind::forward;
+    std::uint32_t name = 0;
+    const TimedOps* ops = nullptr;
+    double bytes = 0;
+    std::uint32_t first_participant = 0;  // communication: range in participants_
+    std::uint32_t participant_count = 0;
+  };
+
+  void send_all(const std::vector<std::pair<int, int>>& hops, double bytes, std::function<void()> done);
+  void comm_begin(TaskId id);
+  void comm_end(engine::TaskGraph& g, TaskId id);
+  void remember(TaskId id, TaskMeta meta);
+  void remember_comm(TaskId id, std::uint32_t name, double bytes, const std::vector<int>& participants);
+  void observe(TaskId id, Time s, Time e);
+
+  World& w_;
+  const Costs& costs_;
+  std::int64_t index_;
+  engine::TaskGraph graph_;
+  std::vector<int> ranks_;              // simulated global ranks, ascending
+  std::map<int, int> local_of_;         // global → local index
+  std::vector<StreamId> streams_;       // compute stream per local rank
+  std::vector<GpuSms> sms_;             // per local rank
+  std::vector<TaskMeta> meta_;
+  std::vector<int> participants_;
+  std::vector<RankTimeline> timeline_;
+  std::uint32_t compute_resource_ = 0, comm_resource_ = 0, data_resource_ = 0, data_name_ = 0;
+  std::map<SharedTaskKey, TaskId> shared_;
+  UnitTasks units_;
+};
+
+}  // namespace ironlaw::run::detail
