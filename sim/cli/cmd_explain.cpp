@@ -1,7 +1,6 @@
 // `ironlaw explain`: set published GPU-hours beside what the simulated step implies, so the
 // gap is visible (seed 003's puzzle: Llama 3 8B's card implies 15.6 % MFU, the 70B 27.9 %).
 #include <boost/program_options.hpp>
-#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -51,12 +50,12 @@ int cmd_explain(const Args& args) {
     return kExitJobFailed;
   }
   const auto m = report::summary_metrics(s, r);
-  const double steps = std::ceil(s.training.tokens / r.tokens_per_step);
-  const double sim_hours = steps * r.step_time_s * r.gpus / 3600.0;
+  const double steps = report::steps_for_tokens(s.training.tokens, r.tokens_per_step);
+  const double sim_hours = report::gpu_hours(steps, r.step_time_s, r.gpus);
   const double total_model_flops = r.model_flops_per_step / r.tokens_per_step * s.training.tokens;
   const double total_6n = r.model_flops_6n_per_step / r.tokens_per_step * s.training.tokens;
-  const double implied = total_model_flops / (r.peak_flops_per_gpu * published_hours * 3600.0);
-  const double implied_6n = total_6n / (r.peak_flops_per_gpu * published_hours * 3600.0);
+  const double implied = report::implied_utilisation(total_model_flops, r.peak_flops_per_gpu, published_hours);
+  const double implied_6n = report::implied_utilisation(total_6n, r.peak_flops_per_gpu, published_hours);
 
   std::printf("%s: %s, %.4g tokens on %d GPUs\n\n", s.name.c_str(), s.model.name.c_str(), s.training.tokens, r.gpus);
   std::printf("  %-44s %14.0f\n", "published GPU-hours", published_hours);

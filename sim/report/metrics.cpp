@@ -13,6 +13,19 @@ double utilisation(double flops_per_step, double step_time_s, double peak_flops_
   return flops_per_step / (peak_flops_per_gpu * gpus * step_time_s);
 }
 
+double steps_for_tokens(double tokens, double tokens_per_step) {
+  return tokens_per_step > 0 ? std::ceil(tokens / tokens_per_step) : 0;
+}
+
+double wall_seconds(double steps, double step_time_s) { return steps * step_time_s; }
+
+double gpu_hours(double steps, double step_time_s, int gpus) { return wall_seconds(steps, step_time_s) / 3600.0 * gpus; }
+
+double implied_utilisation(double total_flops, double peak_flops_per_gpu, double gpu_hours) {
+  if (peak_flops_per_gpu <= 0 || gpu_hours <= 0) return 0;
+  return total_flops / (peak_flops_per_gpu * gpu_hours * 3600.0);
+}
+
 namespace {
 
 /// What a 6ND calculator would claim at 100 % of peak, for one step.
@@ -75,10 +88,9 @@ std::vector<Metric> summary_metrics(const config::Scenario& s, const run::Simula
   m.push_back({"baseline_6nd_step_time_s", b.six_n_s, "s"});
   m.push_back({"baseline_6nd_attention_step_time_s", b.six_n_attention_s, "s"});
   if (s.run.mode == "full" && t > 0) {
-    const double steps = std::ceil(s.training.tokens / r.tokens_per_step);
-    const double wall_s = steps * t;
-    m.push_back({"wall_days", wall_s / 86400.0, "d"});
-    m.push_back({"gpu_hours", wall_s / 3600.0 * r.gpus, "h"});
+    const double steps = steps_for_tokens(s.training.tokens, r.tokens_per_step);
+    m.push_back({"wall_days", wall_seconds(steps, t) / 86400.0, "d"});
+    m.push_back({"gpu_hours", gpu_hours(steps, t, r.gpus), "h"});
     m.push_back({"interruptions", 0, "1"});
     m.push_back({"goodput", 1, "1"});
   }

@@ -19,6 +19,16 @@ namespace ironlaw::report {
 /// FLOPs actually delivered per second per GPU over peak: flops_per_step / (peak × gpus × t).
 double utilisation(double flops_per_step, double step_time_s, double peak_flops_per_gpu, int gpus);
 
+/// Optimizer steps that consume `tokens` training tokens: ⌈tokens / tokens_per_step⌉.
+double steps_for_tokens(double tokens, double tokens_per_step);
+/// Wall-clock seconds of `steps` steps of `step_time_s` each (no failures, no restarts).
+double wall_seconds(double steps, double step_time_s);
+/// GPU-hours of `steps` steps of `step_time_s` on `gpus` GPUs: wall_seconds / 3600 × gpus.
+double gpu_hours(double steps, double step_time_s, int gpus);
+/// The utilisation that `gpu_hours` of GPUs at `peak_flops_per_gpu` imply for `total_flops`
+/// (e.g. a model card's published hours): total_flops / (peak × gpu_hours × 3600).
+double implied_utilisation(double total_flops, double peak_flops_per_gpu, double gpu_hours);
+
 struct Metric {
   std::string name;   ///< column name in /summary and in sweep tables
   double value = 0;

@@ -1,18 +1,18 @@
 // Golden summaries of every shipped scenario (scenarios/**/*.yaml): the simulated step time in
 // nanoseconds, the events and flows the engine ran, the tasks of the step, the breakdown and
-// the MFU, one block per scenario in tests/report/data/goldens.txt. Any change to any of these
-// figures is a visible diff of that file. The figures are not "right" — they pin behaviour, so
-// that a change in the simulated timeline is always a decision, never an accident.
+// the MFU, one file per scenario under tests/report/data/goldens/ (the scenario's path with '/'
+// as '__'). Any change to any of these figures is a visible diff of that file. The figures are
+// not "right" — they pin behaviour, so that a change in the simulated timeline is always a
+// decision, never an accident.
 //
 // Regenerate after an intended change with one command (README, "Golden summaries"):
 //   scripts/update-goldens.sh
-// which runs this test with IRONLAW_UPDATE_GOLDENS=1: it then writes the file instead of
+// which runs these tests with IRONLAW_UPDATE_GOLDENS=1: they then write the files instead of
 // comparing, and the diff goes into the commit that changed the behaviour.
 //
-// Every scenario runs one step (run.steps=1) to keep the suite short. Scenarios that take
-// minutes per step are listed in kTooSlow with the reason, and the golden file says
-// "skipped: <reason>" for them: none is left out silently, and a new scenario without a golden
-// block fails the test.
+// Every scenario runs one step (run.steps=1) to keep the suite short (about a minute on two
+// cores in all). A shipped scenario without a golden file, or a golden file without a shipped
+// scenario, fails the test: none is left out silently.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -20,7 +20,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -36,49 +35,48 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::string kRepo = IRONLAW_SOURCE_DIR;
-const std::string kGoldens = kRepo + "/tests/report/data/goldens.txt";
+const std::string kGoldens = kRepo + "/tests/report/data/goldens";
 
-/// Scenarios whose one step takes minutes on two cores (the data-parallel all-reduce flows of
-/// hundreds to thousands of GPUs): pinned by name with the reason, not simulated here.
-const std::map<std::string, std::string> kTooSlow = {
-    {"scenarios/megatron-2021/04-gpt-18b.yaml", "minutes per step (256 GPUs, TP 8; see tests/report/validation_test.cpp)"},
-    {"scenarios/megatron-2021/05-gpt-39b.yaml", "minutes per step (512 GPUs)"},
-    {"scenarios/megatron-2021/06-gpt-76b.yaml", "minutes per step (1,024 GPUs)"},
-    {"scenarios/megatron-2021/07-gpt-145b.yaml", "minutes per step (1,536 GPUs)"},
-    {"scenarios/megatron-2021/08-gpt-310b.yaml", "minutes per step (1,920 GPUs)"},
-    {"scenarios/megatron-2021/09-gpt-530b.yaml", "minutes per step (2,520 GPUs)"},
-    {"scenarios/megatron-2021/10-gpt-1t.yaml", "minutes per step (3,072 GPUs)"},
-};
-
-/// Every shipped scenario, relative to the repository, sorted.
-std::vector<std::string> shipped_scenarios() {
+/// Every shipped scenario under scenarios/`folder`, relative to the repository, sorted.
+std::vector<std::string> shipped_scenarios(const std::string& folder, bool recursive) {
   std::vector<std::string> out;
-  for (const auto& e : fs::recursive_directory_iterator(kRepo + "/scenarios"))
+  auto take = [&](const fs::directory_entry& e) {
     if (e.is_regular_file() && e.path().extension() == ".yaml") out.push_back(fs::relative(e.path(), kRepo).string());
+  };
+  if (recursive) {
+    for (const auto& e : fs::recursive_directory_iterator(kRepo + "/scenarios/" + folder)) take(e);
+  } else {
+    for (const auto& e : fs::directory_iterator(kRepo + "/scenarios/" + folder)) take(e);
+  }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+/// tests/report/data/goldens/<relative with '/' as "__">.txt
+std::string golden_path(std::string relative) {
+  for (std::size_t i = relative.find('/'); i != std::string::npos; i = relative.find('/', i)) relative.replace(i, 1, "__");
+  return kGoldens + "/" + relative + ".txt";
 }
 
 std::string line(const char* key, const char* format, double value) {
   char buf[128];
   std::snprintf(buf, sizeof buf, format, value);
-  return std::string("  ") + key + ": " + buf + "\n";
+  return std::string(key) + ": " + buf + "\n";
 }
 
-/// The golden block of one scenario.
-std::string golden_block(const std::string& relative) {
-  std::string out = "scenario: " + relative + "\n";
-  if (auto it = kTooSlow.find(relative); it != kTooSlow.end()) return out + "  skipped: " + it->second + "\n";
+/// The golden summary of one scenario, one step.
+std::string golden_summary(const std::string& relative) {
+  std::string out = "# golden summary (run.steps=1) of " + relative + "; regenerate: scripts/update-goldens.sh\n";
   const auto s = config::load_scenario(kRepo + "/" + relative, {"run.steps=1"});
   NullSink sink;
   const auto r = run::simulate(s, sink, run::TraceLevel::none);
   const auto& lay = r.layout;
-  char layout[160];
-  std::snprintf(layout, sizeof layout, "  layout: gpus %d, dp %d, tp %d, pp %d, cp %d, ep %d, microbatches %d\n", lay.gpus,
-                lay.dp, lay.tp, lay.pp, lay.cp, lay.ep, lay.microbatches);
+  char layout[200];
+  std::snprintf(layout, sizeof layout, "layout: gpus %d, dp %d, tp %d, pp %d (%s), cp %d, ep %d, microbatches %d\n", lay.gpus,
+                lay.dp, lay.tp, lay.pp, s.parallel.pp_schedule.c_str(), lay.cp, lay.ep, lay.microbatches);
   out += layout;
   out += line("memory_per_gpu_bytes", "%.0f", r.memory.total());
-  if (r.out_of_memory) return out + "  out_of_memory: true\n";
+  if (r.out_of_memory) return out + "out_of_memory: true\n";
   const auto m = report::summary_metrics(s, r);
   const StepRecord& step = r.steps.front();
   out += line("step_time_ns", "%.0f", static_cast<double>(step.end_ns - step.start_ns));
@@ -102,46 +100,51 @@ std::string read_all(const std::string& path) {
   return ss.str();
 }
 
-/// The blocks of a golden file by scenario ("scenario: X" opens a block).
-std::map<std::string, std::string> blocks_of(const std::string& text) {
-  std::map<std::string, std::string> out;
-  std::istringstream in(text);
-  std::string l, current;
-  while (std::getline(in, l)) {
-    if (l.rfind("scenario: ", 0) == 0) current = l.substr(10);
-    if (!current.empty()) out[current] += l + "\n";
+bool updating() {
+  const char* update = std::getenv("IRONLAW_UPDATE_GOLDENS");
+  return update != nullptr && std::string(update) == "1";
+}
+
+/// Compares (or, when updating, writes) the golden summary of every scenario in `scenarios`.
+void check_goldens(const std::vector<std::string>& scenarios) {
+  REQUIRE_FALSE(scenarios.empty());
+  for (const auto& sc : scenarios) {
+    const std::string got = golden_summary(sc);
+    const std::string path = golden_path(sc);
+    if (updating()) {
+      fs::create_directories(kGoldens);
+      std::ofstream(path, std::ios::binary) << got;
+      continue;
+    }
+    INFO("scenario " << sc << ": golden " << path << " (regenerate with scripts/update-goldens.sh after an intended change)");
+    REQUIRE(fs::exists(path));
+    CHECK(got == read_all(path));
   }
-  return out;
 }
 
 }  // namespace
 
-TEST_CASE("every shipped scenario reproduces its golden summary", "[golden]") {
-  const char* update = std::getenv("IRONLAW_UPDATE_GOLDENS");
-  const auto scenarios = shipped_scenarios();
-  REQUIRE(scenarios.size() >= 4);
-  std::string text =
-      "# Golden summaries of the shipped scenarios, one step each (run.steps=1).\n"
-      "# Written by scripts/update-goldens.sh; checked by tests/report/golden_summary_test.cpp.\n";
-  std::map<std::string, std::string> got;
-  for (const auto& sc : scenarios) {
-    got[sc] = golden_block(sc);
-    text += got[sc];
+TEST_CASE("the top-level scenarios reproduce their golden summaries", "[golden]") {
+  check_goldens(shipped_scenarios("", false));
+}
+
+TEST_CASE("the megatron-2021 scenarios reproduce their golden summaries", "[golden]") {
+  check_goldens(shipped_scenarios("megatron-2021", false));
+}
+
+TEST_CASE("every shipped scenario has a golden summary and every golden a scenario", "[golden]") {
+  std::vector<std::string> expected;
+  for (const auto& sc : shipped_scenarios("", true)) expected.push_back(golden_path(sc));
+  std::sort(expected.begin(), expected.end());
+  // The two test cases above cover exactly these folders.
+  for (const auto& sc : shipped_scenarios("", true)) {
+    INFO(sc);
+    const std::string folder = fs::path(sc).parent_path().string();
+    CHECK((folder == "scenarios" || folder == "scenarios/megatron-2021"));
   }
-  if (update != nullptr && std::string(update) == "1") {
-    std::ofstream(kGoldens, std::ios::binary) << text;
-    WARN("wrote " << kGoldens);
-    return;
-  }
-  const auto expected = blocks_of(read_all(kGoldens));
-  for (const auto& sc : scenarios) {
-    INFO("scenario " << sc << " (regenerate with scripts/update-goldens.sh after an intended change)");
-    const auto it = expected.find(sc);
-    if (it == expected.end()) FAIL_CHECK("no golden block for " << sc);
-    else CHECK(got[sc] == it->second);
-  }
-  for (const auto& [sc, block] : expected) {
-    INFO("golden block for a scenario that is no longer shipped: " << sc);
-    CHECK(got.count(sc) == 1);
-  }
+  if (updating()) return;
+  std::vector<std::string> present;
+  for (const auto& e : fs::directory_iterator(kGoldens)) present.push_back(e.path().string());
+  std::sort(present.begin(), present.end());
+  CHECK(present == expected);
 }

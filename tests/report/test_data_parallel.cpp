@@ -87,9 +87,6 @@ TEST_CASE("a step is never shorter than its compute or the 6ND bound at peak", "
   CHECK(t >= report::metric(o.metrics, "baseline_6nd_attention_step_time_s"));
   CHECK(o.mfu() > 0.0);
   CHECK(o.mfu() < 1.0);
-  // The breakdown covers the step exactly.
-  CHECK(o.result.compute_s + o.result.exposed_comm_s + o.result.bubble_s + o.result.data_stall_s + o.result.other_s ==
-        Approx(t).epsilon(1e-9));
 }
 
 TEST_CASE("a layout that does not fit in HBM is reported out of memory, not simulated", "[run][memory]") {

@@ -30,7 +30,9 @@ double idle_fraction(std::vector<std::string> overrides) {
 std::string slots(const std::vector<PipelineSlot>& order) {
   std::string out;
   for (const auto& s : order) {
-    out.append(s.pass == Pass::forward ? "F" : "B").append(std::to_string(s.microbatch));
+    // F forward, B fused backward, I input-gradient pass, W weight-gradient pass.
+    const char* letter = s.pass == Pass::forward ? "F" : s.pass == Pass::backward ? "B" : s.pass == Pass::input_grad ? "I" : "W";
+    out.append(letter).append(std::to_string(s.microbatch));
     if (s.local_chunk > 0) out.append(".").append(std::to_string(s.local_chunk));
     out.append(" ");
   }
@@ -89,4 +91,37 @@ TEST_CASE("interleaving v chunks per stage shrinks the bubble to (p-1)/(v*m+p-1)
   // Narayanan et al. 2021 §2.2.2: the bubble time falls by the factor v.
   CHECK(idle_fraction({"parallel.pp_schedule=interleaved", "parallel.virtual_stages=2"}) ==
         Approx(3.0 / 19.0).epsilon(0.005));
+}
+
+TEST_CASE("ZB-H1 runs 1F1B with input-gradient passes, stage s holding back up to s weight-gradient passes",
+          "[pipeline][zero-bubble]") {
+  // Qi et al. 2024 §3.1. p = 4, m = 6. The first stage keeps no W pending: each follows its B.
+  CHECK(slots(run::pipeline_order("zb-h1", 0, 4, 6, 1)) ==
+        "F0 F1 F2 F3 I0 W0 F4 I1 W1 F5 I2 W2 I3 W3 I4 W4 I5 W5 ");
+  // The last stage keeps three pending and runs them after its last B, where 1F1B would idle.
+  CHECK(slots(run::pipeline_order("zb-h1", 3, 4, 6, 1)) ==
+        "F0 I0 F1 I1 F2 I2 F3 I3 W0 F4 I4 W1 F5 I5 W2 W3 W4 W5 ");
+  CHECK(run::make_schedule("zb-h1")->splits_backward());
+  CHECK_FALSE(run::make_schedule("1f1b")->splits_backward());
+  // Same activations in flight on the first stage as 1F1B.
+  CHECK(run::in_flight_microbatches("zb-h1", 0, 4, 8, 1) == run::in_flight_microbatches("1f1b", 0, 4, 8, 1));
+  CHECK_THROWS_AS(run::pipeline_order("zb-h1", 0, 4, 8, 2), std::invalid_argument);
+}
+
+TEST_CASE("ZB-H1's bubble on an ideal system is a third of 1F1B's", "[pipeline][bubble][zero-bubble]") {
+  // Qi et al. 2024: with F = B = W per stage the 1F1B bubble is (p-1)(F+B+W) and ZB-H1's
+  // (p-1)(F+B-W), so the idle fractions are (p-1)/(m+p-1) and (p-1)/(3m+p-1). Short sequences
+  // (64 tokens of a 4096-wide model) make the attention core, whose backward is not split
+  // evenly, negligible: every GEMM's input and weight gradients then cost its forward again.
+  // p = 4, m = 8: 3/11 and 3/27.
+  const std::vector<std::string> shape{"training.sequence_length=64", "training.global_batch_tokens=512"};
+  auto with = [&](const char* schedule) {
+    auto o = shape;
+    o.push_back(std::string("parallel.pp_schedule=") + schedule);
+    return o;
+  };
+  const double one_f_one_b = idle_fraction(with("1f1b"));
+  const double zb = idle_fraction(with("zb-h1"));
+  CHECK(one_f_one_b == Approx(3.0 / 11.0).epsilon(0.01));
+  CHECK(zb == Approx(3.0 / 27.0).epsilon(0.01));
 }

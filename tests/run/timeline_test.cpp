@@ -1,0 +1,152 @@
+// Hand-computed timelines of tiny worlds (tests/run/data/timeline.yaml): on the launch-bound
+// node every kernel takes exactly 1 us, so a rank's timeline is a count of kernels; the TP
+// all-reduce of one microbatch (64 KiB over two GPUs at 16.384 GB/s) takes 4 us; while any
+// collective runs, compute gets 80 of the 100 SMs and a 1 us kernel takes 1.25 us. The data-
+// parallel tests make NVLink ideal (1e18 B/s), so their collectives take a few ns at most.
+// Tolerances of a few ns cover the rounding of each duration up to whole ns.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/load.hpp"
+#include "core/records.hpp"
+#include "run/simulation.hpp"
+#include "workload/model_cost.hpp"
+
+using namespace ironlaw;
+
+namespace {
+
+const std::string kTimeline = IRONLAW_SOURCE_DIR "/tests/run/data/timeline.yaml";
+constexpr double kUs = 1000.0;  // ns
+
+struct Trace {
+  config::Scenario scenario;
+  MemorySink sink;
+  run::SimulationResult result;
+
+  /// Records of `rank` (compute) or of any rank (collectives) named `name`, by start time.
+  std::vector<EventRecord> named(const std::string& name, int rank = 0) const {
+    std::vector<EventRecord> out;
+    for (const auto& e : sink.events)
+      if (sink.names.at(e.name) == name && (e.kind == EventKind::collective || e.rank == rank)) out.push_back(e);
+    std::stable_sort(out.begin(), out.end(), [](const EventRecord& a, const EventRecord& b) { return a.start_ns < b.start_ns; });
+    return out;
+  }
+  /// The first record named `name` of `kind`.
+  EventRecord first(const std::string& name, EventKind kind, int rank = 0) const {
+    for (const auto& e : named(name, rank))
+      if (e.kind == kind) return e;
+    FAIL("no " << name);
+    return {};
+  }
+  /// The compute record of rank 0 that starts first at or after `t`.
+  EventRecord next_compute(std::int64_t t) const {
+    EventRecord best{};
+    best.start_ns = -1;
+    for (const auto& e : sink.events) {
+      if (e.rank != 0 || e.kind == EventKind::collective || e.kind == EventKind::data || e.start_ns < t) continue;
+      if (best.start_ns < 0 || e.start_ns < best.start_ns) best = e;
+    }
+    return best;
+  }
+};
+
+std::unique_ptr<Trace> trace(std::vector<std::string> overrides) {
+  auto t = std::make_unique<Trace>();
+  t->scenario = config::load_scenario(kTimeline, overrides);
+  t->result = run::simulate(t->scenario, t->sink, run::TraceLevel::op);
+  return t;
+}
+
+double ns(std::int64_t v) { return static_cast<double>(v); }
+
+/// Kernels (ops that launch one: not the 0-cost MoE markers) of an op list.
+double kernels(const std::vector<workload::Op>& ops) { return static_cast<double>(ops.size()); }
+
+}  // namespace
+
+TEST_CASE("on the launch-bound node every kernel takes its launch overhead", "[run][timeline]") {
+  const auto s = config::load_scenario(kTimeline);
+  for (const auto& op : workload::layer_forward_ops(s.model, s.training, 1, 1))
+    CHECK(workload::op_time(op, s.topology.device, "bf16") == Time::us(1));
+}
+
+TEST_CASE("a forward TP all-reduce blocks the next op; a backward one runs beside the weight gradient",
+          "[run][timeline][tp][sm]") {
+  const auto t = trace({"parallel.tp=2", "parallel.dp=1", "training.global_batch_tokens=512"});
+  // Forward, Megatron's row-parallel attn_out: its all-reduce starts when it ends and the next
+  // op waits the whole 4 us, then runs at full speed (no collective beside it).
+  const EventRecord out = t->first("attn_out", EventKind::forward);
+  const EventRecord residual = t->next_compute(out.end_ns);
+  CHECK(t->sink.names.at(residual.name) == "residual_attn");
+  CHECK(ns(residual.start_ns - out.end_ns) == Approx(4 * kUs).margin(3));
+  CHECK(ns(residual.end_ns - residual.start_ns) == Approx(1 * kUs).margin(1));
+  int forward_reduces = 0;
+  for (const auto& c : t->named("tp all_reduce")) {
+    if (c.start_ns != out.end_ns) continue;
+    ++forward_reduces;
+    CHECK(ns(c.end_ns - c.start_ns) == Approx(4 * kUs).margin(3));
+  }
+  CHECK(forward_reduces == 2);  // one record per rank of the TP group
+
+  // Backward, the column-parallel mlp_up: the all-reduce of its input gradient starts when
+  // mlp_up_dgrad ends; mlp_up_wgrad starts at once beside it on 80 % of the SMs (1.25 us);
+  // norm_mlp_bwd needs the reduced gradient and starts when the all-reduce ends, 4 us later.
+  const EventRecord dgrad = t->first("mlp_up_dgrad", EventKind::backward);
+  const EventRecord wgrad = t->first("mlp_up_wgrad", EventKind::backward);
+  const EventRecord norm = t->first("norm_mlp_bwd", EventKind::backward);
+  int backward_reduces = 0;
+  for (const auto& c : t->named("tp all_reduce")) {
+    if (c.start_ns != dgrad.end_ns) continue;
+    ++backward_reduces;
+    CHECK(ns(c.end_ns - c.start_ns) == Approx(4 * kUs).margin(3));
+  }
+  CHECK(backward_reduces == 2);
+  CHECK(wgrad.start_ns == dgrad.end_ns);
+  CHECK(ns(wgrad.end_ns - wgrad.start_ns) == Approx(1.25 * kUs).margin(2));
+  CHECK(ns(norm.start_ns - dgrad.end_ns) == Approx(4 * kUs).margin(3));
+}
+
+TEST_CASE("DDP launches each gradient bucket when backward has filled it", "[run][timeline][ddp]") {
+  // Units in backward order: head (1 KiB of bf16 weights), layers 2, 1, 0 (98 KB each), the
+  // embedding (1 KiB). With 50 KB buckets: [head, layer 2], [layer 1], [layer 0], [embedding].
+  const auto t = trace({"cluster.topology.node.nvlink.bandwidth=1e18", "parallel.bucket_size=50 KB"});
+  const auto& s = t->scenario;
+  const double f = kernels(workload::layer_forward_ops(s.model, s.training, 1, 1));
+  const double b = kernels(workload::layer_backward_ops(s.model, s.training, 1, 1));
+  const double head_f = kernels(workload::head_forward_ops(s.model, s.training, 1, 1)) - 1;  // less the embedding
+  const double head_b = kernels(workload::head_backward_ops(s.model, s.training, 1, 1)) - 1;
+  const double forward = 1 + 3 * f + head_f;  // embedding, layers, head [us]
+  const double expected[] = {forward + head_b + b, forward + head_b + 2 * b, forward + head_b + 3 * b,
+                             forward + head_b + 3 * b + 1};
+  for (int k = 0; k < 4; ++k) {
+    const auto c = t->named("dp all_reduce bucket" + std::to_string(k));
+    INFO("bucket " << k);
+    REQUIRE(c.size() == 1);  // recorded on the simulated rank (symmetric detail: replica 0)
+    CHECK(ns(c[0].start_ns) == Approx(expected[k] * kUs).margin(5));
+  }
+  CHECK(t->named("dp all_reduce bucket4").empty());
+  // The optimizer (1 kernel) follows the last bucket.
+  CHECK(t->result.step_time_s * 1e9 == Approx((expected[3] + 1) * kUs).margin(10));
+}
+
+TEST_CASE("ZeRO-3 gathers a unit's parameters when compute starts the unit two before it", "[run][timeline][zero3]") {
+  // Forward units: embedding, layers 0–2, head. The gathers of the embedding, layer 0 and
+  // layer 1 go at once (layer 1 waits for the embedding's forward to start, at 0); layer 2's
+  // waits for layer 0's forward (after the 1-kernel embedding: 1 us), the head's for layer 1's.
+  const auto t = trace({"cluster.topology.node.nvlink.bandwidth=1e18", "parallel.zero=3"});
+  const auto& s = t->scenario;
+  const double f = kernels(workload::layer_forward_ops(s.model, s.training, 1, 1));
+  const std::vector<std::pair<std::string, double>> expected{
+      {"embedding", 0}, {"layer0", 0}, {"layer1", 0}, {"layer2", 1}, {"head", 1 + f}};
+  for (const auto& [unit, start_us] : expected) {
+    INFO(unit);
+    const auto c = t->named("dp all_gather " + unit);
+    REQUIRE(c.size() == 2);  // forward and backward, recorded on the simulated rank
+    CHECK(ns(c[0].start_ns) == Approx(start_us * kUs).margin(5));
+  }
+}
