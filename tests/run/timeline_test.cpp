@@ -1,5 +1,6 @@
 // Hand-computed timelines of tiny worlds (tests/run/data/timeline.yaml): on the launch-bound
-// node every kernel takes exactly 1 us, so a rank's timeline is a count of kernels; the TP
+// node every kernel takes the same time K — its 1 us launch overhead plus a vanishing amount
+// of work, rounded up to the next ns: 1,001 ns — so a rank's timeline is a count of kernels; the TP
 // all-reduce of one microbatch (64 KiB over two GPUs at 16.384 GB/s) takes 4 us; while any
 // collective runs, compute gets 80 of the 100 SMs and a 1 us kernel takes 1.25 us. The data-
 // parallel tests make NVLink ideal (1e18 B/s), so their collectives take a few ns at most.
@@ -22,6 +23,7 @@ namespace {
 
 const std::string kTimeline = IRONLAW_SOURCE_DIR "/tests/run/data/timeline.yaml";
 constexpr double kUs = 1000.0;  // ns
+constexpr double kKernel = 1001.0;  // ns, every kernel on the launch-bound node
 
 struct Trace {
   config::Scenario scenario;
@@ -69,10 +71,13 @@ double kernels(const std::vector<workload::Op>& ops) { return static_cast<double
 
 }  // namespace
 
-TEST_CASE("on the launch-bound node every kernel takes its launch overhead", "[run][timeline]") {
+TEST_CASE("on the launch-bound node every kernel takes its launch overhead, rounded up", "[run][timeline]") {
   const auto s = config::load_scenario(kTimeline);
-  for (const auto& op : workload::layer_forward_ops(s.model, s.training, 1, 1))
-    CHECK(workload::op_time(op, s.topology.device, "bf16") == Time::us(1));
+  for (const auto& ops : {workload::layer_forward_ops(s.model, s.training, 1, 1),
+                          workload::layer_backward_ops(s.model, s.training, 1, 1),
+                          workload::head_forward_ops(s.model, s.training, 1, 1),
+                          workload::head_backward_ops(s.model, s.training, 1, 1)})
+    for (const auto& op : ops) CHECK(workload::op_time(op, s.topology.device, "bf16") == Time::ns(1001));
 }
 
 TEST_CASE("a forward TP all-reduce blocks the next op; a backward one runs beside the weight gradient",
@@ -84,7 +89,7 @@ TEST_CASE("a forward TP all-reduce blocks the next op; a backward one runs besid
   const EventRecord residual = t->next_compute(out.end_ns);
   CHECK(t->sink.names.at(residual.name) == "residual_attn");
   CHECK(ns(residual.start_ns - out.end_ns) == Approx(4 * kUs).margin(3));
-  CHECK(ns(residual.end_ns - residual.start_ns) == Approx(1 * kUs).margin(1));
+  CHECK(ns(residual.end_ns - residual.start_ns) == Approx(kKernel).margin(1));
   int forward_reduces = 0;
   for (const auto& c : t->named("tp all_reduce")) {
     if (c.start_ns != out.end_ns) continue;
@@ -94,7 +99,7 @@ TEST_CASE("a forward TP all-reduce blocks the next op; a backward one runs besid
   CHECK(forward_reduces == 2);  // one record per rank of the TP group
 
   // Backward, the column-parallel mlp_up: the all-reduce of its input gradient starts when
-  // mlp_up_dgrad ends; mlp_up_wgrad starts at once beside it on 80 % of the SMs (1.25 us);
+  // mlp_up_dgrad ends; mlp_up_wgrad starts at once beside it on 80 % of the SMs (1.25 K);
   // norm_mlp_bwd needs the reduced gradient and starts when the all-reduce ends, 4 us later.
   const EventRecord dgrad = t->first("mlp_up_dgrad", EventKind::backward);
   const EventRecord wgrad = t->first("mlp_up_wgrad", EventKind::backward);
@@ -107,7 +112,7 @@ TEST_CASE("a forward TP all-reduce blocks the next op; a backward one runs besid
   }
   CHECK(backward_reduces == 2);
   CHECK(wgrad.start_ns == dgrad.end_ns);
-  CHECK(ns(wgrad.end_ns - wgrad.start_ns) == Approx(1.25 * kUs).margin(2));
+  CHECK(ns(wgrad.end_ns - wgrad.start_ns) == Approx(1.25 * kKernel).margin(2));
   CHECK(ns(norm.start_ns - dgrad.end_ns) == Approx(4 * kUs).margin(3));
 }
 
@@ -120,33 +125,34 @@ TEST_CASE("DDP launches each gradient bucket when backward has filled it", "[run
   const double b = kernels(workload::layer_backward_ops(s.model, s.training, 1, 1));
   const double head_f = kernels(workload::head_forward_ops(s.model, s.training, 1, 1)) - 1;  // less the embedding
   const double head_b = kernels(workload::head_backward_ops(s.model, s.training, 1, 1)) - 1;
-  const double forward = 1 + 3 * f + head_f;  // embedding, layers, head [us]
+  const double forward = 1 + 3 * f + head_f;  // embedding, layers, head [kernels]
   const double expected[] = {forward + head_b + b, forward + head_b + 2 * b, forward + head_b + 3 * b,
                              forward + head_b + 3 * b + 1};
   for (int k = 0; k < 4; ++k) {
     const auto c = t->named("dp all_reduce bucket" + std::to_string(k));
     INFO("bucket " << k);
     REQUIRE(c.size() == 1);  // recorded on the simulated rank (symmetric detail: replica 0)
-    CHECK(ns(c[0].start_ns) == Approx(expected[k] * kUs).margin(5));
+    CHECK(ns(c[0].start_ns) == Approx(expected[k] * kKernel).margin(5));
   }
   CHECK(t->named("dp all_reduce bucket4").empty());
   // The optimizer (1 kernel) follows the last bucket.
-  CHECK(t->result.step_time_s * 1e9 == Approx((expected[3] + 1) * kUs).margin(10));
+  CHECK(t->result.step_time_s * 1e9 == Approx((expected[3] + 1) * kKernel).margin(10));
 }
 
-TEST_CASE("ZeRO-3 gathers a unit's parameters when compute starts the unit two before it", "[run][timeline][zero3]") {
-  // Forward units: embedding, layers 0–2, head. The gathers of the embedding, layer 0 and
-  // layer 1 go at once (layer 1 waits for the embedding's forward to start, at 0); layer 2's
-  // waits for layer 0's forward (after the 1-kernel embedding: 1 us), the head's for layer 1's.
+TEST_CASE("ZeRO-3 gathers a unit's parameters once compute is done with the unit two before it",
+          "[run][timeline][zero3]") {
+  // Forward units: embedding, layers 0–2, head; at most two of them unsharded at once. The
+  // gathers of the embedding and layer 0 go at once; layer 1's waits for the embedding's
+  // forward (1 kernel) to end, layer 2's for layer 0's (f kernels more), the head's for layer 1's.
   const auto t = trace({"cluster.topology.node.nvlink.bandwidth=1e18", "parallel.zero=3"});
   const auto& s = t->scenario;
   const double f = kernels(workload::layer_forward_ops(s.model, s.training, 1, 1));
   const std::vector<std::pair<std::string, double>> expected{
-      {"embedding", 0}, {"layer0", 0}, {"layer1", 0}, {"layer2", 1}, {"head", 1 + f}};
-  for (const auto& [unit, start_us] : expected) {
+      {"embedding", 0}, {"layer0", 0}, {"layer1", 1}, {"layer2", 1 + f}, {"head", 1 + 2 * f}};
+  for (const auto& [unit, start_kernels] : expected) {
     INFO(unit);
     const auto c = t->named("dp all_gather " + unit);
     REQUIRE(c.size() == 2);  // forward and backward, recorded on the simulated rank
-    CHECK(ns(c[0].start_ns) == Approx(start_us * kUs).margin(5));
+    CHECK(ns(c[0].start_ns) == Approx(start_kernels * kKernel).margin(10));
   }
 }
