@@ -71,7 +71,7 @@ TEST_CASE("model shape checks against the layout", "[errors][layout]") {
         Errors{"--set: model.kv_heads: must divide heads (8), got 3"});
   CHECK(scenario_errors("basic.yaml", {"parallel.zero=4", "parallel.pp_schedule=2f2b"}) ==
         Errors{"--set: parallel.zero: expected 0, 1, 2 or 3, got 4",
-               "--set: parallel.pp_schedule: expected one of gpipe, 1f1b, interleaved; got \"2f2b\"; did you mean "
+               "--set: parallel.pp_schedule: expected one of gpipe, 1f1b, interleaved, zb-h1; got \"2f2b\"; did you mean "
                "\"1f1b\"?"});
   CHECK(scenario_errors("basic.yaml", {"training.precision=fp8"}) ==
         Errors{"--set: training.precision: the device Test GPU gives no peak_flops for fp8"});
