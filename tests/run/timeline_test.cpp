@@ -156,3 +156,24 @@ TEST_CASE("ZeRO-3 gathers a unit's parameters once compute is done with the unit
     CHECK(ns(c[0].start_ns) == Approx(start_kernels * kKernel).margin(10));
   }
 }
+
+TEST_CASE("ZeRO-1 reduce-scatters the same buckets and all-gathers the parameters after the optimizer",
+          "[run][timeline][zero1]") {
+  // As DDP above, with reduce-scatters in place of the all-reduces; the optimizer (1 kernel)
+  // updates the shard once the last bucket is reduced, and the updated parameters are gathered
+  // right after it.
+  const auto t = trace({"cluster.topology.node.nvlink.bandwidth=1e18", "parallel.bucket_size=50 KB", "parallel.zero=1"});
+  const auto& s = t->scenario;
+  const double f = kernels(workload::layer_forward_ops(s.model, s.training, 1, 1));
+  const double b = kernels(workload::layer_backward_ops(s.model, s.training, 1, 1));
+  const double head_f = kernels(workload::head_forward_ops(s.model, s.training, 1, 1)) - 1;
+  const double head_b = kernels(workload::head_backward_ops(s.model, s.training, 1, 1)) - 1;
+  const double last_bucket = 1 + 3 * f + head_f + head_b + 3 * b + 1;  // after the embedding's backward
+  CHECK(t->named("dp all_reduce bucket0").empty());
+  const auto rs = t->named("dp reduce_scatter bucket3");
+  REQUIRE(rs.size() == 1);
+  CHECK(ns(rs[0].start_ns) == Approx(last_bucket * kKernel).margin(5));
+  const auto ag = t->named("dp all_gather params");
+  REQUIRE(ag.size() == 1);
+  CHECK(ns(ag[0].start_ns) == Approx((last_bucket + 1) * kKernel).margin(10));
+}
