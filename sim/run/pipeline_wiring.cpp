@@ -4,6 +4,53 @@ namespace ironlaw::run::detail {
 
 namespace {
 
+/// Entry and exit tasks of every (rank, microbatch, chunk, direction), for pipeline sends:
+/// direction 0 the forward, 1 the pass that sends gradients back (backward or input_grad).
+struct SlotTable {
+  SlotTable(std::size_t ranks, int microbatches, int chunk_count)
+      : m(microbatches), chunks(chunk_count),
+        entry(ranks * static_cast<std::size_t>(microbatches * chunk_count * 2), kNoTask), exit(entry.size(), kNoTask) {}
+  std::size_t index(std::size_t local, int mb, int chunk, Pass pass) const {
+    return ((local * static_cast<std::size_t>(m) + static_cast<std::size_t>(mb)) * static_cast<std::size_t>(chunks) +
+            static_cast<std::size_t>(chunk)) * 2 + (pass == Pass::forward ? 0 : 1);
+  }
+  int m, chunks;
+  std::vector<TaskId> entry, exit;
+};
+
+/// Pipeline sends: activations forward to the next chunk, gradients backward to the previous.
+void add_sends(StepBuilder& b, const SlotTable& slots) {
+  const Layout& lay = b.layout();
+  const std::uint32_t pp_name = b.name("pp send");
+  const double bytes = b.costs().activation_bytes / lay.tp;  // Megatron's scatter/gather: 1/tp per TP rank
+  for (std::size_t i = 0; i < b.ranks().size(); ++i) {
+    const int r = b.ranks()[i];
+    const Coord c = lay.coord_of(r);
+    for (int chunk = 0; chunk + 1 < slots.chunks; ++chunk) {
+      if (lay.stage_of_chunk(chunk) != c[Dim::pp]) continue;
+      Coord nc = c;
+      nc[Dim::pp] = lay.stage_of_chunk(chunk + 1);
+      const int dst = lay.rank_of(nc);
+      const auto dl = static_cast<std::size_t>(b.local_of(dst));
+      for (int mb = 0; mb < slots.m; ++mb) {
+        const auto fwd = [&](std::size_t local, int ch) { return slots.index(local, mb, ch, Pass::forward); };
+        const auto bwd = [&](std::size_t local, int ch) { return slots.index(local, mb, ch, Pass::backward); };
+        if (dst == r) {  // consecutive chunks on one rank (pp = 1 with virtual stages): no send
+          b.depend(slots.exit[fwd(i, chunk)], slots.entry[fwd(dl, chunk + 1)]);
+          b.depend(slots.exit[bwd(dl, chunk + 1)], slots.entry[bwd(i, chunk)]);
+          continue;
+        }
+        const TaskId f = b.send(r, dst, bytes, pp_name, {static_cast<int>(i), static_cast<int>(dl)});
+        b.depend(slots.exit[fwd(i, chunk)], f);
+        b.depend(f, slots.entry[fwd(dl, chunk + 1)]);
+        const TaskId g = b.send(dst, r, bytes, pp_name, {static_cast<int>(dl), static_cast<int>(i)});
+        b.depend(slots.exit[bwd(dl, chunk + 1)], g);
+        b.depend(g, slots.entry[bwd(i, chunk)]);
+      }
+    }
+  }
+}
+
 /// The parts of a backward-direction pass: the fused backward, or one of its halves.
 const PartList& backward_parts(Pass pass, const PartList& fused, const PartList& input_grad,
                                const PartList& weight_grad) {
@@ -23,21 +70,15 @@ void build_pipeline(StepBuilder& b, PassRunner& runner, const PipelineSchedule& 
   const std::vector<int>& ranks = b.ranks();
   const std::size_t n = ranks.size();
   UnitTasks& units = b.units();
-  const std::uint32_t pp_name = b.name("pp send");
+  b.name("pp send");  // the trace's name table lists it before the layers
 
   std::vector<std::uint32_t> layer_names;
   for (int l = 0; l < L; ++l) layer_names.push_back(b.name("layer" + std::to_string(l)));
   const std::uint32_t embed_name = b.name("embedding");
   const std::uint32_t head_name = b.name("head");
 
-  // Entry and exit tasks of every (rank, microbatch, chunk, direction), for pipeline sends:
-  // direction 0 the forward, 1 the pass that sends gradients back (backward or input_grad).
   const int chunks = lay.chunks();
-  auto slot_index = [&](std::size_t local, int mb, int chunk, Pass pass) {
-    return ((local * static_cast<std::size_t>(m) + static_cast<std::size_t>(mb)) * static_cast<std::size_t>(chunks) +
-            static_cast<std::size_t>(chunk)) * 2 + (pass == Pass::forward ? 0 : 1);
-  };
-  std::vector<TaskId> entry(n * static_cast<std::size_t>(m * chunks * 2), kNoTask), exit_(entry.size(), kNoTask);
+  SlotTable slots(n, m, chunks);
 
   // TP groups among the simulated ranks: the local indices of ranks that differ only in tp.
   std::vector<std::vector<int>> tp_groups;
@@ -106,45 +147,14 @@ void build_pipeline(StepBuilder& b, PassRunner& runner, const PipelineSchedule& 
       if (slot.pass == Pass::weight_grad) continue;  // nothing waits for a W pass across stages
       for (std::size_t g = 0; g < group.size(); ++g) {
         const auto local = static_cast<std::size_t>(group[g]);
-        entry[slot_index(local, mb, chunk, slot.pass)] = slot_entry[g];
+        slots.entry[slots.index(local, mb, chunk, slot.pass)] = slot_entry[g];
         // A pass whose last part ended in a synchronous collective is done when it is.
-        exit_[slot_index(local, mb, chunk, slot.pass)] = gates[g] != kNoTask ? gates[g] : slot_exit[g];
+        slots.exit[slots.index(local, mb, chunk, slot.pass)] = gates[g] != kNoTask ? gates[g] : slot_exit[g];
       }
     }
   }
 
-  // Pipeline sends: activations forward to the next chunk, gradients backward to the previous.
-  if (chunks > 1) {
-    const double bytes = costs.activation_bytes / lay.tp;  // Megatron's scatter/gather: 1/tp per TP rank
-    for (std::size_t i = 0; i < n; ++i) {
-      const int r = ranks[i];
-      const Coord c = lay.coord_of(r);
-      for (int chunk = 0; chunk < chunks; ++chunk) {
-        if (lay.stage_of_chunk(chunk) != c[Dim::pp]) continue;
-        for (int mb = 0; mb < m; ++mb) {
-          if (chunk + 1 < chunks) {
-            Coord nc = c;
-            nc[Dim::pp] = lay.stage_of_chunk(chunk + 1);
-            const int dst = lay.rank_of(nc);
-            const auto dl = static_cast<std::size_t>(b.local_of(dst));
-            const auto fwd = [&](std::size_t local, int ch) { return slot_index(local, mb, ch, Pass::forward); };
-            const auto bwd = [&](std::size_t local, int ch) { return slot_index(local, mb, ch, Pass::backward); };
-            if (dst == r) {  // consecutive chunks on one rank (pp = 1 with virtual stages): no send
-              b.depend(exit_[fwd(i, chunk)], entry[fwd(dl, chunk + 1)]);
-              b.depend(exit_[bwd(dl, chunk + 1)], entry[bwd(i, chunk)]);
-              continue;
-            }
-            const TaskId f = b.send(r, dst, bytes, pp_name, {static_cast<int>(i), static_cast<int>(dl)});
-            b.depend(exit_[fwd(i, chunk)], f);
-            b.depend(f, entry[fwd(dl, chunk + 1)]);
-            const TaskId g = b.send(dst, r, bytes, pp_name, {static_cast<int>(dl), static_cast<int>(i)});
-            b.depend(exit_[bwd(dl, chunk + 1)], g);
-            b.depend(g, entry[bwd(i, chunk)]);
-          }
-        }
-      }
-    }
-  }
+  if (chunks > 1) add_sends(b, slots);
 }
 
 }  // namespace ironlaw::run::detail
