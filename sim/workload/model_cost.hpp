@@ -93,6 +93,13 @@ struct Op {
   /// A fused attention kernel (flash attention): its tensor-core rate is the device's measured
   /// max_attention_fraction of peak instead of max_gemm_fraction.
   bool fused_attention = false;
+  /// The precision the op runs in; "" = the training precision op_time is given. Under the fp8
+  /// recipe the linear layers' GEMMs are "fp8", everything else stays in the training dtype.
+  std::string dtype;
+  /// Kernels the op launches (eager PyTorch runs an RMSNorm as 8); each pays the launch overhead.
+  int kernels = 1;
+  /// An fp8 cast (amax and scaled cast of a GEMM's operands) whose backward belongs to the GEMM.
+  bool fp8_cast = false;
 
   bool is_gemm() const { return m > 0; }
 };
@@ -227,6 +234,21 @@ Op optimizer_op(const config::TrainingSpec& training, double params_local);
 /// no peak for a GEMM's `precision`. O(⌈m/tile_m⌉) for causal ops, O(1) otherwise.
 Time op_time(const Op& op, const config::DeviceSpec& device, const std::string& precision);
 
+/// The share of the dense peak the GEMM kernel's mainloop sustains, per SM, at the benchmark's
+/// clock: max_gemm_fraction divided by what the tile, wave and K-fill model loses at the shape
+/// the fraction was measured at (max_gemm_shape_*), at most 1; max_gemm_fraction itself when the
+/// shape is not given. O(1).
+double gemm_mainloop_fraction(const config::DeviceSpec& device);
+/// The mainloop share of fused attention kernels: max_attention_fraction, else the GEMM's.
+double attention_mainloop_fraction(const config::DeviceSpec& device);
+/// The SM clock, as a fraction of the clock max_gemm_fraction was measured at, that a kernel
+/// whose tensor cores run at `tensor_fraction` of peak sustains under power_limit_w. Dynamic
+/// power ∝ activity · f · V² with V ∝ f over the DVFS range, so ∝ activity · f³; the benchmark's
+/// GEMM (activity = gemm_mainloop_fraction) held max_gemm_power_limit_w at f = 1; static_power_w
+/// does not scale. f = min(1, ∛((P − P_s) / ((P_ref − P_s) · activity))). 1 when the device
+/// gives no power limit. Throws std::invalid_argument if a limit does not exceed static power.
+double sustained_clock_fraction(const config::DeviceSpec& device, double tensor_fraction);
+
 /// Bytes per element of the training precision (fp32 4, bf16/fp16 2, fp8 1): what GEMM
 /// operands and activations moved by the ops of one step cost.
 double bytes_per_element(const std::string& precision);
@@ -240,7 +262,11 @@ struct MemoryBreakdown {
   double gradients = 0;
   double optimizer = 0;
   double activations = 0;
-  double total() const { return weights + gradients + optimizer + activations; }
+  /// Buffers alive only around one layer: its recomputed activations during its backward under
+  /// activation checkpointing, and under ZeRO-3/FSDP the gathered parameters of the layer
+  /// computing and of the one prefetched plus the unsharded gradients of one layer.
+  double transient = 0;
+  double total() const { return weights + gradients + optimizer + activations + transient; }
 };
 
 /// Weights, gradients and optimizer state of `params_local` parameters (already divided by
@@ -278,5 +304,12 @@ double activation_bytes_per_layer(const config::ModelSpec& model, const config::
 /// parallel.microbatch_size. A bound for the worst stage, not a placement of stages.
 MemoryBreakdown memory_per_gpu(const config::ModelSpec& model, const config::TrainingSpec& training,
                                const config::ParallelSpec& parallel, int dp, int in_flight_microbatches);
+
+/// Bytes per logit alive at the loss's peak (forward or backward), by framework: fused
+/// (vocabulary-parallel fused cross-entropy) 4 — the fp32 probabilities; compile: the logits,
+/// the fp32 log-probabilities and the gradient in the training precision, bpe + 4 + bpe; eager
+/// F.cross_entropy(logits.float()): max(bpe + 8, 12) (logits, fp32 copy and log-softmax output
+/// in forward; log-softmax output, NLL gradient and log-softmax gradient in backward).
+double loss_bytes_per_logit(const config::TrainingSpec& training);
 
 }  // namespace ironlaw::workload
