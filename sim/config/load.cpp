@@ -90,6 +90,10 @@ void parse_device(Section s, DeviceSpec& d) {
   s.number("power_limit_w", d.power_limit_w, Dimension::count, kOptionalHardware);
   s.number("max_gemm_power_limit_w", d.max_gemm_power_limit_w, Dimension::count, kOptionalHardware);
   s.number("static_power_w", d.static_power_w, Dimension::count, kOptionalHardwareLatency);
+  if (s.number("clock_power_exponent", d.clock_power_exponent, Dimension::count, kOptionalHardware) &&
+      d.clock_power_exponent < 1) {
+    s.state().fail(s.full("clock_power_exponent"), "must be at least 1 (dynamic power grows at least linearly with the clock)");
+  }
   if (d.power_limit_w > 0 && !(d.power_limit_w > d.static_power_w && d.max_gemm_power_limit_w > d.static_power_w)) {
     s.state().fail(s.full("power_limit_w"), "power_limit_w and max_gemm_power_limit_w must both exceed static_power_w");
   }

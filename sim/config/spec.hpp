@@ -41,6 +41,9 @@ struct DeviceSpec {
   double power_limit_w = 0;           ///< board power limit [W]; 0 = the clock is not modelled
   double max_gemm_power_limit_w = 0;  ///< power limit under which max_gemm_fraction was measured [W]
   double static_power_w = 0;          ///< power that does not scale with the SM clock [W]
+  /// x in P_dynamic ∝ activity · f^x: 3 where the voltage tracks the clock (V ∝ f, P ∝ f·V²),
+  /// 1 at a fixed voltage floor.
+  double clock_power_exponent = 3;
   Time kernel_launch_overhead;                ///< per kernel
   double host_to_device_bandwidth = 0;        ///< pinned H2D copy [B/s]
 };

@@ -147,6 +147,9 @@ MemoryBreakdown memory_per_gpu(const config::ModelSpec& model, const config::Tra
                                 model.layers / parallel.tp;
     const double pb = parameter_bytes(training.precision);
     m.transient += layer_params * (2.0 * pb + pb);
+    // The root unit (embedding, final norm, LM head) is gathered around the loss with its
+    // gradient: FSDP wraps it apart from the blocks (torchtitan: fully_shard on the model).
+    m.transient += (p.embedding + p.lm_head) / parallel.tp * (pb + pb);
   }
   return m;
 }

@@ -98,13 +98,14 @@ double sustained_clock_fraction(const config::DeviceSpec& device, double tensor_
   if (!(reference > idle) || !(limit > idle)) {
     throw std::invalid_argument("device " + device.name + ": power limits must exceed static_power");
   }
-  // Dynamic power ∝ activity · f · V² with V ∝ f over the DVFS range: ∝ activity · f³. The best
-  // GEMM held the reference limit at the clock its benchmark measured (f = 1 here) with
-  // activity ∝ its mainloop fraction; a kernel of another activity under another limit runs at
-  // the clock where its dynamic power meets the limit, never above the benchmark's clock.
+  // Dynamic power ∝ activity · f^x (x = clock_power_exponent). The best GEMM held the reference
+  // limit at the clock its benchmark measured (f = 1 here) with activity ∝ its mainloop
+  // fraction; a kernel of another activity under another limit runs at the clock where its
+  // dynamic power meets the limit, never above the benchmark's clock.
   const double activity = tensor_fraction / gemm_mainloop_fraction(device);
-  const double f3 = (limit - idle) / ((reference - idle) * activity);
-  return std::min(1.0, std::cbrt(f3));
+  const double fx = (limit - idle) / ((reference - idle) * activity);
+  const double x = device.clock_power_exponent >= 1 ? device.clock_power_exponent : 3.0;
+  return std::min(1.0, std::pow(fx, 1.0 / x));
 }
 
 Time op_time(const Op& op, const config::DeviceSpec& device, const std::string& precision) {

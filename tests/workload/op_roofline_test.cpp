@@ -192,6 +192,10 @@ TEST_CASE("a 500 W limit slows GEMMs by the cube root of the dynamic power ratio
   // A kernel with less tensor activity draws less power: flash attention at 35 % of peak
   // (activity 0.35 / 0.8926 = 0.392) needs ∛(380 / (580 · 0.392)) > 1 — it keeps the full clock.
   CHECK(sustained_clock_fraction(capped, 0.35) == 1.0);
+  // With the exponent the profiles derive from a published 600 W capping loss (x = 1.42):
+  // (380 / 580)^(1 / 1.42) = 0.7425.
+  capped.clock_power_exponent = 1.42;
+  CHECK(sustained_clock_fraction(capped, gemm_mainloop_fraction(capped)) == Approx(0.7425).epsilon(1e-3));
   // Without a power limit in the profile nothing changes.
   CHECK(sustained_clock_fraction(h100_sxm(), 0.8) == 1.0);
 }
