@@ -180,7 +180,8 @@ struct TrainingSpec {
   std::string activation_checkpointing = "none";  ///< none | selective | full | op (torchtitan)
   /// How element-wise ops become kernels: fused (hand-fused kernels, Megatron-style: one pass
   /// per op), eager (PyTorch eager, the model code's primitive ops one kernel each), compile
-  /// (torch.compile: fused passes).
+  /// (torch.compile per transformer block, as torchtitan applies it: fused passes in the
+  /// blocks, the loss eager).
   std::string framework = "fused";
   bool flash_attention = true;
 };

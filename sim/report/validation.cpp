@@ -65,14 +65,16 @@ ValidationPlan nccl_plan(const std::string& data_dir) {
 
 /// One row of Narayanan et al. (SC'21) Table 1, as ../shared/reference/calibration.md copies it.
 ///
-/// Where the model stands (2026-11-30): every row is predicted 16–27 % faster than published
-/// (20–34 % before the dropout ops of Megatron's 0.1/0.1 defaults and the SMs NCCL kernels take
-/// from compute were modelled), all in one direction, with nothing fitted per row. The
-/// mechanisms most likely still missing, in order of their estimated weight: (1) GEMMs run at
-/// the best measured fraction of peak (0.859 on A100, a recent best-shape benchmark) rather than
-/// what 2020 cuBLAS reached on the real shapes; (2) Megatron's 2021 "local" DDP reduced
-/// gradients after the whole backward, which the bucketed overlap here hides (≈ 3 % on row 5);
-/// (3) fp16 loss scaling and gradient clipping passes.
+/// Where the model stands (2026-11-30, README's validation table has the figures): every row is
+/// still predicted faster than published (+14 % to +28 %), with nothing fitted per row. Modelled
+/// since the first version: GEMMs by shape (K-loop fill, tile orientation, the mainloop rate
+/// that reproduces the MAMF measurement at its own shape, never above it), fp16 loss scaling
+/// and gradient clipping, Megatron 2021's unbucketed "local" DDP (one all-reduce after
+/// backward). Still missing, in order of their estimated weight: the clock a long GEMM-dense
+/// step sustains below a microbenchmark's (temperature-dependent leakage), the fp32 gradient
+/// buffers of LocalDDP (all-reduced in fp32: twice the bytes modelled), the host dispatch of
+/// Megatron's many small kernels, and the per-rank variability that makes every sync wait for
+/// the slowest of 32–3,072 GPUs.
 struct MegatronRow {
   const char* file;      ///< scenarios/megatron-2021/<file>.yaml
   const char* params;    ///< the paper's parameter count, billions, as printed

@@ -146,7 +146,8 @@ struct Op {
 /// training.framework eager the ops PyTorch runs as several kernels cost what those kernels
 /// move: RMSNorm 8 kernels, (28 + 4·bpe) B per element; rotary 6 kernels (q and k), (16 + 2·bpe)
 /// B; SwiGLU 2 kernels, 5·bpe B per element of the FFN; cross-entropy over fp32 copies of the
-/// logits; fused and compile: one pass each. Under the fp8 recipe every linear layer's GEMM has
+/// logits (also under compile, which torchtitan applies per transformer block, not to the
+/// loss); fused and compile: one pass each. Under the fp8 recipe every linear layer's GEMM has
 /// dtype "fp8" (operands 1 B, output bpe) and is preceded by "<name>_cast" (input and weight:
 /// amax read + cast read/write 1 B, 4 kernels); the other GEMMs get dtype "bf16".
 /// Dropout (ModelSpec attention_dropout / hidden_dropout; 0 = none, as in Llama-style
@@ -330,8 +331,8 @@ MemoryBreakdown memory_per_gpu(const config::ModelSpec& model, const config::Tra
                                const config::ParallelSpec& parallel, int dp, int in_flight_microbatches);
 
 /// Bytes per logit alive at the loss's peak (forward or backward), by framework: fused
-/// (vocabulary-parallel fused cross-entropy) 4 — the fp32 probabilities; compile: the logits,
-/// the fp32 log-probabilities and the gradient in the training precision, bpe + 4 + bpe; eager
+/// (vocabulary-parallel fused cross-entropy) 4 — the fp32 probabilities; eager and compile
+/// (compiled per transformer block, as torchtitan does: the loss stays eager)
 /// F.cross_entropy(logits.float()): max(bpe + 8, 12) (logits, fp32 copy and log-softmax output
 /// in forward; log-softmax output, NLL gradient and log-softmax gradient in backward).
 double loss_bytes_per_logit(const config::TrainingSpec& training);

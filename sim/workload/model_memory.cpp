@@ -156,16 +156,12 @@ MemoryBreakdown memory_per_gpu(const config::ModelSpec& model, const config::Tra
 
 double loss_bytes_per_logit(const config::TrainingSpec& training) {
   const double bpe = bytes_per_element(training.precision);
-  if (training.framework == "eager") {
-    // F.cross_entropy(logits.float()): the bf16 logits, their fp32 copy and the fp32
-    // log-softmax output are alive together in forward; in backward the log-softmax output, the
-    // NLL gradient and the log-softmax gradient (all fp32).
+  if (training.framework == "eager" || training.framework == "compile") {
+    // F.cross_entropy(logits.float()) — eager under compile too, which torchtitan applies per
+    // transformer block: the bf16 logits, their fp32 copy and the fp32 log-softmax output are
+    // alive together in forward; in backward the log-softmax output, the NLL gradient and the
+    // log-softmax gradient (all fp32).
     return std::max(bpe + 8.0, 12.0);
-  }
-  if (training.framework == "compile") {
-    // Fused into one kernel each way: the logits, the fp32 log-probabilities kept for backward
-    // and the gradient written in the training precision.
-    return bpe + 4.0 + bpe;
   }
   return 4.0;  // fused vocabulary-parallel cross-entropy: the fp32 probabilities
 }

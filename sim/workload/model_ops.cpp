@@ -47,6 +47,9 @@ struct Microbatch {
   bool attention_dropout = false;  ///< dropout on the attention probabilities
   bool hidden_dropout = false;     ///< dropout on the attention and MLP block outputs
   bool eager = false;              ///< PyTorch eager: element-wise ops as the model code writes them
+  /// The loss outside the transformer blocks runs eager: also under compile, which torchtitan
+  /// applies per transformer block (torch.compile on each block, not on the head and loss).
+  bool eager_loss = false;
   bool fp8_linear = false;         ///< linear layers in fp8 (torchtitan Float8 / Transformer Engine)
 };
 
@@ -72,6 +75,7 @@ Microbatch microbatch(const config::ModelSpec& model, const config::TrainingSpec
   mb.attention_dropout = model.attention_dropout > 0;
   mb.hidden_dropout = model.hidden_dropout > 0;
   mb.eager = training.framework == "eager";
+  mb.eager_loss = training.framework == "eager" || training.framework == "compile";
   mb.fp8_linear = training.precision == "fp8";
   return mb;
 }
@@ -371,7 +375,7 @@ std::vector<Op> head_forward(const Microbatch& mb) {
   ce.name = "cross_entropy";
   ce.bytes = t * vocab_local * (mb.bpe + 4.0);
   ce.flops = t * vocab_local * kCrossEntropyFlops;
-  if (mb.eager) {
+  if (mb.eager_loss) {
     // F.cross_entropy(logits.float()): the fp32 copy (bpe + 4), log-softmax (read 4, write 4),
     // NLL gather: three kernels.
     ce.bytes = t * vocab_local * (12.0 + mb.bpe);
@@ -468,7 +472,7 @@ std::vector<Op> head_backward_ops(const config::ModelSpec& model, const config::
   Op ce_bwd = ce;
   ce_bwd.name = "cross_entropy_bwd";
   ce_bwd.flops = ce.flops / kCrossEntropyFlops;  // one subtraction per logit
-  if (mb.eager) {
+  if (mb.eager_loss) {
     // NLL backward writes an fp32 gradient (4), log-softmax backward reads it and its output
     // and writes (12), the fp32 → bf16 copy backward (4 + bpe).
     ce_bwd.bytes = mb.tokens * mb.sh.vocab / mb.tp * (20.0 + mb.bpe);

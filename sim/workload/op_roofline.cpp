@@ -69,7 +69,12 @@ double gemm_seconds(const Op& op, const config::DeviceSpec& device, const std::s
     return waves_of(op.m, op.n, op.batch, op.causal, tm, tn, sms) * 2.0 * tm * tn * op.k / sm_rate;
   }
   const double sm_rate = peak->second * gemm_mainloop_fraction(device) * clock / sms;
-  return tiled_seconds(op.m, op.n, op.k, op.batch, op.causal, device, sm_rate);
+  const double tiled = tiled_seconds(op.m, op.n, op.k, op.batch, op.causal, device, sm_rate);
+  // No shape beats the measured maximum: the MAMF scan that gave max_gemm_fraction covered
+  // shapes up to 20,480 in every dimension, so a long K loop that the fill model would put
+  // above it is held at it (at this kernel's clock).
+  const double ceiling = 2.0 * op.m * op.n * op.k * std::ceil(op.batch) / (peak->second * device.max_gemm_fraction * clock);
+  return op.causal ? tiled : std::max(tiled, ceiling);  // the scan measured dense GEMMs
 }
 
 }  // namespace

@@ -63,6 +63,9 @@ TEST_CASE("eager cross-entropy upcasts the logits to fp32", "[workload][framewor
   CHECK(find(head_backward_ops(llama3_8b(), llama_training("eager"), 1, 1), "cross_entropy_bwd").bytes ==
         logits * 22);
   CHECK(find(head_forward_ops(llama3_8b(), llama_training("fused"), 1, 1), "cross_entropy").bytes == logits * 6);
+  // torch.compile as torchtitan applies it (per transformer block) leaves the loss eager.
+  CHECK(find(head_forward_ops(llama3_8b(), llama_training("compile"), 1, 1), "cross_entropy").bytes ==
+        logits * 14);
 }
 
 TEST_CASE("the fp8 recipe runs linear layers in fp8 and times their casts; attention stays bf16",
