@@ -83,6 +83,20 @@ void parse_device(Section s, DeviceSpec& d) {
   }
   s.integer("gemm_tile_m", d.gemm_tile_m, kOptionalHardware);
   s.integer("gemm_tile_n", d.gemm_tile_n, kOptionalHardware);
+  s.number("max_gemm_shape_m", d.max_gemm_shape_m, Dimension::count, kOptionalHardware);
+  s.number("max_gemm_shape_n", d.max_gemm_shape_n, Dimension::count, kOptionalHardware);
+  s.number("max_gemm_shape_k", d.max_gemm_shape_k, Dimension::count, kOptionalHardware);
+  s.number("gemm_k_fill", d.gemm_k_fill, Dimension::count, kOptionalHardwareLatency);
+  s.number("power_limit_w", d.power_limit_w, Dimension::count, kOptionalHardware);
+  s.number("max_gemm_power_limit_w", d.max_gemm_power_limit_w, Dimension::count, kOptionalHardware);
+  s.number("static_power_w", d.static_power_w, Dimension::count, kOptionalHardwareLatency);
+  if (s.number("clock_power_exponent", d.clock_power_exponent, Dimension::count, kOptionalHardware) &&
+      d.clock_power_exponent < 1) {
+    s.state().fail(s.full("clock_power_exponent"), "must be at least 1 (dynamic power grows at least linearly with the clock)");
+  }
+  if (d.power_limit_w > 0 && !(d.power_limit_w > d.static_power_w && d.max_gemm_power_limit_w > d.static_power_w)) {
+    s.state().fail(s.full("power_limit_w"), "power_limit_w and max_gemm_power_limit_w must both exceed static_power_w");
+  }
   s.duration("kernel_launch_overhead", d.kernel_launch_overhead, kHardwareLatency);
   s.number("host_to_device_bandwidth", d.host_to_device_bandwidth, Dimension::bandwidth, kHardware);
   s.finish();
@@ -300,7 +314,8 @@ void parse_training(Section s, TrainingSpec& t) {
   s.number("tokens", t.tokens, Dimension::count, kNonNegative);
   s.choice("precision", t.precision, {"fp32", "bf16", "fp16", "fp8"});
   s.choice("optimizer", t.optimizer, {"sgd", "momentum", "rmsprop", "adam"});
-  s.choice("activation_checkpointing", t.activation_checkpointing, {"none", "selective", "full"});
+  s.choice("activation_checkpointing", t.activation_checkpointing, {"none", "selective", "full", "op"});
+  s.choice("framework", t.framework, {"fused", "eager", "compile"});
   s.flag("flash_attention", t.flash_attention);
   s.finish();
 }

@@ -32,6 +32,18 @@ struct DeviceSpec {
   double max_attention_fraction = 0;
   int gemm_tile_m = 128;                      ///< output tile rows of the GEMM kernel
   int gemm_tile_n = 256;                      ///< output tile cols of the GEMM kernel
+  /// The (m, n, k) at which max_gemm_fraction was measured; all 0 = not given (the fraction is
+  /// then the kernel's mainloop rate as is). With it, the mainloop rate is what makes the tile,
+  /// wave and K-fill model reproduce the measurement at that shape.
+  double max_gemm_shape_m = 0, max_gemm_shape_n = 0, max_gemm_shape_k = 0;
+  /// K of every output tile spent filling and draining the K-loop pipeline, doing no math [elements].
+  double gemm_k_fill = 0;
+  double power_limit_w = 0;           ///< board power limit [W]; 0 = the clock is not modelled
+  double max_gemm_power_limit_w = 0;  ///< power limit under which max_gemm_fraction was measured [W]
+  double static_power_w = 0;          ///< power that does not scale with the SM clock [W]
+  /// x in P_dynamic ∝ activity · f^x: 3 where the voltage tracks the clock (V ∝ f, P ∝ f·V²),
+  /// 1 at a fixed voltage floor.
+  double clock_power_exponent = 3;
   Time kernel_launch_overhead;                ///< per kernel
   double host_to_device_bandwidth = 0;        ///< pinned H2D copy [B/s]
 };
@@ -165,7 +177,12 @@ struct TrainingSpec {
   double tokens = 0;                ///< total training tokens (full runs)
   std::string precision = "bf16";   ///< fp32 | bf16 | fp16 | fp8
   std::string optimizer = "adam";   ///< sgd | momentum | rmsprop | adam
-  std::string activation_checkpointing = "none";  ///< none | selective | full
+  std::string activation_checkpointing = "none";  ///< none | selective | full | op (torchtitan)
+  /// How element-wise ops become kernels: fused (hand-fused kernels, Megatron-style: one pass
+  /// per op), eager (PyTorch eager, the model code's primitive ops one kernel each), compile
+  /// (torch.compile per transformer block, as torchtitan applies it: fused passes in the
+  /// blocks, the loss eager).
+  std::string framework = "fused";
   bool flash_attention = true;
 };
 

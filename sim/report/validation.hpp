@@ -2,6 +2,11 @@
 /// \file Validation cases: published figures beside what ironlaw predicts for the published
 /// configuration, with the error. Nothing is fitted per case (DESIGN.md principle 2): a case
 /// that misses is reported as a miss.
+///
+/// A case is a list of jobs, each simulating one published configuration and giving its rows,
+/// so that `ironlaw validate` can run the jobs of all cases side by side; a job's rows do not
+/// depend on which thread runs it or when (every simulation is pure in its scenario and seed).
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -10,7 +15,7 @@ namespace ironlaw::report {
 struct ValidationRow {
   std::string label;     ///< what is compared, e.g. "all_reduce busbw, 8 GPUs, 8 GiB"
   double published = 0;
-  double predicted = 0;
+  double predicted = 0;  ///< NaN when the configuration was not simulated (the label says why)
   std::string unit;
   std::string source;    ///< where the published figure comes from
   /// (predicted − published) / published.
@@ -21,12 +26,40 @@ struct ValidationCase {
   std::string name;
   std::string description;
   std::vector<ValidationRow> rows;
+  /// Whether the rows compare with measurements of real runs (counted in the summary's median
+  /// and maximum error); false for arithmetic checks such as seed003.
+  bool measured = true;
 };
+
+/// One unit of work of a case: simulates one configuration, returns its rows in order.
+struct ValidationJob {
+  std::string label;                              ///< for progress lines
+  std::function<std::vector<ValidationRow>()> run;
+};
+
+/// A case's description and its jobs, not yet run (`rows` empty). Throws
+/// std::invalid_argument for an unknown name. Cheap: nothing is simulated here.
+struct ValidationPlan {
+  ValidationCase header;
+  std::vector<ValidationJob> jobs;
+};
+ValidationPlan plan_validation(const std::string& name, const std::string& data_dir);
 
 /// Names of the known cases, in the order `ironlaw validate` runs them.
 std::vector<std::string> validation_case_names();
-/// Runs one case. `data_dir` holds topologies/, models/ and scenarios/. Throws
-/// std::invalid_argument for an unknown name.
+/// Runs one case, its jobs one after the other. `data_dir` holds topologies/, models/ and
+/// scenarios/. Throws std::invalid_argument for an unknown name.
 ValidationCase run_validation(const std::string& name, const std::string& data_dir);
+
+/// Median and maximum |error| over the measured rows that have a prediction, and how many
+/// of them are too fast (error > 0) and too slow (< 0).
+struct ValidationSummary {
+  int rows = 0;
+  double median_abs_error = 0;
+  double max_abs_error = 0;
+  int positive = 0;
+  int negative = 0;
+};
+ValidationSummary summarize(const std::vector<ValidationCase>& cases);
 
 }  // namespace ironlaw::report

@@ -118,6 +118,13 @@ struct Op {
   /// (dX) or weight_grad (dW), elementwise backwards and recompute copies keep the forward's
   /// role except vocab_embedding → vocab_embedding_grad and attention_core → attention_core_grad.
   OpRole role = OpRole::plain;
+  /// The precision the op runs in; "" = the training precision op_time is given. Under the fp8
+  /// recipe the linear layers' GEMMs are "fp8", everything else stays in the training dtype.
+  std::string dtype;
+  /// Kernels the op launches (eager PyTorch runs an RMSNorm as 8); each pays the launch overhead.
+  int kernels = 1;
+  /// An fp8 cast (amax and scaled cast of a GEMM's operands) whose backward belongs to the GEMM.
+  bool fp8_cast = false;
 
   bool is_gemm() const { return m > 0; }
 };
@@ -160,7 +167,14 @@ struct Op {
 /// row statistics (no s² term); no flash → attn_scores (full s × s, the mask applied
 /// afterwards), attn_softmax (s² read + written), attn_dropout (attention_dropout > 0 only),
 /// attn_values. Elementwise ops: bytes = elements · (reads + writes) · bytes_per_element; they
-/// run on all t·h elements on every TP rank (no sequence parallelism).
+/// run on all t·h elements on every TP rank (no sequence parallelism). Under
+/// training.framework eager the ops PyTorch runs as several kernels cost what those kernels
+/// move: RMSNorm 8 kernels, (28 + 4·bpe) B per element; rotary 6 kernels (q and k), (16 + 2·bpe)
+/// B; SwiGLU 2 kernels, 5·bpe B per element of the FFN; cross-entropy over fp32 copies of the
+/// logits (also under compile, which torchtitan applies per transformer block, not to the
+/// loss); fused and compile: one pass each. Under the fp8 recipe every linear layer's GEMM has
+/// dtype "fp8" (operands 1 B, output bpe) and is preceded by "<name>_cast" (input and weight:
+/// amax read + cast read/write 1 B, 4 kernels); the other GEMMs get dtype "bf16".
 /// Dropout (ModelSpec attention_dropout / hidden_dropout; 0 = none, as in Llama-style
 /// training) is a fused memory-bound kernel that reads its input and writes its output and a
 /// 1-byte keep mask: bytes = elements · (2·bytes_per_element + 1). hidden_dropout_attn and
@@ -198,7 +212,10 @@ std::vector<Op> head_backward_ops(const config::ModelSpec& model, const config::
 /// Forward ops recomputed in backward under the activation-checkpointing policy
 /// (none: empty; selective: the attention core, attn_dropout included; full: the whole layer
 /// forward, dropouts included, MoE markers included as "recompute_moe_dispatch" /
-/// "recompute_moe_combine": the all-to-alls repeat).
+/// "recompute_moe_combine": the all-to-alls repeat; op (torchtitan): every element-wise op and
+/// the matmuls whose outputs the policy does not keep — wk (a qkv GEMM of n = g·d/tp), wo, and
+/// w3 (half of the fused SwiGLU up GEMM; GELU MLP: the down projection) — never the attention
+/// core).
 std::vector<Op> layer_recompute_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
                                     int sequences, int tp, int layer = 0, int ep = 1);
 
@@ -233,27 +250,49 @@ MoeAllToAll moe_all_to_all_bytes(const config::ModelSpec& model, const config::T
 /// Bytes per parameter: the fp32 weights (master copy under mixed precision, the weights
 /// themselves in fp32) read + written 8, each fp32 state tensor read + written 8 (adam 2
 /// tensors, momentum and rmsprop 1, sgd 0), the gradient read (parameter_bytes), and under mixed
-/// precision the low-precision weight copy written (parameter_bytes): adam/bf16 = 28 B/param.
+/// precision the low-precision weight copy written (parameter_bytes), gradient-norm clipping
+/// (norm: read; clip: read + write) 3·parameter_bytes, and under fp16 the loss-scale pass (inf/nan
+/// check: read; unscale: read + write) 3·parameter_bytes more: adam/bf16 = 34 B/param.
 /// FLOPs per parameter (CUDA-core, rough): adam 12, rmsprop 8, momentum 4, sgd 2.
 Op optimizer_op(const config::TrainingSpec& training, double params_local);
 
-/// Duration of `op` on `device`: a roofline of tensor-core time (peak of `precision` × the
-/// measured max GEMM fraction, with tile and wave quantisation over the SMs) against HBM
-/// time, plus the kernel launch overhead. Small GEMMs lose efficiency *because* their tiles
-/// do not fill the SMs — that emerges here, it is not an input.
+/// Duration of `op` on `device`: a roofline of tensor-core time against HBM time, plus the
+/// kernel launch overhead once per kernel (`op.kernels`). Small GEMMs lose efficiency *because*
+/// their tiles do not fill the SMs and their K loops are short — that emerges here, it is not
+/// an input. The op runs in `op.dtype`, or `precision` when that is empty.
 ///
-/// GEMM: tiles = ⌈m/tile_m⌉·⌈n/tile_n⌉·⌈batch⌉ (causal: only tiles reaching the diagonal),
-/// waves = ⌈tiles / sm_count⌉, compute = waves · 2·tile_m·tile_n·k / (peak · max_gemm_fraction /
-/// sm_count): every SM computes one whole tile per wave, so partial tiles and partial waves
-/// cost full time. Other ops: compute = flops / peak_flops["fp32"] (CUDA-core rate; 0 if the
-/// device lists none). Memory = bytes / hbm_bandwidth. Result = max(compute, memory) + launch
-/// overhead, rounded up to whole ns. An op with nothing to do (not a GEMM, 0 FLOPs, 0 bytes: the
+/// GEMM: tiles = ⌈m/tile_m⌉·⌈n/tile_n⌉·⌈batch⌉ (causal: only tiles reaching the diagonal; the
+/// tile is turned tile_n × tile_m when that takes fewer waves), waves = ⌈tiles / sm_count⌉,
+/// compute = waves · 2·tile_m·tile_n·(k + gemm_k_fill) / (peak · gemm_mainloop_fraction · clock
+/// / sm_count), clock = sustained_clock_fraction(device, gemm_mainloop_fraction): every SM
+/// computes one whole tile per wave and fills and drains its K pipeline per tile, so partial
+/// tiles, partial waves and short K loops cost full time. Fused attention: max_attention_fraction
+/// instead of the mainloop, no K fill, its own (lower-activity) clock. Other ops: compute =
+/// flops / peak_flops["fp32"] (CUDA-core rate; 0 if the device lists none). Memory = bytes /
+/// hbm_bandwidth. Result = max(compute, memory) + kernels · launch overhead, rounded up to whole ns. An op with nothing to do (not a GEMM, 0 FLOPs, 0 bytes: the
 /// MoE markers) launches no kernel and takes 0. Throws std::invalid_argument if the device has
 /// no peak for a GEMM's `precision`. O(⌈m/tile_m⌉) for causal ops, O(1) otherwise.
 Time op_time(const Op& op, const config::DeviceSpec& device, const std::string& precision);
 
-/// Bytes per element of the training precision (fp32 4, bf16/fp16 2, fp8 1): what GEMM
-/// operands and activations moved by the ops of one step cost.
+/// The share of the dense peak the GEMM kernel's mainloop sustains, per SM, at the benchmark's
+/// clock: max_gemm_fraction divided by what the tile, wave and K-fill model loses at the shape
+/// the fraction was measured at (max_gemm_shape_*), at most 1; max_gemm_fraction itself when the
+/// shape is not given. O(1).
+double gemm_mainloop_fraction(const config::DeviceSpec& device);
+/// The mainloop share of fused attention kernels: max_attention_fraction, else the GEMM's.
+double attention_mainloop_fraction(const config::DeviceSpec& device);
+/// The SM clock, as a fraction of the clock max_gemm_fraction was measured at, that a kernel
+/// whose tensor cores run at `tensor_fraction` of peak sustains under power_limit_w. Dynamic
+/// power ∝ activity · f^x (x = clock_power_exponent; 3 when V ∝ f); the benchmark's GEMM
+/// (activity = gemm_mainloop_fraction) held max_gemm_power_limit_w at f = 1; static_power_w
+/// does not scale. f = min(1, ((P − P_s) / ((P_ref − P_s) · activity))^(1/x)). 1 when the device
+/// gives no power limit. Throws std::invalid_argument if a limit does not exceed static power.
+double sustained_clock_fraction(const config::DeviceSpec& device, double tensor_fraction);
+
+/// Bytes per element of the activations and the bf16/fp16 GEMM operands under the training
+/// precision: fp32 4, bf16/fp16 2, fp8 2 (the fp8 recipe — torchtitan Float8, Transformer
+/// Engine — runs only the linear layers' GEMMs on 1-byte operands, cast per GEMM; activations,
+/// attention, norms and the optimizer stay in bf16/fp32).
 double bytes_per_element(const std::string& precision);
 /// Bytes per stored weight or gradient under `precision`: fp32 4, otherwise 2 (fp8 training
 /// keeps bf16 weights and casts to fp8 per GEMM, as Transformer Engine does).
@@ -265,7 +304,11 @@ struct MemoryBreakdown {
   double gradients = 0;
   double optimizer = 0;
   double activations = 0;
-  double total() const { return weights + gradients + optimizer + activations; }
+  /// Buffers alive only around one layer: its recomputed activations during its backward under
+  /// activation checkpointing, and under ZeRO-3/FSDP the gathered parameters of the layer
+  /// computing and of the one prefetched plus the unsharded gradients of one layer.
+  double transient = 0;
+  double total() const { return weights + gradients + optimizer + activations + transient; }
 };
 
 /// Weights, gradients and optimizer state of `params_local` parameters (already divided by
@@ -277,17 +320,21 @@ struct MemoryBreakdown {
 MemoryBreakdown model_state_memory(double params_local, const config::TrainingSpec& training, int zero, int dp);
 
 /// Activation bytes one transformer layer keeps for backward, per microbatch of `sequences`
-/// sequences, on one GPU (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
-/// Transformer Models", §4): with s = sequence_length, b = sequences, t = tp,
-///   none:      s·b·h·(10 + 24/t + 5·a·s/(h·t))   (flash attention: the 5·a·s/(h·t) score /
-///              softmax / dropout-mask term is never materialised and drops out)
-///   selective: s·b·h·(10 + 24/t)
-///   full:      2·s·b·h (the layer input only)
-/// With sequence_parallel the 10 (layernorm and dropout inputs) and the full-recompute input
-/// are split over t as well. Context parallelism keeps s/cp tokens per GPU (the score term:
-/// s/cp queries against all s keys). The paper's figures assume 16-bit activations and 1-byte dropout
-/// masks; fp32 training doubles them. The dropout masks are counted whatever the model's
-/// attention_dropout and hidden_dropout are (0 included).
+/// sequences, on one GPU: what autograd keeps per op of the actual layer, Korthikanti et al.
+/// 2022 §4 generalised (their 34·s·b·h + 5·a·s²·b comes out for GPT-3's LayerNorm, GELU,
+/// multi-head attention and 0.1 dropout). Per token, bpe bytes per element, t = tp:
+///   replicated over TP (÷t under sequence_parallel): each norm's input (eager RMSNorm: its
+///     fp32 copy and the normalised value, (4 + bpe)·h) and its output, and 1-byte dropout masks
+///     of the two block outputs when hidden_dropout > 0;
+///   split over TP: Q, K, V (grouped-query widths) and the attention output; flash: fp32
+///     log-sum-exp per head; eager rotary: its fp32 inputs; MLP: GELU input and output, SwiGLU
+///     gate, up and product (eager: + the SiLU output);
+///   unfused attention: per key the softmax output, mask and dropout output (5·a/t per key at
+///     bpe 2), only under policy none.
+/// Policies: none; selective (Korthikanti: the s² terms recomputed); full: the layer input
+/// bpe·h (÷t under sequence_parallel); op (torchtitan): the layer input, the attention output
+/// and log-sum-exp, and the outputs of the 1st, 3rd, ... matmuls in forward order (wq, wk, wv,
+/// wo, w1, w3, w2 → wq, wv, w1, w2). Context parallelism keeps s/cp tokens per GPU.
 double activation_bytes_per_layer(const config::ModelSpec& model, const config::TrainingSpec& training,
                                   const config::ParallelSpec& parallel, int sequences);
 
@@ -299,9 +346,20 @@ double activation_bytes_per_layer(const config::ModelSpec& model, const config::
 /// separately). Activations follow Korthikanti et al. for every layer, MoE layers included (the
 /// k·f_e-wide expert activations are not counted apart).
 /// Activations: activation_bytes_per_layer × ⌈layers / pp⌉ × in_flight_microbatches, plus the
-/// fp32 logits of one microbatch (s·b·V/tp·4 B; the last stage's loss input), with b =
-/// parallel.microbatch_size. A bound for the worst stage, not a placement of stages.
+/// loss buffers of one microbatch (s·b·V/tp·loss_bytes_per_logit; the last stage's), with b =
+/// parallel.microbatch_size. Transient: under recompute one layer's activations without it;
+/// under ZeRO-3 with dp > 1 two layers' gathered parameters and one layer's unsharded gradients
+/// (3·pb per parameter) and the gathered root unit (embedding + LM head, parameters and
+/// gradients). A bound for the worst stage, not a placement of stages. Not counted: the CUDA
+/// context and NCCL buffers (outside the framework's allocator) and allocator fragmentation.
 MemoryBreakdown memory_per_gpu(const config::ModelSpec& model, const config::TrainingSpec& training,
                                const config::ParallelSpec& parallel, int dp, int in_flight_microbatches);
+
+/// Bytes per logit alive at the loss's peak (forward or backward), by framework: fused
+/// (vocabulary-parallel fused cross-entropy) 4 — the fp32 probabilities; eager and compile
+/// (compiled per transformer block, as torchtitan does: the loss stays eager)
+/// F.cross_entropy(logits.float()): max(bpe + 8, 12) (logits, fp32 copy and log-softmax output
+/// in forward; log-softmax output, NLL gradient and log-softmax gradient in backward).
+double loss_bytes_per_logit(const config::TrainingSpec& training);
 
 }  // namespace ironlaw::workload

@@ -1,6 +1,8 @@
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "workload/model_cost.hpp"
 #include "workload/model_shape.hpp"
@@ -30,6 +32,51 @@ MemoryBreakdown model_state_memory(double params_local, const config::TrainingSp
   return m;
 }
 
+namespace {
+
+/// Bytes per token one layer keeps for backward, by what keeps them (see
+/// activation_bytes_per_layer); `sp` divides the parts replicated over TP ranks.
+struct LayerActivations {
+  double replicated = 0;  ///< per token, on every TP rank unless sequence-parallel
+  double split = 0;       ///< per token, already divided over TP
+  double scores = 0;      ///< per token per key (s² terms, unfused attention), divided over TP
+};
+
+/// What autograd keeps of one layer with nothing recomputed, per token (Korthikanti et al. 2022
+/// §4.1 generalised to the layer's ops: grouped-query K/V, SwiGLU, RMSNorm, rotary).
+LayerActivations kept_without_recompute(const Shape& sh, const config::TrainingSpec& training, double tp) {
+  const double bpe = bytes_per_element(training.precision);
+  const bool eager = training.framework == "eager";
+  const double h = sh.hidden;
+  const double q = sh.heads * sh.head_dim / tp;
+  const double kv = sh.kv_heads * sh.head_dim / tp;
+  const double v = sh.kv_heads * sh.v_head_dim / tp;
+  const double o = sh.heads * sh.v_head_dim / tp;
+  const double f = (sh.is_moe_layer(0) ? sh.moe_ffn : sh.ffn) / tp;
+  LayerActivations a;
+  // Each norm keeps its input; PyTorch's eager RMSNorm as Llama-style code writes it (x.float(),
+  // pow, mean, rsqrt, mul, type_as, mul by the gain) keeps the fp32 copy and the normalised
+  // value instead. Its output is the next GEMM's input, kept once more.
+  const double norm_kept = eager && sh.rmsnorm ? (4.0 + bpe) * h : bpe * h;
+  a.replicated += 2.0 * (norm_kept + bpe * h);
+  // Q and K (rotated) and V for the attention core, its output for the output projection.
+  a.split += bpe * (q + kv + v + o);
+  // Eager rotary (complex multiply in fp32) keeps its fp32 inputs.
+  if (sh.rope && eager) a.split += 4.0 * (q + kv);
+  if (training.flash_attention) {
+    a.split += 4.0 * sh.heads / tp;  // fp32 log-sum-exp row statistics
+  } else {
+    // Per key: the softmax output, the dropout keep mask and the dropout output.
+    a.scores = (bpe + 1.0 + bpe) * sh.heads / tp;
+  }
+  // MLP: GELU keeps its input and output (the down projection's input); SwiGLU the gate and up
+  // outputs and their product (eager also the SiLU output).
+  a.split += sh.swiglu ? bpe * f * (eager ? 4.0 : 3.0) : bpe * 2.0 * f;
+  return a;
+}
+
+}  // namespace
+
 double activation_bytes_per_layer(const config::ModelSpec& model, const config::TrainingSpec& training,
                                   const config::ParallelSpec& parallel, int sequences) {
   if (sequences <= 0) throw std::invalid_argument("sequences per microbatch must be positive");
@@ -39,26 +86,37 @@ double activation_bytes_per_layer(const config::ModelSpec& model, const config::
   const double t = parallel.tp;
   const double s_kv = training.sequence_length;
   const double s = s_kv / parallel.cp;  // local query tokens under context parallelism
-  const double b = sequences;
-  const double h = sh.hidden;
-  const double sbh = s * b * h;
+  const double tokens = s * sequences;
   const double sp = parallel.sequence_parallel ? t : 1.0;
-  // Korthikanti et al. 2022 §4.1: per layer 34·sbh (attention block 11 + MLP 19 + 2 layernorms
-  // 4) + 5·a·s²·b (QKᵀ 2, softmax 2, dropout mask 1); 10·sbh of it (layernorm inputs and
-  // dropout masks/outputs) is replicated across TP ranks unless sequence parallelism splits it.
-  const double both = 10.0 / sp + 24.0 / t;
-  const double scores = training.flash_attention ? 0.0 : 5.0 * sh.heads * s * s_kv * b / t;
-  double bytes = 0;
+  const double bpe = bytes_per_element(training.precision);
+  const double h = sh.hidden;
   const std::string& policy = training.activation_checkpointing;
-  if (policy == "none") {
-    bytes = sbh * both + scores;
-  } else if (policy == "selective") {
-    bytes = sbh * both;
-  } else {
-    bytes = 2.0 * sbh / sp;
+  if (policy == "full") return tokens * bpe * h / sp;  // the layer input only
+  const LayerActivations a = kept_without_recompute(sh, training, t);
+  // Dropout keep masks (1 B per element): the attention and MLP block outputs.
+  const double masks = model.hidden_dropout > 0 ? 2.0 * h : 0.0;
+  const double per_token = (a.replicated + masks) / sp + a.split;
+  const double scores = (policy == "none" && !training.flash_attention) ? a.scores * s_kv : 0.0;
+  if (policy == "op") {
+    // torchtitan's op-level policy: the layer input, the attention core's outputs and every
+    // second matmul's output (the 1st, 3rd, ... in forward order) are kept; the rest is
+    // recomputed.
+    std::vector<double> mm_outputs;  // per token, in forward order
+    const double q = sh.heads * sh.head_dim / t;
+    const double kv = sh.kv_heads * sh.head_dim / t;
+    const double f = sh.ffn / t;
+    mm_outputs = {q, kv, sh.kv_heads * sh.v_head_dim / t, h};
+    if (sh.swiglu) {
+      mm_outputs.insert(mm_outputs.end(), {f, f, h});
+    } else {
+      mm_outputs.insert(mm_outputs.end(), {f, h});
+    }
+    double kept = bpe * h / sp;
+    for (std::size_t i = 0; i < mm_outputs.size(); i += 2) kept += bpe * mm_outputs[i];
+    kept += bpe * sh.heads * sh.v_head_dim / t + 4.0 * sh.heads / t;
+    return tokens * kept;
   }
-  // The paper counts 16-bit activations; fp32 training stores twice as many bytes.
-  return bytes * (parameter_bytes(training.precision) / 2.0);
+  return tokens * per_token + scores * tokens;
 }
 
 MemoryBreakdown memory_per_gpu(const config::ModelSpec& model, const config::TrainingSpec& training,
@@ -74,9 +132,38 @@ MemoryBreakdown memory_per_gpu(const config::ModelSpec& model, const config::Tra
   const double layers_local = std::ceil(static_cast<double>(model.layers) / parallel.pp);
   const double per_layer = activation_bytes_per_layer(model, training, parallel, parallel.microbatch_size);
   const double s = static_cast<double>(training.sequence_length) / parallel.cp;
-  const double logits = s * parallel.microbatch_size * static_cast<double>(model.vocab) / parallel.tp * 4.0;
-  m.activations = per_layer * layers_local * in_flight_microbatches + logits;
+  const double logits_count = s * parallel.microbatch_size * static_cast<double>(model.vocab) / parallel.tp;
+  m.activations = per_layer * layers_local * in_flight_microbatches + logits_count * loss_bytes_per_logit(training);
+  if (training.activation_checkpointing != "none" && in_flight_microbatches > 0) {
+    // Backward of a checkpointed layer holds that layer's recomputed activations.
+    config::TrainingSpec none = training;
+    none.activation_checkpointing = "none";
+    m.transient += activation_bytes_per_layer(model, none, parallel, parallel.microbatch_size);
+  }
+  if (parallel.zero >= 3 && dp > 1) {
+    // FSDP/ZeRO-3 working set: the gathered parameters of the layer computing and of the one
+    // prefetched, and the unsharded gradients of one layer before their reduce-scatter.
+    const double layer_params = (p.attention + p.mlp - p.routed_experts + p.routed_experts / parallel.ep) /
+                                model.layers / parallel.tp;
+    const double pb = parameter_bytes(training.precision);
+    m.transient += layer_params * (2.0 * pb + pb);
+    // The root unit (embedding, final norm, LM head) is gathered around the loss with its
+    // gradient: FSDP wraps it apart from the blocks (torchtitan: fully_shard on the model).
+    m.transient += (p.embedding + p.lm_head) / parallel.tp * (pb + pb);
+  }
   return m;
+}
+
+double loss_bytes_per_logit(const config::TrainingSpec& training) {
+  const double bpe = bytes_per_element(training.precision);
+  if (training.framework == "eager" || training.framework == "compile") {
+    // F.cross_entropy(logits.float()) — eager under compile too, which torchtitan applies per
+    // transformer block: the bf16 logits, their fp32 copy and the fp32 log-softmax output are
+    // alive together in forward; in backward the log-softmax output, the NLL gradient and the
+    // log-softmax gradient (all fp32).
+    return std::max(bpe + 8.0, 12.0);
+  }
+  return 4.0;  // fused vocabulary-parallel cross-entropy: the fp32 probabilities
 }
 
 }  // namespace ironlaw::workload

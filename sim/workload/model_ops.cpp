@@ -47,6 +47,11 @@ struct Microbatch {
   bool flash = true;
   bool attention_dropout = false;  ///< dropout on the attention probabilities
   bool hidden_dropout = false;     ///< dropout on the attention and MLP block outputs
+  bool eager = false;              ///< PyTorch eager: element-wise ops as the model code writes them
+  /// The loss outside the transformer blocks runs eager: also under compile, which torchtitan
+  /// applies per transformer block (torch.compile on each block, not on the head and loss).
+  bool eager_loss = false;
+  bool fp8_linear = false;         ///< linear layers in fp8 (torchtitan Float8 / Transformer Engine)
 };
 
 Microbatch microbatch(const config::ModelSpec& model, const config::TrainingSpec& training, int sequences,
@@ -70,7 +75,47 @@ Microbatch microbatch(const config::ModelSpec& model, const config::TrainingSpec
   mb.flash = training.flash_attention;
   mb.attention_dropout = model.attention_dropout > 0;
   mb.hidden_dropout = model.hidden_dropout > 0;
+  mb.eager = training.framework == "eager";
+  mb.eager_loss = training.framework == "eager" || training.framework == "compile";
+  mb.fp8_linear = training.precision == "fp8";
   return mb;
+}
+
+/// A linear layer (m×k)·(k×n): under the fp8 recipe its GEMM runs on fp8 operands (1 B each,
+/// output in the training precision), preceded by the casts of its input and weight: an amax
+/// reduction (read) and a scaled cast (read, write 1 B) of each, 5 B per bf16 element, as
+/// torchtitan's dynamic tensorwise Float8 does.
+void linear(std::vector<Op>& ops, const Microbatch& mb, std::string name, double m, double n, double k,
+            double batch = 1, OpRole role = OpRole::plain) {
+  if (!mb.fp8_linear) {
+    ops.push_back(gemm(std::move(name), m, n, k, batch, mb.bpe, role));
+    return;
+  }
+  Op cast;
+  cast.name = name + "_cast";
+  cast.fp8_cast = true;
+  cast.bytes = batch * (m * k + k * n) * (2.0 * mb.bpe + 1.0);
+  cast.flops = batch * (m * k + k * n) * 2.0;
+  cast.kernels = 4;
+  ops.push_back(cast);
+  Op g = gemm(std::move(name), m, n, k, batch, mb.bpe, role);
+  g.dtype = "fp8";
+  g.bytes = batch * ((m * k + k * n) * 1.0 + m * n * mb.bpe);
+  ops.push_back(g);
+}
+
+/// A normalisation over `elements` values. Fused kernels (Megatron, torch.compile, PyTorch's
+/// F.layer_norm): one read, one write. RMSNorm in eager PyTorch as Llama-style code writes it —
+/// x.float(), pow(2), mean, add ε, rsqrt, multiply, type_as, multiply by the gain — is 8 kernels
+/// over (bpe + 4) + 8 + 4 + 8 + (4 + bpe) + 2·bpe = 28 + 4·bpe bytes per element (the scalars
+/// per row neglected).
+Op norm(const Microbatch& mb, std::string name, double elements, double flops_per_element) {
+  Op op = elementwise(std::move(name), elements, 1, 1, flops_per_element, mb.bpe);
+  if (mb.eager && mb.sh.rmsnorm) {
+    op.bytes = elements * (28.0 + 4.0 * mb.bpe);
+    op.kernels = 8;
+  }
+  return op;
 }
 
 // Rough CUDA-core FLOPs per element of the vector kernels (only for completeness; these ops are
@@ -143,7 +188,7 @@ void attention_projections(const Microbatch& mb, double norm_flops, std::vector<
   const double tp = mb.tp;
   if (!sh.mla) {
     // Column-parallel fused QKV projection: output a·d + 2·g·d features, split over tp.
-    ops.push_back(gemm("qkv", t, (sh.heads + 2.0 * sh.kv_heads) * sh.head_dim / tp, h, 1, mb.bpe, OpRole::tp_column_parallel));
+    linear(ops, mb, "qkv", t, (sh.heads + 2.0 * sh.kv_heads) * sh.head_dim / tp, h, 1, OpRole::tp_column_parallel);
     return;
   }
   // MLA (DeepSeek-V3 report §2.1.1): low-rank query and joint key/value latents, replicated on
@@ -168,10 +213,17 @@ void ffn(const Microbatch& mb, const std::string& prefix, double rows, double wi
          std::vector<Op>& ops) {
   const Shape& sh = mb.sh;
   const double up_width = (sh.swiglu ? 2.0 : 1.0) * width;
-  ops.push_back(gemm(prefix + "_up", rows, up_width, sh.hidden, batch, mb.bpe, OpRole::tp_column_parallel));
-  ops.push_back(elementwise(prefix + "_act", rows * batch * width, sh.swiglu ? 2 : 1, 1,
-                            sh.swiglu ? kSwigluFlops : kGeluFlops, mb.bpe));
-  ops.push_back(gemm(prefix + "_down", rows, sh.hidden, width, batch, mb.bpe, OpRole::tp_row_parallel));
+  linear(ops, mb, prefix + "_up", rows, up_width, sh.hidden, batch, OpRole::tp_column_parallel);
+  Op act = elementwise(prefix + "_act", rows * batch * width, sh.swiglu ? 2 : 1, 1,
+                       sh.swiglu ? kSwigluFlops : kGeluFlops, mb.bpe);
+  if (mb.eager && sh.swiglu) {
+    // Eager F.silu(gate) * up: silu reads and writes (2·bpe), the product reads two and writes
+    // one (3·bpe): two kernels.
+    act.bytes = rows * batch * width * 5.0 * mb.bpe;
+    act.kernels = 2;
+  }
+  ops.push_back(act);
+  linear(ops, mb, prefix + "_down", rows, sh.hidden, width, batch, OpRole::tp_row_parallel);
 }
 
 /// A marker op: where an all-to-all sits in the op list; no work of its own.
@@ -209,7 +261,7 @@ std::vector<Op> forward_ops(const Microbatch& mb, bool moe) {
   const double norm_flops = sh.rmsnorm ? kRmsnormFlops : kLayernormFlops;
   std::vector<Op> ops;
 
-  ops.push_back(elementwise("norm_attn", t * h, 1, 1, norm_flops, mb.bpe));
+  ops.push_back(norm(mb, "norm_attn", t * h, norm_flops));
   attention_projections(mb, norm_flops, ops);
   if (sh.relative_positions) {
     // Projection of the s relative-position encodings, shared by the sequences of the
@@ -221,16 +273,25 @@ std::vector<Op> forward_ops(const Microbatch& mb, bool moe) {
     // one key head all query heads share.
     const double rotated =
         sh.mla ? (sh.heads / tp + 1.0) * sh.qk_rope_dim : (sh.heads + sh.kv_heads) * sh.head_dim / tp;
-    if (rotated > 0) ops.push_back(elementwise("rotary", t * rotated, 1, 1, kRotaryFlops, mb.bpe));
+    if (rotated > 0) {
+      Op rot = elementwise("rotary", t * rotated, 1, 1, kRotaryFlops, mb.bpe);
+      if (mb.eager) {
+        // Eager complex rotation of q and k: x.float() (bpe + 4), complex multiply (8),
+        // type_as (4 + bpe) per element, three kernels per tensor.
+        rot.bytes = t * rotated * (16.0 + 2.0 * mb.bpe);
+        rot.kernels = 6;
+      }
+      ops.push_back(rot);
+    }
   }
   for (Op& op : attention_core_forward(mb)) ops.push_back(std::move(op));
   // Row-parallel output projection: k = a·d_v / tp local features in, h out (partial sums that
   // the TP all-reduce — comm layer — adds up).
-  ops.push_back(gemm("attn_out", t, h, sh.heads * sh.v_head_dim / tp, 1, mb.bpe, OpRole::tp_row_parallel));
+  linear(ops, mb, "attn_out", t, h, sh.heads * sh.v_head_dim / tp, 1, OpRole::tp_row_parallel);
   if (mb.hidden_dropout) ops.push_back(dropout("hidden_dropout_attn", t * h, mb.bpe));
   ops.push_back(elementwise("residual_attn", t * h, 2, 1, 1, mb.bpe));
 
-  ops.push_back(elementwise("norm_mlp", t * h, 1, 1, norm_flops, mb.bpe));
+  ops.push_back(norm(mb, "norm_mlp", t * h, norm_flops));
   if (moe) {
     moe_forward(mb, ops);
   } else {
@@ -261,11 +322,31 @@ std::vector<Op> backward_of(const std::vector<Op>& forward, const Microbatch& mb
       b.flops = (3.0 * d + 2.0 * dv) / (d + dv) * f.flops;
       b.bytes = mb.tokens * (heads + kv_heads) * 2.0 * (d + dv) * mb.bpe + mb.tokens * heads * 4.0;
       ops.push_back(b);
+    } else if (f.fp8_cast) {
+      continue;  // the backward casts belong to the GEMM's backward below
     } else if (f.is_gemm()) {
       // dX (m×k) = dY (m×n)·Wᵀ (n×k); dW (k×n) = Xᵀ (k×m)·dY (m×n).
-      ops.push_back(gemm(f.name + "_dgrad", f.m, f.k, f.n, f.batch, mb.bpe,
-                         f.role == OpRole::tp_column_parallel ? OpRole::tp_column_input_grad : OpRole::input_grad));
-      ops.push_back(gemm(f.name + "_wgrad", f.k, f.n, f.m, f.batch, mb.bpe, OpRole::weight_grad));
+      Op dgrad = gemm(f.name + "_dgrad", f.m, f.k, f.n, f.batch, mb.bpe,
+                      f.role == OpRole::tp_column_parallel ? OpRole::tp_column_input_grad : OpRole::input_grad);
+      Op wgrad = gemm(f.name + "_wgrad", f.k, f.n, f.m, f.batch, mb.bpe, OpRole::weight_grad);
+      if (f.dtype == "fp8") {
+        // Cast the output gradient, re-cast the kept input and the weight, and transpose the fp8
+        // copies the wgrad GEMM needs (Hopper fp8 GEMMs take K-major operands only): dY and X
+        // 5 B cast + 2 B transpose per element, W 5 B.
+        Op cast;
+        cast.name = f.name + "_bwd_cast";
+        cast.fp8_cast = true;
+        cast.bytes = f.batch * ((f.m * f.n + f.m * f.k) * (2.0 * mb.bpe + 1.0 + 2.0) + f.k * f.n * (2.0 * mb.bpe + 1.0));
+        cast.flops = f.batch * (f.m * f.n + f.m * f.k + f.k * f.n) * 2.0;
+        cast.kernels = 8;
+        ops.push_back(cast);
+        for (Op* g : {&dgrad, &wgrad}) {
+          g->dtype = "fp8";
+          g->bytes = g->batch * ((g->m * g->k + g->k * g->n) * 1.0 + g->m * g->n * mb.bpe);
+        }
+      }
+      ops.push_back(dgrad);
+      ops.push_back(wgrad);
     } else if (is_dropout(f.name)) {
       // Read the output gradient and the mask, write the input gradient: the forward's bytes.
       Op b = f;
@@ -278,6 +359,7 @@ std::vector<Op> backward_of(const std::vector<Op>& forward, const Microbatch& mb
       b.bytes = 2.0 * f.bytes;
       b.flops = 2.0 * f.flops;
       if (f.role == OpRole::vocab_embedding) b.role = OpRole::vocab_embedding_grad;
+      b.kernels = 2 * f.kernels;
       ops.push_back(b);
     }
   }
@@ -301,7 +383,23 @@ std::vector<Op> head_forward(const Microbatch& mb) {
   ce.name = "cross_entropy";
   ce.bytes = t * vocab_local * (mb.bpe + 4.0);
   ce.flops = t * vocab_local * kCrossEntropyFlops;
+  if (mb.eager_loss) {
+    // F.cross_entropy(logits.float()): the fp32 copy (bpe + 4), log-softmax (read 4, write 4),
+    // NLL gather: three kernels.
+    ce.bytes = t * vocab_local * (12.0 + mb.bpe);
+    ce.kernels = 3;
+  }
   ops.push_back(ce);
+  return ops;
+}
+
+/// Under the fp8 recipe only the linear layers run in fp8: every other GEMM (attention core, LM
+/// head, router) keeps bf16.
+std::vector<Op> with_recipe(std::vector<Op> ops, const Microbatch& mb) {
+  if (!mb.fp8_linear) return ops;
+  for (Op& op : ops) {
+    if (op.is_gemm() && op.dtype.empty()) op.dtype = "bf16";
+  }
   return ops;
 }
 
@@ -314,8 +412,7 @@ std::vector<Op> with_prefix(std::vector<Op> ops, const std::string& prefix) {
 
 double bytes_per_element(const std::string& precision) {
   if (precision == "fp32" || precision == "tf32") return 4.0;
-  if (precision == "bf16" || precision == "fp16") return 2.0;
-  if (precision == "fp8") return 1.0;
+  if (precision == "bf16" || precision == "fp16" || precision == "fp8") return 2.0;
   throw std::invalid_argument("precision must be fp32, tf32, bf16, fp16 or fp8, got \"" + precision + "\"");
 }
 
@@ -355,19 +452,21 @@ MoeAllToAll moe_all_to_all_bytes(const config::ModelSpec& model, const config::T
 std::vector<Op> layer_forward_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
                                   int sequences, int tp, int layer, int ep) {
   const bool moe = is_moe_layer(model, layer);
-  return forward_ops(microbatch(model, training, sequences, tp, ep), moe);
+  const Microbatch mb = microbatch(model, training, sequences, tp, ep);
+  return with_recipe(forward_ops(mb, moe), mb);
 }
 
 std::vector<Op> layer_backward_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
                                    int sequences, int tp, int layer, int ep) {
   const bool moe = is_moe_layer(model, layer);
   const Microbatch mb = microbatch(model, training, sequences, tp, ep);
-  return backward_of(forward_ops(mb, moe), mb);
+  return with_recipe(backward_of(forward_ops(mb, moe), mb), mb);
 }
 
 std::vector<Op> head_forward_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
                                  int sequences, int tp) {
-  return head_forward(microbatch(model, training, sequences, tp));
+  const Microbatch mb = microbatch(model, training, sequences, tp);
+  return with_recipe(head_forward(mb), mb);
 }
 
 std::vector<Op> head_backward_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
@@ -381,10 +480,16 @@ std::vector<Op> head_backward_ops(const config::ModelSpec& model, const config::
   Op ce_bwd = ce;
   ce_bwd.name = "cross_entropy_bwd";
   ce_bwd.flops = ce.flops / kCrossEntropyFlops;  // one subtraction per logit
+  if (mb.eager_loss) {
+    // NLL backward writes an fp32 gradient (4), log-softmax backward reads it and its output
+    // and writes (12), the fp32 → bf16 copy backward (4 + bpe).
+    ce_bwd.bytes = mb.tokens * mb.sh.vocab / mb.tp * (20.0 + mb.bpe);
+    ce_bwd.kernels = 3;
+  }
   ops.push_back(ce_bwd);
   forward.pop_back();
   for (Op& op : backward_of(forward, mb)) ops.push_back(std::move(op));
-  return ops;
+  return with_recipe(ops, mb);
 }
 
 std::vector<Op> layer_recompute_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
@@ -392,8 +497,36 @@ std::vector<Op> layer_recompute_ops(const config::ModelSpec& model, const config
   const bool moe = is_moe_layer(model, layer);
   const Microbatch mb = microbatch(model, training, sequences, tp, ep);
   const std::string& policy = training.activation_checkpointing;
-  if (policy == "full") return with_prefix(forward_ops(mb, moe), "recompute_");
-  if (policy == "selective") return with_prefix(attention_core_forward(mb), "recompute_");
+  if (policy == "full") return with_recipe(with_prefix(forward_ops(mb, moe), "recompute_"), mb);
+  if (policy == "selective") return with_recipe(with_prefix(attention_core_forward(mb), "recompute_"), mb);
+  if (policy == "op") {
+    // torchtitan's op-level policy keeps the attention core's outputs and every second matmul's
+    // output (Llama order: wq, wk, wv, wo, w1, w3, w2 → wq, wv, w1, w2 kept): recompute wk, wo,
+    // w3 (GELU MLP: the down projection) and every element-wise op.
+    std::vector<Op> ops;
+    for (const Op& op : forward_ops(mb, moe)) {
+      if (op.fused_attention || !op.is_gemm()) {
+        if (!op.fused_attention && (op.bytes > 0 || op.flops > 0)) ops.push_back(op);
+        continue;
+      }
+      if (op.name == "qkv") {
+        Op wk = op;
+        wk.n = mb.sh.kv_heads * mb.sh.head_dim / mb.tp;
+        wk.flops = 2.0 * wk.m * wk.n * wk.k;
+        wk.bytes = op.bytes * wk.n / op.n;
+        ops.push_back(wk);
+      } else if (op.name == "attn_out" || (mb.sh.swiglu ? op.name == "mlp_up" : op.name == "mlp_down")) {
+        Op g = op;
+        if (mb.sh.swiglu && op.name == "mlp_up") {  // w3 only: half of the fused gate-and-up GEMM
+          g.n = op.n / 2;
+          g.flops = op.flops / 2;
+          g.bytes = op.bytes / 2;
+        }
+        ops.push_back(g);
+      }
+    }
+    return with_recipe(with_prefix(ops, "recompute_"), mb);
+  }
   return {};
 }
 
@@ -417,7 +550,13 @@ Op optimizer_op(const config::TrainingSpec& training, double params_local) {
     throw std::invalid_argument("optimizer must be sgd, momentum, rmsprop or adam, got \"" + training.optimizer +
                                 "\"");
   }
-  const double bytes_per_param = 8.0 + 8.0 * state_tensors + pb + (mixed ? pb : 0.0);
+  // Gradient-norm clipping (the norm reads every gradient; the clip coefficient multiplies them:
+  // read + write), as Megatron-LM and torchtitan run it before every update: 3·pb. fp16 adds the
+  // loss-scale pass: an inf/nan check (read) and the unscale (read + write): 3·pb more.
+  const double clipping = 3.0 * pb;
+  const double loss_scaling = training.precision == "fp16" ? 3.0 * pb : 0.0;
+  const double bytes_per_param =
+      8.0 + 8.0 * state_tensors + pb + (mixed ? pb : 0.0) + clipping + loss_scaling;
   Op op;
   op.name = "optimizer_step";
   op.bytes = params_local * bytes_per_param;

@@ -101,8 +101,8 @@ Shape shape_of(const config::ModelSpec& model) {
 }
 
 void check_recompute_policy(const std::string& policy) {
-  if (policy != "none" && policy != "selective" && policy != "full") {
-    throw std::invalid_argument("activation_checkpointing must be none, selective or full, got \"" +
+  if (policy != "none" && policy != "selective" && policy != "full" && policy != "op") {
+    throw std::invalid_argument("activation_checkpointing must be none, selective, full or op, got \"" +
                                 policy + "\"");
   }
 }

@@ -22,40 +22,103 @@ double causal_tiles(double m, double n, double tm, double tn) {
   return tiles;
 }
 
+void check_gemm_device(const config::DeviceSpec& device) {
+  if (device.sm_count <= 0 || device.gemm_tile_m <= 0 || device.gemm_tile_n <= 0 ||
+      !(device.max_gemm_fraction > 0)) {
+    throw std::invalid_argument("device " + device.name +
+                                ": sm_count, gemm tile and max_gemm_fraction must be positive");
+  }
+}
+
+/// Waves of one (tm × tn)-tiled problem set over the SMs.
+double waves_of(double m, double n, double batch, bool causal, double tm, double tn, double sms) {
+  const double tiles_per_problem = causal ? causal_tiles(m, n, tm, tn) : std::ceil(m / tm) * std::ceil(n / tn);
+  return std::ceil(tiles_per_problem * std::ceil(batch) / sms);
+}
+
+/// Seconds of an m × n × k GEMM (× batch) at a mainloop rate of `sm_rate` FLOP/s per SM, with
+/// the tile orientation (tm × tn or tn × tm) that takes fewer waves, as a library's heuristic
+/// picks it; each tile pays the K-loop fill and drain of `k_fill` besides its k.
+double tiled_seconds(double m, double n, double k, double batch, bool causal, const config::DeviceSpec& device,
+                     double sm_rate) {
+  const double tm = device.gemm_tile_m;
+  const double tn = device.gemm_tile_n;
+  const double sms = device.sm_count;
+  double waves = waves_of(m, n, batch, causal, tm, tn, sms);
+  if (!causal && tm != tn) waves = std::min(waves, waves_of(m, n, batch, causal, tn, tm, sms));
+  return waves * 2.0 * tm * tn * (k + std::max(0.0, device.gemm_k_fill)) / sm_rate;
+}
+
 double gemm_seconds(const Op& op, const config::DeviceSpec& device, const std::string& precision) {
   const auto peak = device.peak_flops.find(precision);
   if (peak == device.peak_flops.end() || !(peak->second > 0)) {
     throw std::invalid_argument("device " + device.name + " has no tensor-core peak for precision \"" +
                                 precision + "\"");
   }
-  if (device.sm_count <= 0 || device.gemm_tile_m <= 0 || device.gemm_tile_n <= 0 ||
-      !(device.max_gemm_fraction > 0)) {
-    throw std::invalid_argument("device " + device.name +
-                                ": sm_count, gemm tile and max_gemm_fraction must be positive");
-  }
+  check_gemm_device(device);
   if (op.n <= 0 || op.k <= 0 || op.batch <= 0) return 0.0;
-  const double tm = device.gemm_tile_m;
-  const double tn = device.gemm_tile_n;
-  const double tiles_per_problem =
-      op.causal ? causal_tiles(op.m, op.n, tm, tn) : std::ceil(op.m / tm) * std::ceil(op.n / tn);
-  const double tiles = tiles_per_problem * std::ceil(op.batch);
   const double sms = device.sm_count;
-  const double waves = std::ceil(tiles / sms);
-  // Each SM computes one whole tile per wave at its share of the best measured rate of this
-  // kind of kernel (plain GEMM, or fused attention where the profile measures one).
-  const double fraction = op.fused_attention && device.max_attention_fraction > 0 ? device.max_attention_fraction
-                                                                                  : device.max_gemm_fraction;
-  const double sm_rate = peak->second * fraction / sms;
-  return waves * 2.0 * tm * tn * op.k / sm_rate;
+  const double clock = sustained_clock_fraction(device, op.fused_attention ? attention_mainloop_fraction(device)
+                                                                            : gemm_mainloop_fraction(device));
+  if (op.fused_attention && device.max_attention_fraction > 0) {
+    // A fused attention kernel: the measured rate of the kernel as a whole (its softmax and
+    // its own pipeline included), no separate K-loop fill.
+    const double sm_rate = peak->second * device.max_attention_fraction * clock / sms;
+    const double tm = device.gemm_tile_m;
+    const double tn = device.gemm_tile_n;
+    return waves_of(op.m, op.n, op.batch, op.causal, tm, tn, sms) * 2.0 * tm * tn * op.k / sm_rate;
+  }
+  const double sm_rate = peak->second * gemm_mainloop_fraction(device) * clock / sms;
+  const double tiled = tiled_seconds(op.m, op.n, op.k, op.batch, op.causal, device, sm_rate);
+  // No shape beats the measured maximum: the MAMF scan that gave max_gemm_fraction covered
+  // shapes up to 20,480 in every dimension, so a long K loop that the fill model would put
+  // above it is held at it (at this kernel's clock).
+  const double ceiling = 2.0 * op.m * op.n * op.k * std::ceil(op.batch) / (peak->second * device.max_gemm_fraction * clock);
+  return op.causal ? tiled : std::max(tiled, ceiling);  // the scan measured dense GEMMs
 }
 
 }  // namespace
 
+double gemm_mainloop_fraction(const config::DeviceSpec& device) {
+  check_gemm_device(device);
+  const double m = device.max_gemm_shape_m, n = device.max_gemm_shape_n, k = device.max_gemm_shape_k;
+  if (!(m > 0 && n > 0 && k > 0)) return device.max_gemm_fraction;
+  // The model's own time for the benchmark's best shape at a mainloop rate of the whole peak:
+  // the measured fraction over the modelled one is the mainloop's share of peak.
+  const double sms = device.sm_count;
+  const double ideal = tiled_seconds(m, n, k, 1, false, device, 1.0 / sms);  // peak normalised to 1 FLOP/s
+  const double modelled = 2.0 * m * n * k / ideal;
+  return std::min(1.0, device.max_gemm_fraction / modelled);
+}
+
+double attention_mainloop_fraction(const config::DeviceSpec& device) {
+  return device.max_attention_fraction > 0 ? device.max_attention_fraction : gemm_mainloop_fraction(device);
+}
+
+double sustained_clock_fraction(const config::DeviceSpec& device, double tensor_fraction) {
+  const double limit = device.power_limit_w;
+  const double reference = device.max_gemm_power_limit_w;
+  const double idle = device.static_power_w;
+  if (!(limit > 0) || !(reference > 0) || !(tensor_fraction > 0)) return 1.0;
+  if (!(reference > idle) || !(limit > idle)) {
+    throw std::invalid_argument("device " + device.name + ": power limits must exceed static_power");
+  }
+  // Dynamic power ∝ activity · f^x (x = clock_power_exponent). The best GEMM held the reference
+  // limit at the clock its benchmark measured (f = 1 here) with activity ∝ its mainloop
+  // fraction; a kernel of another activity under another limit runs at the clock where its
+  // dynamic power meets the limit, never above the benchmark's clock.
+  const double activity = tensor_fraction / gemm_mainloop_fraction(device);
+  const double fx = (limit - idle) / ((reference - idle) * activity);
+  const double x = device.clock_power_exponent >= 1 ? device.clock_power_exponent : 3.0;
+  return std::min(1.0, std::pow(fx, 1.0 / x));
+}
+
 Time op_time(const Op& op, const config::DeviceSpec& device, const std::string& precision) {
   if (!op.is_gemm() && op.flops <= 0 && op.bytes <= 0) return Time::zero();  // a marker: no kernel
+  const std::string& dtype = op.dtype.empty() ? precision : op.dtype;
   double compute = 0.0;
   if (op.is_gemm()) {
-    compute = gemm_seconds(op, device, precision);
+    compute = gemm_seconds(op, device, dtype);
   } else if (op.flops > 0) {
     // Vector kernels: CUDA-core fp32 rate, when the profile lists one.
     const auto fp32 = device.peak_flops.find("fp32");
@@ -68,7 +131,8 @@ Time op_time(const Op& op, const config::DeviceSpec& device, const std::string& 
     }
     memory = op.bytes / device.hbm_bandwidth;
   }
-  return Time::from_seconds(std::max(compute, memory)) + device.kernel_launch_overhead;
+  const double kernels = std::max(1, op.kernels);
+  return Time::from_seconds(std::max(compute, memory)) + device.kernel_launch_overhead * static_cast<std::int64_t>(kernels);
 }
 
 }  // namespace ironlaw::workload

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -124,4 +125,36 @@ TEST_CASE("megatron-2021 is a known validation case", "[validation][megatron]") 
   CHECK(std::find(names.begin(), names.end(), "megatron-2021") != names.end());
   CHECK(std::find(names.begin(), names.end(), "seed003") != names.end());
   CHECK(std::find(names.begin(), names.end(), "nccl-h100") != names.end());
+  CHECK(std::find(names.begin(), names.end(), "torchtitan") != names.end());
+}
+
+TEST_CASE("the summary gives the median and maximum |error| of the measured rows", "[validation]") {
+  // Measured rows +10 %, −20 %, +5 % and one not simulated (NaN); an arithmetic case at +50 %
+  // is left out. |errors| sorted 5, 10, 20 → median 10 %, max 20 %; two too fast, one too slow.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  report::ValidationCase measured{"m", "", {{"a", 100, 110, "", ""}, {"b", 100, 80, "", ""},
+                                            {"c", 100, 105, "", ""}, {"d", 100, nan, "", ""}}, true};
+  report::ValidationCase arithmetic{"x", "", {{"e", 100, 150, "", ""}}, false};
+  const auto s = report::summarize({measured, arithmetic});
+  CHECK(s.rows == 3);
+  CHECK(s.median_abs_error == Approx(0.10));
+  CHECK(s.max_abs_error == Approx(0.20));
+  CHECK(s.positive == 2);
+  CHECK(s.negative == 1);
+  // An even count takes the mean of the middle two.
+  measured.rows.push_back({"f", 100, 70, "", ""});  // 5, 10, 20, 30 → 15 %
+  CHECK(report::summarize({measured}).median_abs_error == Approx(0.15));
+}
+
+TEST_CASE("every torchtitan 8B layout fits in the 96 GB card it ran on", "[validation][torchtitan]") {
+  // The published runs ran: none of them may be refused as out of memory.
+  for (const char* file : {"tt-8b-8gpu-eager", "tt-8b-8gpu-compile", "tt-8b-8gpu-compile-fp8", "tt-8b-128gpu-eager",
+                           "tt-8b-128gpu-compile", "tt-8b-128gpu-compile-fp8"}) {
+    INFO(file);
+    const auto s = config::load_scenario(kRepo + "/scenarios/validation/" + file + ".yaml", {"run.steps=1"});
+    NullSink sink;
+    const auto r = run::simulate(s, sink, run::TraceLevel::none);
+    CHECK_FALSE(r.out_of_memory);
+    CHECK(r.memory.total() < s.topology.device.hbm_bytes);
+  }
 }

@@ -66,8 +66,18 @@ std::unique_ptr<Trace> trace(std::vector<std::string> overrides) {
 
 double ns(std::int64_t v) { return static_cast<double>(v); }
 
-/// Kernels (ops that launch one: not the 0-cost MoE markers) of an op list.
-double kernels(const std::vector<workload::Op>& ops) { return static_cast<double>(ops.size()); }
+/// Time of an op list on the launch-bound node, in units of kKernel: an op that launches k
+/// kernels takes k us of launch overhead plus its work rounded up to 1 ns, (1000·k + 1) ns.
+double kernels(const std::vector<workload::Op>& ops) {
+  double ns_total = 0;
+  for (const auto& op : ops) ns_total += 1000.0 * op.kernels + 1.0;
+  return ns_total / kKernel;
+}
+
+/// The embedding's backward (the last op of the head's backward list), in units of kKernel.
+double embedding_backward(const std::vector<workload::Op>& head_backward) {
+  return (1000.0 * head_backward.back().kernels + 1.0) / kKernel;
+}
 
 }  // namespace
 
@@ -77,7 +87,10 @@ TEST_CASE("on the launch-bound node every kernel takes its launch overhead, roun
                           workload::layer_backward_ops(s.model, s.training, 1, 1),
                           workload::head_forward_ops(s.model, s.training, 1, 1),
                           workload::head_backward_ops(s.model, s.training, 1, 1)})
-    for (const auto& op : ops) CHECK(workload::op_time(op, s.topology.device, "bf16") == Time::ns(1001));
+    for (const auto& op : ops) {
+      INFO(op.name << " launches " << op.kernels << " kernel(s)");
+      CHECK(workload::op_time(op, s.topology.device, "bf16") == Time::ns(1 + 1000 * op.kernels));
+    }
 }
 
 TEST_CASE("a forward TP all-reduce blocks the next op; a backward one runs beside the weight gradient",
@@ -124,10 +137,12 @@ TEST_CASE("DDP launches each gradient bucket when backward has filled it", "[run
   const double f = kernels(workload::layer_forward_ops(s.model, s.training, 1, 1));
   const double b = kernels(workload::layer_backward_ops(s.model, s.training, 1, 1));
   const double head_f = kernels(workload::head_forward_ops(s.model, s.training, 1, 1)) - 1;  // less the embedding
-  const double head_b = kernels(workload::head_backward_ops(s.model, s.training, 1, 1)) - 1;
+  const auto head_backward = workload::head_backward_ops(s.model, s.training, 1, 1);
+  const double emb_b = embedding_backward(head_backward);
+  const double head_b = kernels(head_backward) - emb_b;
   const double forward = 1 + 3 * f + head_f;  // embedding, layers, head [kernels]
   const double expected[] = {forward + head_b + b, forward + head_b + 2 * b, forward + head_b + 3 * b,
-                             forward + head_b + 3 * b + 1};
+                             forward + head_b + 3 * b + emb_b};
   for (int k = 0; k < 4; ++k) {
     const auto c = t->named("dp all_reduce bucket" + std::to_string(k));
     INFO("bucket " << k);
@@ -167,8 +182,10 @@ TEST_CASE("ZeRO-1 reduce-scatters the same buckets and all-gathers the parameter
   const double f = kernels(workload::layer_forward_ops(s.model, s.training, 1, 1));
   const double b = kernels(workload::layer_backward_ops(s.model, s.training, 1, 1));
   const double head_f = kernels(workload::head_forward_ops(s.model, s.training, 1, 1)) - 1;
-  const double head_b = kernels(workload::head_backward_ops(s.model, s.training, 1, 1)) - 1;
-  const double last_bucket = 1 + 3 * f + head_f + head_b + 3 * b + 1;  // after the embedding's backward
+  const auto head_backward = workload::head_backward_ops(s.model, s.training, 1, 1);
+  const double emb_b = embedding_backward(head_backward);
+  const double head_b = kernels(head_backward) - emb_b;
+  const double last_bucket = 1 + 3 * f + head_f + head_b + 3 * b + emb_b;  // after the embedding's backward
   CHECK(t->named("dp all_reduce bucket0").empty());
   const auto rs = t->named("dp reduce_scatter bucket3");
   REQUIRE(rs.size() == 1);

@@ -182,17 +182,20 @@ TEST_CASE("a mixture-of-experts layer runs a router and a grouped GEMM over the 
 
 TEST_CASE("the optimizer step is a memory-bound update with bytes per parameter by optimizer", "[workload][ops]") {
   config::TrainingSpec t = training_8k();
-  // Adam, bf16: fp32 master r+w 8, m r+w 8, v r+w 8, bf16 grad read 2, bf16 weight write 2 = 28.
+  // Adam, bf16: fp32 master r+w 8, m r+w 8, v r+w 8, bf16 grad read 2, bf16 weight write 2 = 28,
+  // plus gradient-norm clipping (norm: read 2; clip: read + write 4) = 34.
   const Op adam = optimizer_op(t, 1e9);
   CHECK_FALSE(adam.is_gemm());
-  CHECK(adam.bytes == 28e9);
-  t.optimizer = "sgd";  // master r+w 8 + grad 2 + weight 2
-  CHECK(optimizer_op(t, 1e9).bytes == 12e9);
+  CHECK(adam.bytes == 34e9);
+  t.optimizer = "sgd";  // master r+w 8 + grad 2 + weight 2 + clipping 6
+  CHECK(optimizer_op(t, 1e9).bytes == 18e9);
   t.optimizer = "momentum";  // + velocity r+w 8
-  CHECK(optimizer_op(t, 1e9).bytes == 20e9);
+  CHECK(optimizer_op(t, 1e9).bytes == 26e9);
   t.optimizer = "adam";
-  t.precision = "fp32";  // weights are the master: r+w 8, m 8, v 8, grad 4
-  CHECK(optimizer_op(t, 1e9).bytes == 28e9);
+  t.precision = "fp16";  // + the loss-scale pass: inf/nan check (read 2) and unscale (read + write 4)
+  CHECK(optimizer_op(t, 1e9).bytes == 40e9);
+  t.precision = "fp32";  // weights are the master: r+w 8, m 8, v 8, grad 4, clipping 12
+  CHECK(optimizer_op(t, 1e9).bytes == 40e9);
   t.optimizer = "lamb";
   CHECK_THROWS_WITH(optimizer_op(t, 1e9), Catch::Contains("lamb"));
 }

@@ -58,7 +58,12 @@ TEST_CASE("optimizer state bytes follow the optimizer and the precision", "[work
 
 TEST_CASE("activations per layer follow Korthikanti et al. 2022", "[workload][memory]") {
   // GPT-3 175B shape, s = 2048, b = 1: sbh = 2048·12288 = 25,165,824; 5·a·s/h = 5·96·2048/12288 = 80.
-  const config::ModelSpec m = gpt3_175b();
+  // The per-op count reproduces the paper's 34·sbh + 5·a·s²·b for its architecture (LayerNorm,
+  // GELU, multi-head attention, 0.1 dropout): norms' inputs 4, QKV input 2, Q K V 6, attention
+  // output 2, MLP input 2, GELU input and output 16, dropout masks 2 = 34.
+  config::ModelSpec m = gpt3_175b();
+  m.attention_dropout = 0.1;
+  m.hidden_dropout = 0.1;
   config::TrainingSpec t = mixed_adam();
   t.sequence_length = 2048;
   t.flash_attention = false;
@@ -72,9 +77,10 @@ TEST_CASE("activations per layer follow Korthikanti et al. 2022", "[workload][me
   p.sequence_parallel = true;
   CHECK(activation_bytes_per_layer(m, t, p, 1) == 14.25 * sbh);
   p = config::ParallelSpec{};
-  // Flash attention never stores the s² scores: 34·sbh.
+  // Flash attention never stores the s² scores but keeps fp32 row statistics (4 B per head
+  // and token: 4·96/12288 = 1/32 of sbh): 34·sbh + sbh/32.
   t.flash_attention = true;
-  CHECK(activation_bytes_per_layer(m, t, p, 1) == 34 * sbh);
+  CHECK(activation_bytes_per_layer(m, t, p, 1) == (34 + 1.0 / 32) * sbh);
   // Selective recompute drops the score term too; full keeps only the layer input 2·sbh.
   t.flash_attention = false;
   t.activation_checkpointing = "selective";
@@ -83,6 +89,46 @@ TEST_CASE("activations per layer follow Korthikanti et al. 2022", "[workload][me
   CHECK(activation_bytes_per_layer(m, t, p, 1) == 2 * sbh);
   // Linear in the microbatch.
   CHECK(activation_bytes_per_layer(m, t, p, 4) == 8 * sbh);
+  // Without dropout (Llama-style training) there are no masks: 32·sbh.
+  m.attention_dropout = m.hidden_dropout = 0;
+  t.activation_checkpointing = "selective";
+  CHECK(activation_bytes_per_layer(m, t, p, 1) == 32 * sbh);
+}
+
+TEST_CASE("Llama's grouped-query attention and SwiGLU change what a layer keeps", "[workload][memory]") {
+  // Llama 3 8B, one 8,192-token sequence, nothing recomputed, fused kernels, per token (bf16):
+  // norms 2·(2h + 2h) = 32,768; Q 4,096, K 1,024, V 1,024, O 4,096 → 20,480; log-sum-exp
+  // 4·32 = 128; SwiGLU gate, up and product 3·14,336·2 = 86,016. Sum 139,392 B per token.
+  config::TrainingSpec t = mixed_adam();
+  t.sequence_length = 8192;
+  t.activation_checkpointing = "none";
+  config::ParallelSpec p;
+  CHECK(activation_bytes_per_layer(llama3_8b(), t, p, 1) == 8192.0 * 139'392);
+  // Eager PyTorch keeps more: each RMSNorm its fp32 copy (+4h), the SiLU output (+2·14,336)
+  // and rotary's fp32 inputs (4·(4,096 + 1,024)): 139,392 + 32,768 + 28,672 + 20,480 = 221,312.
+  t.framework = "eager";
+  CHECK(activation_bytes_per_layer(llama3_8b(), t, p, 1) == 8192.0 * 221'312);
+}
+
+TEST_CASE("torchtitan's op policy keeps the input, attention and every second matmul output", "[workload][memory]") {
+  // Per token (bf16): layer input 8,192; wq 8,192, wv 2,048, w1 28,672, w2 8,192 (the 1st, 3rd,
+  // 5th and 7th of wq, wk, wv, wo, w1, w3, w2); attention output 8,192 and log-sum-exp 128:
+  // 63,616 B per token per layer — 31.06 GiB for 32 layers of 2 × 8,192 tokens.
+  config::TrainingSpec t = mixed_adam();
+  t.sequence_length = 8192;
+  t.activation_checkpointing = "op";
+  config::ParallelSpec p;
+  CHECK(activation_bytes_per_layer(llama3_8b(), t, p, 2) == 16384.0 * 63'616);
+}
+
+TEST_CASE("the loss keeps fp32 copies of the logits under eager PyTorch", "[workload][memory]") {
+  config::TrainingSpec t = mixed_adam();
+  t.framework = "eager";
+  CHECK(loss_bytes_per_logit(t) == 12);  // fp32 copy, log-softmax output, gradients: 3 × 4 B
+  t.framework = "compile";  // compiled per block (torchtitan): the loss stays eager
+  CHECK(loss_bytes_per_logit(t) == 12);
+  t.framework = "fused";
+  CHECK(loss_bytes_per_logit(t) == 4);
 }
 
 TEST_CASE("memory per GPU divides parameters by tp·pp and adds activations and logits", "[workload][memory]") {
@@ -100,9 +146,13 @@ TEST_CASE("memory per GPU divides parameters by tp·pp and adds activations and 
   CHECK(mem.weights == 2 * n);
   CHECK(mem.gradients == 2 * n);
   CHECK(mem.optimizer == 12 * n / 16);
-  // Per layer sbh·(10 + 24/2) with sbh = 8192·4096 = 33,554,432; 16 layers on this stage;
-  // 2 microbatches in flight; fp32 logits 8192·128256/2·4 = 2,101,346,304 B.
-  const double per_layer = 33'554'432.0 * 22;
+  // 16 layers on this stage, 2 microbatches in flight; fp32 logits 8192·128256/2·4 =
+  // 2,101,346,304 B.
+  const double per_layer = activation_bytes_per_layer(m, t, p, 1);
   CHECK(mem.activations == per_layer * 16 * 2 + 2'101'346'304.0);
-  CHECK(mem.total() == mem.weights + mem.gradients + mem.optimizer + mem.activations);
+  // Under recompute, the backward of one layer holds its recomputed activations besides.
+  config::TrainingSpec none = t;
+  none.activation_checkpointing = "none";
+  CHECK(mem.transient == activation_bytes_per_layer(m, none, p, 1));
+  CHECK(mem.total() == mem.weights + mem.gradients + mem.optimizer + mem.activations + mem.transient);
 }

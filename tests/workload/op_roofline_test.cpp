@@ -1,6 +1,7 @@
 // The roofline with tile and wave quantisation, on the H100 SXM datasheet numbers.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdlib>
 
 #include "workload/model_cost.hpp"
@@ -140,4 +141,74 @@ TEST_CASE("small models lose efficiency because their GEMMs are small", "[worklo
   const double large = gemm_rate(llama3_8b());
   CHECK(small < 0.5 * large);
   CHECK(large <= kBest);
+}
+
+namespace {
+
+// The H100 SXM profile with the per-shape and power mechanisms of topologies/h100-sxm.yaml:
+// the MAMF shape 6144 × 17920 × 2816 (stas00/ml-engineering), 256 of K of pipeline fill per
+// tile, 700 W limit (datasheet), 120 W static.
+config::DeviceSpec h100_shaped() {
+  config::DeviceSpec d = h100_sxm();
+  d.max_gemm_shape_m = 6144;
+  d.max_gemm_shape_n = 17920;
+  d.max_gemm_shape_k = 2816;
+  d.gemm_k_fill = 256;
+  d.power_limit_w = 700;
+  d.max_gemm_power_limit_w = 700;
+  d.static_power_w = 120;
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("the GEMM model reproduces the MAMF measurement at the shape it was measured at", "[workload][roofline]") {
+  // stas00/ml-engineering: 792.1 TFLOP/s = 0.801 of 989.4 at 6144 × 17920 × 2816.
+  const Op best = gemm(6144, 17920, 2816);
+  CHECK(achieved(best, h100_shaped()) == Approx(0.801 * 989.4e12).epsilon(1e-6));
+  // By hand: 48 × 70 = 3,360 tiles in 26 waves of 132 (3,360 / 3,432 = 0.97902), and
+  // 2,816 / (2,816 + 256) = 0.91667 of each tile's time does math: the mainloop runs at
+  // 0.801 / (0.97902 · 0.91667) = 0.89255 of peak.
+  CHECK(gemm_mainloop_fraction(h100_shaped()) == Approx(0.801 / (3360.0 / 3432.0 * 2816.0 / 3072.0)).epsilon(1e-9));
+}
+
+TEST_CASE("a small-K GEMM loses the K-loop fill of every tile", "[workload][roofline]") {
+  // Same output (whole waves), K = 256 vs K = 1024: per tile (K + 256) of time for K of math,
+  // so the rates are in the ratio (256 / 512) / (1024 / 1280) = 0.625.
+  const double small = achieved(gemm(16896, 8192, 256), h100_shaped());
+  const double large = achieved(gemm(16896, 8192, 1024), h100_shaped());
+  CHECK(small / large == Approx(0.5 / 0.8).epsilon(1e-4));  // times round to whole ns
+  // A long K loop would pass the measured maximum (0.8926 · 8192 / 8448 = 0.866 of peak): no
+  // shape beats the MAMF scan's best, 0.801.
+  CHECK(achieved(gemm(16896, 8192, 8192), h100_shaped()) == Approx(0.801 * 989.4e12).epsilon(1e-6));
+}
+
+TEST_CASE("a 500 W limit slows GEMMs by the cube root of the dynamic power ratio", "[workload][roofline]") {
+  // Dynamic power ∝ f³: at 500 W with 120 W static, f = ∛((500 − 120) / (700 − 120)) = 0.86846
+  // of the clock at which the 700 W card ran the benchmark.
+  config::DeviceSpec capped = h100_shaped();
+  capped.power_limit_w = 500;
+  const Op op = gemm(16896, 8192, 8192);
+  const double ratio = op_time(op, h100_shaped(), "bf16").seconds() / op_time(op, capped, "bf16").seconds();
+  CHECK(ratio == Approx(std::cbrt(380.0 / 580.0)).epsilon(1e-6));
+  CHECK(sustained_clock_fraction(capped, gemm_mainloop_fraction(capped)) == Approx(0.86846).epsilon(1e-4));
+  // A kernel with less tensor activity draws less power: flash attention at 35 % of peak
+  // (activity 0.35 / 0.8926 = 0.392) needs ∛(380 / (580 · 0.392)) > 1 — it keeps the full clock.
+  CHECK(sustained_clock_fraction(capped, 0.35) == 1.0);
+  // With the exponent the profiles derive from a published 600 W capping loss (x = 1.42):
+  // (380 / 580)^(1 / 1.42) = 0.7425.
+  capped.clock_power_exponent = 1.42;
+  CHECK(sustained_clock_fraction(capped, gemm_mainloop_fraction(capped)) == Approx(0.7425).epsilon(1e-3));
+  // Without a power limit in the profile nothing changes.
+  CHECK(sustained_clock_fraction(h100_sxm(), 0.8) == 1.0);
+}
+
+TEST_CASE("a GEMM is tiled in the orientation that takes fewer waves", "[workload][roofline]") {
+  // m = 128 × 11 = 1408, n = 256 × 12 = 3072: 128 × 256 tiles give 11 × 12 = 132 (one wave on
+  // 132 SMs), 256 × 128 tiles ⌈1408 / 256⌉ · ⌈3072 / 128⌉ = 6 · 24 = 144 (two waves); the
+  // model keeps one wave. Transposed (m = 3072, n = 1408) it picks 256 × 128: one wave too.
+  const Op op = gemm(1408, 3072, 4096);
+  const double one_wave = 2.0 * 128 * 256 * 4096 / (0.801 * 989.4e12 / 132);
+  CHECK(op_time(op, h100_sxm(), "bf16").seconds() == Approx(one_wave).epsilon(1e-4));
+  CHECK(op_time(gemm(3072, 1408, 4096), h100_sxm(), "bf16").seconds() == Approx(one_wave).epsilon(1e-4));
 }

@@ -1,0 +1,110 @@
+// Framework modes (fused kernels, eager PyTorch, torch.compile), the fp8 linear-layer recipe
+// and torchtitan's op-level recompute policy, on Llama 3 8B with one 8,192-token sequence.
+// Every expected figure is counted by hand from the kernels PyTorch runs.
+#include <catch2/catch.hpp>
+
+#include "workload/model_cost.hpp"
+#include "workload_test_models.hpp"
+
+using namespace ironlaw;
+using namespace ironlaw::workload;
+using namespace ironlaw::workload::testing;
+
+namespace {
+
+config::TrainingSpec llama_training(const std::string& framework, const std::string& precision = "bf16",
+                                    const std::string& recompute = "none") {
+  config::TrainingSpec t;
+  t.sequence_length = 8192;
+  t.precision = precision;
+  t.optimizer = "adam";
+  t.activation_checkpointing = recompute;
+  t.flash_attention = true;
+  t.framework = framework;
+  return t;
+}
+
+constexpr double kTokenHidden = 8192.0 * 4096;  // t·h of one sequence
+
+}  // namespace
+
+TEST_CASE("eager RMSNorm is eight kernels over 36 bytes per bf16 element, fused it is one over 4",
+          "[workload][framework]") {
+  // x.float() 2+4, pow 4+4, mean 4, x·rsqrt 4+4, type_as 4+2, ·gain 2+2 = 36 B per element.
+  const auto eager = layer_forward_ops(llama3_8b(), llama_training("eager"), 1, 1);
+  CHECK(find(eager, "norm_attn").bytes == kTokenHidden * 36);
+  CHECK(find(eager, "norm_attn").kernels == 8);
+  for (const char* mode : {"compile", "fused"}) {
+    const auto ops = layer_forward_ops(llama3_8b(), llama_training(mode), 1, 1);
+    CHECK(find(ops, "norm_attn").bytes == kTokenHidden * 4);
+    CHECK(find(ops, "norm_attn").kernels == 1);
+  }
+  // Backward doubles both.
+  const auto back = layer_backward_ops(llama3_8b(), llama_training("eager"), 1, 1);
+  CHECK(find(back, "norm_attn_bwd").kernels == 16);
+}
+
+TEST_CASE("eager SwiGLU and rotary move more bytes than their fused kernels", "[workload][framework]") {
+  const auto eager = layer_forward_ops(llama3_8b(), llama_training("eager"), 1, 1);
+  const auto fused = layer_forward_ops(llama3_8b(), llama_training("compile"), 1, 1);
+  // silu(gate) (2+2) then ·up (2+2+2): 10 B per element of the 14,336-wide FFN vs 6 B fused.
+  CHECK(find(eager, "mlp_act").bytes == 8192.0 * 14336 * 10);
+  CHECK(find(fused, "mlp_act").bytes == 8192.0 * 14336 * 6);
+  // q and k (32 + 8 heads of 128): float copy 2+4, complex multiply 4+4, type_as 4+2 = 20 B.
+  CHECK(find(eager, "rotary").bytes == 8192.0 * 40 * 128 * 20);
+  CHECK(find(fused, "rotary").bytes == 8192.0 * 40 * 128 * 4);
+}
+
+TEST_CASE("eager cross-entropy upcasts the logits to fp32", "[workload][framework]") {
+  // Forward: float copy (2 + 4), log-softmax (4 + 4) = 14 B per logit; backward: NLL gradient
+  // written (4), log-softmax backward (4 + 4 + 4), copy back (4 + 2) = 22 B.
+  const double logits = 8192.0 * 128256;
+  CHECK(find(head_forward_ops(llama3_8b(), llama_training("eager"), 1, 1), "cross_entropy").bytes == logits * 14);
+  CHECK(find(head_backward_ops(llama3_8b(), llama_training("eager"), 1, 1), "cross_entropy_bwd").bytes ==
+        logits * 22);
+  CHECK(find(head_forward_ops(llama3_8b(), llama_training("fused"), 1, 1), "cross_entropy").bytes == logits * 6);
+  // torch.compile as torchtitan applies it (per transformer block) leaves the loss eager.
+  CHECK(find(head_forward_ops(llama3_8b(), llama_training("compile"), 1, 1), "cross_entropy").bytes ==
+        logits * 14);
+}
+
+TEST_CASE("the fp8 recipe runs linear layers in fp8 and times their casts; attention stays bf16",
+          "[workload][precision]") {
+  const auto ops = layer_forward_ops(llama3_8b(), llama_training("compile", "fp8"), 1, 1);
+  const Op& qkv = find(ops, "qkv");
+  CHECK(qkv.dtype == "fp8");
+  // fp8 operands (1 B) and a bf16 output: (t·h + h·n)·1 + t·n·2 with n = 6,144.
+  CHECK(qkv.bytes == (8192.0 * 4096 + 4096.0 * 6144) + 8192.0 * 6144 * 2);
+  CHECK(find(ops, "attn_core").dtype == "bf16");
+  // The cast of input and weight: amax (read 2) and cast (read 2, write 1) = 5 B per element.
+  CHECK(find(ops, "qkv_cast").bytes == (8192.0 * 4096 + 4096.0 * 6144) * 5);
+  CHECK(find(ops, "mlp_down").dtype == "fp8");
+  CHECK(find(head_forward_ops(llama3_8b(), llama_training("compile", "fp8"), 1, 1), "lm_head").dtype == "bf16");
+  const auto back = layer_backward_ops(llama3_8b(), llama_training("compile", "fp8"), 1, 1);
+  CHECK(find(back, "qkv_dgrad").dtype == "fp8");
+  CHECK(find(back, "qkv_wgrad").dtype == "fp8");
+  CHECK(has(back, "qkv_bwd_cast"));
+  CHECK_FALSE(has(back, "qkv_cast_bwd"));
+  // Activations stay bf16: the norm moves 2 B per element each way.
+  CHECK(find(ops, "norm_attn").bytes == kTokenHidden * 4);
+  // An fp8 linear at the fp8 peak against its bf16 self on the same device.
+  const Op& up = find(ops, "mlp_up");
+  const auto bf16_ops = layer_forward_ops(llama3_8b(), llama_training("compile"), 1, 1);
+  const double ratio = op_time(find(bf16_ops, "mlp_up"), h100_sxm(), "bf16").seconds() /
+                       op_time(up, h100_sxm(), "bf16").seconds();
+  CHECK(ratio == Approx(1978.9 / 989.4).epsilon(1e-6));
+}
+
+TEST_CASE("torchtitan's op policy recomputes wk, wo, w3 and the element-wise ops, not attention",
+          "[workload][recompute]") {
+  const auto ops = layer_recompute_ops(llama3_8b(), llama_training("compile", "bf16", "op"), 1, 1);
+  CHECK_FALSE(has(ops, "recompute_attn_core"));
+  // wk only: n = 8 kv heads · 128 = 1,024 of the fused 6,144-wide QKV.
+  CHECK(find(ops, "recompute_qkv").n == 1024);
+  CHECK(find(ops, "recompute_attn_out").n == 4096);
+  // w3 only: half of the fused 2 × 14,336 gate-and-up GEMM.
+  CHECK(find(ops, "recompute_mlp_up").n == 14336);
+  CHECK_FALSE(has(ops, "recompute_mlp_down"));
+  for (const char* name : {"recompute_norm_attn", "recompute_rotary", "recompute_mlp_act", "recompute_norm_mlp"})
+    CHECK(has(ops, name));
+}
