@@ -45,7 +45,7 @@ const char* kind_of(mode_t mode) {
 void require_regular_or_absent(const std::filesystem::path& target) {
   struct stat st {};
   if (::lstat(target.c_str(), &st) != 0) {
-    if (errno == ENOENT) return;
+    if (errno == ENOENT || errno == ENOTDIR) return;  // absent; the folder is checked next
     fail(target, std::strerror(errno));
   }
   if (!S_ISREG(st.st_mode)) fail(target, std::string("it is ") + kind_of(st.st_mode) + "; only regular files are written");
@@ -81,7 +81,9 @@ void check_output_location(const std::filesystem::path& target) {
   const std::filesystem::path parent = target.parent_path();
   if (!parent.empty()) {
     struct stat st {};
-    if (::stat(parent.c_str(), &st) != 0) fail(target, "directory " + quoted(parent) + ": " + std::strerror(errno));
+    if (::stat(parent.c_str(), &st) != 0) {
+      fail(target, "directory " + quoted(parent) + (errno == ENOENT ? std::string(" does not exist") : ": " + std::string(std::strerror(errno))));
+    }
     if (!S_ISDIR(st.st_mode)) fail(target, quoted(parent) + " is not a directory");
   }
 }

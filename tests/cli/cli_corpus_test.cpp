@@ -37,7 +37,7 @@ std::string substitute(std::string text, const fs::path& tmp) {
   return text;
 }
 
-bool is_fifo(const fs::path& p) {
+bool still_fifo(const fs::path& p) {
   struct stat st {};
   return ::lstat(p.c_str(), &st) == 0 && S_ISFIFO(st.st_mode);
 }
@@ -116,7 +116,7 @@ TEST_CASE("Every hostile input of the corpus ends with its exit status and a mes
         CHECK_FALSE(fs::exists(tmp / name));
         for (const auto& entry : entries_of(tmp.path())) CHECK(entry.rfind(name + ".tmp-", 0) != 0);
       }
-      for (const auto& name : fifos) CHECK(is_fifo(tmp / name));
+      for (const auto& name : fifos) CHECK(still_fifo(tmp / name));
     }
   }
 }
