@@ -831,6 +831,10 @@ void Section::finish() {
   if (state_->collecting) return;
   for (const auto& e : entries_) {
     if (e.used) continue;
+    if (state_->diagnostics.size() >= kMaxDiagnostics) {  // counted only: no "did you mean" search
+      ++state_->dropped;
+      continue;
+    }
     std::string message = "unknown key";
     const std::string guess = did_you_mean(e.key, known_);
     if (!guess.empty()) {
