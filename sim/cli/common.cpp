@@ -16,6 +16,17 @@ namespace ironlaw::cli {
 
 namespace {
 
+/// A count for messages: digits up to 1e15, %g beyond (never an out-of-range integer cast).
+std::string count(double v) {
+  char buf[64];
+  if (v < 1e15) {
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.3g", v);
+  }
+  return buf;
+}
+
 std::string gib(double bytes) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.3g GiB", bytes / (1024.0 * 1024 * 1024));
@@ -89,10 +100,9 @@ void check_scenario_limits(const config::Scenario& s, const run::Layout& layout,
   const run::ResourceEstimate e = run::estimate_resources(s, layout);
   if (e.bytes > limit) {
     throw InputError(s.where("cluster.nodes"), "",
-                     "the simulation would need about " + gib(e.bytes) + " of memory (" + std::to_string(static_cast<long long>(e.tasks)) +
-                         " tasks per step, " + std::to_string(static_cast<long long>(e.live_flows)) + " flows in flight, " +
-                         std::to_string(static_cast<long long>(e.fabric_links)) + " links, " +
-                         std::to_string(static_cast<long long>(e.loader_slots)) + " loader slots), above the limit of " +
+                     "the simulation would need about " + gib(e.bytes) + " of memory (" + count(e.tasks) +
+                         " tasks per step, " + count(e.live_flows) + " flows in flight, " + count(e.fabric_links) +
+                         " links, " + count(e.loader_slots) + " loader slots), above the limit of " +
                          gib(limit) + "; mostly " + e.driver + ". Reduce it, or raise the limit with --max-memory");
   }
   if (e.min_simulated_s >= Time::kMaxSeconds) {
