@@ -30,7 +30,7 @@ for target in scenario h5_reader; do
   if [ "$target" = h5_reader ]; then seeds="$work/h5-seeds" corpus="$work/h5-corpus"; fi
   log="$work/$target.log"
   echo "fuzz: $target for ${seconds} s"
-  if ! ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS="suppressions=$root/fuzz/lsan-hdf5.supp" \
+  if ! ASAN_OPTIONS="detect_leaks=1:suppressions=$root/fuzz/asan-hdf5.supp" LSAN_OPTIONS="suppressions=$root/fuzz/lsan-hdf5.supp" \
       UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
       "$build/fuzz_$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 \
       -print_final_stats=1 -artifact_prefix="$work/artifacts/$target-" "$corpus" "$seeds" > "$log" 2>&1; then
