@@ -12,7 +12,6 @@
 #include <unordered_map>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <sstream>
 #include <string_view>
