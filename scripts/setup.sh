@@ -3,7 +3,8 @@
 # Safe to run repeatedly; needs root (or sudo) only when something is missing.
 set -euo pipefail
 packages=(build-essential cmake pkg-config libboost-graph-dev libboost-program-options-dev
-          libyaml-cpp-dev libhdf5-dev hdf5-tools catch2)
+          libyaml-cpp-dev libhdf5-dev hdf5-tools catch2
+          clang-14 libclang-rt-14-dev)  # clang and its runtimes: libFuzzer, ASan, UBSan (make fuzz)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

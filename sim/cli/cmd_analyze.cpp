@@ -48,9 +48,9 @@ StepRange parse_steps(const std::string& text) {
 /// Busy seconds per (row key, kind), summed over events.
 using Table = std::map<std::int64_t, std::array<double, kEventKindCount>>;
 
-}  // namespace
-
-int cmd_analyze(const Args& args) {
+/// The analysis itself; cmd_analyze turns what a damaged file makes the reader throw into an
+/// input error.
+int analyze(const Args& args) {
   po::options_description opts("ironlaw analyze OUT.h5 [options]");
   std::string path, by = "kind", steps_text;
   opts.add_options()
@@ -177,6 +177,22 @@ int cmd_analyze(const Args& args) {
     std::printf("\n");
   }
   return kExitOk;
+}
+
+}  // namespace
+
+int cmd_analyze(const Args& args) {
+  try {
+    return analyze(args);
+  } catch (const InputError&) {
+    throw;
+  } catch (const IoError&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    // Every runtime error past option parsing comes from reading the file: a damaged or foreign
+    // HDF5 file is bad input (exit 2), not an internal error.
+    throw IoError(std::string("cannot analyze the file: ") + e.what());
+  }
 }
 
 }  // namespace ironlaw::cli

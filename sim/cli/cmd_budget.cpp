@@ -59,6 +59,17 @@ double quantity(const std::string& text, config::Dimension d, const std::string&
   return *v;
 }
 
+/// A command-line number within [lo, hi] (finite): a 1e300 or NaN input is an input error, not a
+/// 301-digit echo in the table.
+double bounded(double v, double lo, double hi, const std::string& option) {
+  if (!(v >= lo && v <= hi)) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "expected a number from %g to %g, got %g", lo, hi, v);
+    throw InputError({option, 0, 0}, option, buf);
+  }
+  return v;
+}
+
 void row(const std::string& what, const std::string& how, const std::string& value) {
   std::printf("  %-34s %-36s %s\n", what.c_str(), how.c_str(), value.c_str());
 }
@@ -111,21 +122,22 @@ int cmd_budget(const Args& args) {
     in = p->inputs;
     source = p->name + ": " + p->source;
   }
-  if (vm.count("params")) in.params = quantity(params, config::Dimension::count, "--params");
-  if (vm.count("tokens")) in.tokens = quantity(tokens, config::Dimension::count, "--tokens");
+  if (vm.count("params")) in.params = bounded(quantity(params, config::Dimension::count, "--params"), 0, 1e15, "--params");
+  if (vm.count("tokens")) in.tokens = bounded(quantity(tokens, config::Dimension::count, "--tokens"), 0, 1e18, "--tokens");
   if (vm.count("params") || vm.count("tokens")) {
     if (preset.empty()) source = "user inputs";
     if (preset.empty()) in.published_gpu_hours.reset();
   }
-  if (vm.count("layers")) in.layers = layers;
-  if (vm.count("width")) in.width = width;
-  if (vm.count("seq")) in.sequence_length = seq;
-  if (vm.count("peak-tflops")) in.peak_flops = peak_tflops * 1e12;
-  if (vm.count("mfu")) in.mfu = mfu;
-  if (vm.count("devices")) in.devices = devices;
-  if (vm.count("price")) in.price_per_hour = price;
+  if (vm.count("layers")) in.layers = bounded(layers, 0, 1e6, "--layers");
+  if (vm.count("width")) in.width = bounded(width, 0, 1e8, "--width");
+  if (vm.count("seq")) in.sequence_length = bounded(seq, 0, 1e9, "--seq");
+  if (vm.count("peak-tflops")) in.peak_flops = bounded(peak_tflops, 1e-3, 1e7, "--peak-tflops") * 1e12;
+  if (vm.count("mfu")) in.mfu = bounded(mfu, -1e9, 1e9, "--mfu");  // finite; the calculator clamps it
+  if (vm.count("devices")) in.devices = bounded(devices, 1, 1e9, "--devices");
+  if (vm.count("price")) in.price_per_hour = bounded(price, 0, 1e6, "--price");
   if (vm.count("published-gpu-hours"))
-    in.published_gpu_hours = quantity(published_hours, config::Dimension::count, "--published-gpu-hours");
+    in.published_gpu_hours = bounded(quantity(published_hours, config::Dimension::count, "--published-gpu-hours"), 0,
+                                     1e15, "--published-gpu-hours");
 
   const auto r = workload::compute_budget(in);
   const auto& x = r.inputs;

@@ -38,20 +38,6 @@ std::uint64_t parse_seed(const std::string& text) {
   return v;
 }
 
-/// The output must be a file we can create: its folder is created if missing; a path that is
-/// a folder, or under something that is not one, is an input error found before simulating.
-void check_output_path(const std::filesystem::path& target, const SourceLoc& where, const std::string& key) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::is_directory(target, ec)) throw InputError(where, key, "\"" + target.string() + "\" is a folder, expected a file path");
-  if (target.has_parent_path()) {
-    fs::create_directories(target.parent_path(), ec);
-    if (ec || !fs::is_directory(target.parent_path()))
-      throw InputError(where, key, "cannot create the folder \"" + target.parent_path().string() + "\": " +
-                                       (ec ? ec.message() : std::string("not a folder")));
-  }
-}
-
 }  // namespace
 
 int cmd_run(const Args& args) {
@@ -68,9 +54,13 @@ int cmd_run(const Args& args) {
       ("chrome-trace", po::value(&chrome_path), "also write the timeline as Chrome-trace JSON (Perfetto)")
       ("seed", po::value(&seed_text), "root random seed, 0 … 2^64-1 (default: the scenario's seed)")
       ("quiet,q", "print nothing on success");
+  Limits limits;
+  add_limit_options(opts, limits, false);
   po::variables_map vm;
   if (!parse_command_line(args, opts, "scenario", vm)) return kExitOk;
   if (scenario_path.empty()) throw InputError({}, "SCENARIO", "a scenario file is required");
+  if (vm.count("output") && out_path.empty()) throw InputError({}, "-o", "the output path is empty");
+  if (vm.count("chrome-trace") && chrome_path.empty()) throw InputError({}, "--chrome-trace", "the output path is empty");
 
   config::Scenario scenario = config::load_scenario(scenario_path, sets);
   if (vm.count("seed")) scenario.seed = parse_seed(seed_text);
@@ -82,11 +72,21 @@ int cmd_run(const Args& args) {
   }
   if (!out_path.empty()) scenario.output.path = out_path;
   if (scenario.output.path.empty()) throw InputError(scenario.where("output.path"), "output.path", "no output path");
-  // Layout problems are input errors: find them before any file is created.
-  run::resolve_layout(scenario);
+  // Layout problems, limits and unwritable outputs are input errors: found before any file is
+  // created and before anything is built.
+  check_scenario_limits(scenario, run::resolve_layout(scenario), limits);
 
   const std::filesystem::path target(scenario.output.path);
-  check_output_path(target, out_path.empty() ? scenario.where("output.path") : SourceLoc{}, out_path.empty() ? "output.path" : "-o");
+  probe_output_path(target.string(), out_path.empty() ? scenario.where("output.path") : SourceLoc{},
+                    out_path.empty() ? "output.path" : "-o");
+  if (!chrome_path.empty()) {
+    std::error_code ec;
+    if (std::filesystem::path(chrome_path).lexically_normal() == target.lexically_normal() ||
+        std::filesystem::equivalent(chrome_path, target, ec)) {
+      throw InputError({}, "--chrome-trace", "must differ from the HDF5 output \"" + target.string() + "\"");
+    }
+    probe_output_path(chrome_path, {}, "--chrome-trace");
+  }
   output::H5Writer writer(target);
   writer.write_scenario(scenario.resolved_yaml, scenario.seed, scenario.name);
   const run::SimulationResult result = run::simulate(scenario, writer, trace);

@@ -77,17 +77,25 @@ int cmd_sweep(const Args& args) {
       ("set", po::value(&sets)->composing(), "KEY=VALUE applied to every point")
       ("output,o", po::value(&out_path), "sweep HDF5 file (default: outputs/<name>-sweep.h5 beside the scenario's output)")
       ("jobs,j", po::value(&threads)->default_value(1), "points simulated at once");
+  Limits limits;
+  add_limit_options(opts, limits, true);
   po::variables_map vm;
   if (!parse_command_line(args, opts, "scenario", vm)) return kExitOk;
   if (scenario_path.empty()) throw InputError({}, "SCENARIO", "a scenario file is required");
   if (varies.empty()) throw InputError({}, "--vary", "at least one --vary KEY=V1,V2,... is required");
-  if (threads < 1) throw InputError({}, "-j", "expected at least 1 thread");
+  if (threads < 1 || threads > 1024) throw InputError({}, "-j", "expected 1 to 1024 threads");
+  if (vm.count("output") && out_path.empty()) throw InputError({}, "-o", "the output path is empty");
 
   std::vector<Axis> axes;
   const std::vector<std::string> known = config::scenario_keys();
   for (const auto& v : varies) {
     axes.push_back(parse_vary(v));
     const std::string& key = axes.back().key;
+    for (std::size_t a = 0; a + 1 < axes.size(); ++a) {
+      if (axes[a].key == key) {
+        throw InputError(SourceLoc{"--vary", 0, 0}, key, "varied twice; give all its values in one --vary");
+      }
+    }
     if (std::find(known.begin(), known.end(), key) == known.end()) {
       const std::string hint = config::did_you_mean(key, known);
       throw InputError(SourceLoc{"--vary", 0, 0}, key, std::string("unknown key") + (hint.empty() ? "" : "; did you mean \"" + hint + "\"?"));
@@ -97,7 +105,15 @@ int cmd_sweep(const Args& args) {
   // Every point is loaded and validated before anything runs: a bad value fails fast (exit 2).
   std::vector<Point> points;
   std::size_t total = 1;
-  for (const auto& a : axes) total *= a.values.size();
+  for (const auto& a : axes) {
+    // Checked before multiplying further, so the product cannot wrap.
+    if (a.values.size() > limits.max_points || total > limits.max_points / a.values.size()) {
+      throw InputError(SourceLoc{"--vary", 0, 0}, a.key,
+                       "the sweep has more than " + std::to_string(limits.max_points) +
+                           " points (the product of the --vary lists); raise the limit with --max-points");
+    }
+    total *= a.values.size();
+  }
   for (std::size_t i = 0; i < total; ++i) {
     // Mixed-radix decomposition of i: the last --vary changes fastest.
     Point p;
@@ -110,9 +126,17 @@ int cmd_sweep(const Args& args) {
     }
     for (std::size_t a = 0; a < axes.size(); ++a) overrides.push_back(axes[a].key + "=" + p.values[a]);
     p.scenario = config::load_scenario(scenario_path, overrides);
-    run::resolve_layout(p.scenario);
+    check_scenario_limits(p.scenario, run::resolve_layout(p.scenario), limits);
     points.push_back(std::move(p));
   }
+
+  // The sweep file: checked (regular file or absent, folder writable) before anything runs.
+  if (out_path.empty()) {
+    const std::string& base = points.front().scenario.output.path;
+    const auto dot = base.rfind(".h5");
+    out_path = (dot == std::string::npos ? base : base.substr(0, dot)) + "-sweep.h5";
+  }
+  probe_output_path(out_path, {}, "-o");
 
   const bool progress = isatty(STDERR_FILENO);
   std::atomic<std::size_t> next{0}, done{0};
@@ -161,11 +185,6 @@ int cmd_sweep(const Args& args) {
   }
 
   // /sweep: the varied values and every summary metric per point.
-  if (out_path.empty()) {
-    const std::string& base = points.front().scenario.output.path;
-    const auto dot = base.rfind(".h5");
-    out_path = (dot == std::string::npos ? base : base.substr(0, dot)) + "-sweep.h5";
-  }
   std::vector<std::string> keys;
   for (const auto& a : axes) keys.push_back(a.key);
   std::vector<std::string> metric_names;

@@ -1,9 +1,54 @@
 #include "cli/common.hpp"
 
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
+#include <optional>
+
+#include "config/units.hpp"
+#include "core/time.hpp"
+#include "output/atomic_file.hpp"
+#include "run/resource_estimate.hpp"
 
 namespace ironlaw::cli {
+
+namespace {
+
+/// A count for messages: digits up to 1e15, %g beyond (never an out-of-range integer cast).
+std::string count(double v) {
+  char buf[64];
+  if (v < 1e15) {
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.3g", v);
+  }
+  return buf;
+}
+
+std::string gib(double bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3g GiB", bytes / (1024.0 * 1024 * 1024));
+  return buf;
+}
+
+/// nccl-tests size syntax (K/M/G = 2^10/2^20/2^30); nullopt when unreadable (the command
+/// reports that itself).
+std::optional<double> size_of(const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str()) return std::nullopt;
+  const std::string suffix(end);
+  double mult = 1;
+  if (suffix == "K" || suffix == "k") mult = 1024.0;
+  else if (suffix == "M" || suffix == "m") mult = 1048576.0;
+  else if (suffix == "G" || suffix == "g") mult = 1073741824.0;
+  else if (!suffix.empty()) return std::nullopt;
+  return v * mult;
+}
+
+}  // namespace
 
 bool parse_command_line(const Args& args, const boost::program_options::options_description& opts,
                         const char* positional, boost::program_options::variables_map& vm) {
@@ -25,5 +70,110 @@ std::string data_dir() {
 }
 
 std::string default_topology_path() { return data_dir() + "/topologies/dgx-h100-leaf-spine.yaml"; }
+
+void add_limit_options(boost::program_options::options_description& opts, Limits& limits, bool sweep) {
+  namespace po = boost::program_options;
+  opts.add_options()
+      ("max-steps", po::value(&limits.max_steps)->default_value(limits.max_steps), "refuse run.steps above this")
+      ("max-memory", po::value(&limits.max_memory),
+       "refuse a scenario whose estimated memory exceeds this, e.g. \"32 GiB\" (default: half of this machine's RAM)");
+  if (sweep) {
+    opts.add_options()("max-points", po::value(&limits.max_points)->default_value(limits.max_points),
+                       "refuse a sweep of more points than this");
+  }
+}
+
+void check_scenario_limits(const config::Scenario& s, const run::Layout& layout, const Limits& limits) {
+  if (limits.max_steps < 1) throw InputError({}, "--max-steps", "expected at least 1");
+  if (s.run.steps > limits.max_steps) {
+    throw InputError(s.where("run.steps"), "run.steps",
+                     std::to_string(s.run.steps) + " steps exceed the limit of " + std::to_string(limits.max_steps) +
+                         " (raise it with --max-steps)");
+  }
+  double limit = run::default_memory_limit();
+  if (!limits.max_memory.empty()) {
+    std::string error;
+    const auto v = config::parse_quantity(limits.max_memory, config::Dimension::bytes, &error);
+    if (!v || !(*v > 0)) throw InputError({}, "--max-memory", error.empty() ? "expected a positive size like \"32 GiB\"" : error);
+    limit = *v;
+  }
+  const run::ResourceEstimate e = run::estimate_resources(s, layout);
+  if (e.bytes > limit) {
+    throw InputError(s.where("cluster.nodes"), "",
+                     "the simulation would need about " + gib(e.bytes) + " of memory (" + count(e.tasks) +
+                         " tasks per step, " + count(e.live_flows) + " flows in flight, " + count(e.fabric_links) +
+                         " links, " + count(e.loader_slots) + " loader slots), above the limit of " +
+                         gib(limit) + "; mostly " + e.driver + ". Reduce it, or raise the limit with --max-memory");
+  }
+  if (e.min_simulated_s >= Time::kMaxSeconds) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.3g s", e.min_simulated_s);
+    throw InputError(s.where("run.steps"), "",
+                     std::string("the run would simulate at least ") + buf + ", beyond the simulated clock's range (" +
+                         Time::kRangeText + "); it is driven by " + e.time_driver);
+  }
+}
+
+void probe_output_path(const std::string& path, const SourceLoc& where, const std::string& key) {
+  namespace fs = std::filesystem;
+  if (path.empty()) throw InputError(where, key, "the output path is empty");
+  const fs::path target(path);
+  try {
+    if (target.has_parent_path()) {
+      std::error_code ec;
+      fs::create_directories(target.parent_path(), ec);
+      if (ec) {
+        throw InputError(where, key,
+                         "cannot create the folder \"" + target.parent_path().string() + "\": " + ec.message());
+      }
+    }
+    output::probe_output(target);
+  } catch (const IoError& e) {
+    throw InputError(where, key, e.what());
+  }
+}
+
+void check_collective_args(const Args& args) {
+  std::string min_s = "8M", max_s = "8G", factor_s = "2", nodes_s = "1";
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    const auto take = [&](const std::string& shortf, const std::string& longf, std::string& out) {
+      if (a == shortf || a == longf) {
+        if (i + 1 < args.size()) out = args[i + 1];
+        return true;
+      }
+      if (!longf.empty() && a.rfind(longf + "=", 0) == 0) {
+        out = a.substr(longf.size() + 1);
+        return true;
+      }
+      if (!shortf.empty() && a.size() > shortf.size() && a.rfind(shortf, 0) == 0 && a[1] != '-') {
+        out = a.substr(shortf.size());
+        return true;
+      }
+      return false;
+    };
+    if (take("-b", "--minbytes", min_s) || take("-e", "--maxbytes", max_s) || take("-f", "--stepfactor", factor_s) ||
+        take("", "--nodes", nodes_s)) {
+      continue;
+    }
+  }
+  char* end = nullptr;
+  const double nodes = std::strtod(nodes_s.c_str(), &end);
+  if (end != nodes_s.c_str() && nodes > 1'048'576) {
+    throw InputError({}, "--nodes", "expected at most 1048576 nodes (the cluster.nodes bound), got " + nodes_s);
+  }
+  const double factor = std::strtod(factor_s.c_str(), &end);
+  const auto lo = size_of(min_s), hi = size_of(max_s);
+  if (!lo || !hi || !(*lo > 0) || !(*hi >= *lo) || !(factor > 1) || !std::isfinite(*hi)) return;
+  const double rows = std::floor(std::log(*hi / *lo) / std::log(factor)) + 1;
+  if (!(rows <= kMaxCollectiveRows)) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%.3g", rows);
+    throw InputError({}, "-f", std::string("the step factor ") + factor_s + " gives " + buf + " sizes from -b " + min_s +
+                                   " to -e " + max_s + "; at most " + std::to_string(static_cast<int>(kMaxCollectiveRows)) +
+                                   " are simulated (raise -f or narrow -b/-e)");
+  }
+  if (*hi > 1e15) throw InputError({}, "-e", "expected at most 1e15 bytes (1 PB), got " + max_s);
+}
 
 }  // namespace ironlaw::cli

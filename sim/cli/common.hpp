@@ -1,9 +1,13 @@
 #pragma once
 /// \file Helpers shared by the subcommands.
 #include <boost/program_options.hpp>
+#include <cstddef>
 #include <string>
 
 #include "cli/commands.hpp"
+#include "config/spec.hpp"
+#include "core/error.hpp"
+#include "run/layout.hpp"
 
 namespace ironlaw::cli {
 
@@ -18,5 +22,31 @@ bool parse_command_line(const Args& args, const boost::program_options::options_
 std::string data_dir();
 /// topologies/dgx-h100-leaf-spine.yaml under data_dir().
 std::string default_topology_path();
+
+/// Bounds on one command's work, each raisable with its flag (README, "Limits").
+struct Limits {
+  int max_steps = 10'000;            ///< --max-steps: run.steps at most
+  std::size_t max_points = 10'000;   ///< --max-points: sweep points (product of --vary lists)
+  std::string max_memory;            ///< --max-memory: estimated peak memory; "" = half of RAM
+};
+
+/// Adds --max-steps and --max-memory (and --max-points when `sweep`) bound to `limits`.
+void add_limit_options(boost::program_options::options_description& opts, Limits& limits, bool sweep);
+
+/// Refuses with InputError (exit 2), before anything is built: run.steps above --max-steps, an
+/// estimated peak memory above --max-memory (the estimate and what drives it in the message),
+/// or a run whose simulated time cannot fit the int64-nanosecond clock. O(1).
+void check_scenario_limits(const config::Scenario& scenario, const run::Layout& layout, const Limits& limits);
+
+/// Checks an output path before simulating (regular file or absent, its folder existing and
+/// writable; stale temporaries of dead runs there removed). An empty path or one the system
+/// refuses is an InputError naming `key` (exit 2). The folder is created when missing.
+void probe_output_path(const std::string& path, const SourceLoc& where, const std::string& key);
+
+/// Bounds on `ironlaw collective` checked before it runs: at most kMaxCollectiveRows sizes
+/// between -b and -e at step factor -f, and --nodes within the cluster.nodes bound. Throws
+/// InputError; options it cannot read are left to the command itself.
+void check_collective_args(const Args& args);
+inline constexpr double kMaxCollectiveRows = 1000;
 
 }  // namespace ironlaw::cli

@@ -3,11 +3,15 @@
 #include <boost/program_options/errors.hpp>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
+#include <new>
 #include <iostream>
 #include <string>
 
 #include "cli/commands.hpp"
+#include "cli/common.hpp"
 #include "core/error.hpp"
+#include "core/time.hpp"
 
 namespace {
 
@@ -42,11 +46,29 @@ int main(int argc, char** argv) {
     if (command == "explain") return cmd_explain(args);
     if (command == "budget") return cmd_budget(args);
     if (command == "validate") return cmd_validate(args);
-    if (command == "collective") return cmd_collective(args);
+    if (command == "collective") {
+      check_collective_args(args);
+      return cmd_collective(args);
+    }
     std::cerr << "ironlaw: unknown command \"" << command << "\"\n\n" << kUsage;
     return kExitBadInput;
   } catch (const ironlaw::InputError& e) {
     for (const auto& d : e.diagnostics()) std::cerr << d.str() << "\n";
+    return kExitBadInput;
+  } catch (const ironlaw::IoError& e) {
+    std::cerr << "ironlaw " << command << ": " << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const ironlaw::TimeOverflow& e) {
+    std::cerr << "ironlaw " << command << ": " << e.what()
+              << ": the scenario's durations, sizes or rates put the simulated clock past its limit; "
+                 "bring the extreme value back into range\n";
+    return kExitBadInput;
+  } catch (const std::filesystem::filesystem_error& e) {
+    std::cerr << "ironlaw " << command << ": " << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "ironlaw " << command << ": out of memory: the scenario needs more memory than this machine gives; "
+                 "reduce it (see --max-memory)\n";
     return kExitBadInput;
   } catch (const boost::program_options::error& e) {
     std::cerr << "ironlaw " << command << ": " << e.what() << "\n";

@@ -559,7 +559,13 @@ std::string resolved_yaml(const Document& doc, const LoadState& st, const Scenar
   return std::string(emitter.c_str()) + "\n";
 }
 
-[[noreturn]] void throw_errors(LoadState& st) { throw InputError(std::move(st.diagnostics)); }
+[[noreturn]] void throw_errors(LoadState& st) {
+  if (st.dropped > 0) {
+    st.diagnostics.push_back(Diagnostic{SourceLoc{st.root_file, 0, 0}, "",
+                                        "... and " + std::to_string(st.dropped) + " more problems not shown"});
+  }
+  throw InputError(std::move(st.diagnostics));
+}
 
 Document load_root(LoadState& st, const std::string& path) {
   st.root_file = path;

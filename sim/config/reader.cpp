@@ -1,15 +1,23 @@
 #include "config/reader.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <yaml-cpp/eventhandler.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <unordered_map>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <sstream>
 #include <string_view>
 
 #include "config/load.hpp"
+#include "config/validate.hpp"
 
 namespace ironlaw::config::detail {
 
@@ -50,16 +58,30 @@ std::optional<std::pair<int, int>> indentation_tab(const std::string& text, int 
   return std::nullopt;
 }
 
-/// Offset in `text` of the 0-based `line` and `column`, clamped to the end of the text.
-std::size_t offset_of(const std::string& text, int line, int column) {
-  std::size_t at = 0;
-  for (int l = 0; l < line; ++l) {
-    const std::size_t end = text.find('\n', at);
-    if (end == std::string::npos) return text.size();
-    at = end + 1;
+/// Where each line of a text starts: built once in O(size), then a (line, column) → offset
+/// lookup is O(1), so locating every scalar of a file stays linear in its size.
+class LineIndex {
+ public:
+  explicit LineIndex(const std::string& text) : size_(text.size()) {
+    starts_.push_back(0);
+    for (std::size_t i = 0; i < text.size(); ++i) {
+      if (text[i] == '\n') starts_.push_back(i + 1);
+    }
   }
-  return std::min(text.size(), at + static_cast<std::size_t>(std::max(column, 0)));
-}
+  /// Offset of the 0-based `line` and `column`, clamped to the end of the text.
+  std::size_t offset(int line, int column) const {
+    if (line < 0) line = 0;
+    if (static_cast<std::size_t>(line) >= starts_.size()) return size_;
+    return std::min(size_, starts_[static_cast<std::size_t>(line)] + static_cast<std::size_t>(std::max(column, 0)));
+  }
+
+ private:
+  std::size_t size_;
+  std::vector<std::size_t> starts_;
+};
+
+/// Offset in `text` of the 0-based `line` and `column`, clamped to the end of the text. O(size).
+std::size_t offset_of(const std::string& text, int line, int column) { return LineIndex(text).offset(line, column); }
 
 /// Offset of the quote closing the quoted scalar opened at `open`, npos when the text ends first.
 std::size_t closing_quote(const std::string& text, std::size_t open) {
@@ -189,33 +211,206 @@ std::optional<std::pair<Spot, std::string>> parse_error_cause(const std::string&
 
 /// The first quoted scalar under `node` (dotted key `key`) that lost its closing quote and
 /// swallowed the lines after it, which yaml-cpp accepts.
-std::optional<std::pair<Spot, std::string>> runaway_scalar(const std::string& text, const YAML::Node& node,
-                                                           const std::string& key) {
+std::optional<std::pair<Spot, std::string>> runaway_scalar(const std::string& text, const LineIndex& lines,
+                                                           const YAML::Node& node, const std::string& key) {
   if (node.IsScalar()) {
     const YAML::Mark mark = node.Mark();
     if (mark.line < 0) return std::nullopt;
-    const std::size_t at = offset_of(text, mark.line, mark.column);
+    const std::size_t at = lines.offset(mark.line, mark.column);
     if (at >= text.size() || (text[at] != '"' && text[at] != '\'') || !runaway_quote(text, at)) return std::nullopt;
     return std::make_pair(Spot{mark.line, mark.column, text[at]}, key);
   }
   if (node.IsSequence()) {
     for (const auto& item : node) {
-      if (auto found = runaway_scalar(text, item, key)) return found;
+      if (auto found = runaway_scalar(text, lines, item, key)) return found;
     }
   }
   if (node.IsMap()) {
     for (const auto& entry : node) {
       const std::string name = entry.first.IsScalar() ? entry.first.Scalar() : "";
-      if (auto found = runaway_scalar(text, entry.second, key.empty() ? name : key + "." + name)) return found;
+      if (auto found = runaway_scalar(text, lines, entry.second, key.empty() ? name : key + "." + name)) {
+        return found;
+      }
     }
   }
   return std::nullopt;
 }
 
+/// Thrown by ShapeCheck to stop the event parser at the first limit passed.
+struct ShapeProblem {
+  YAML::Mark mark;
+  std::string message;
+};
+
+/// A streaming pass over the YAML events (no tree is built) that bounds what a tree built from
+/// the text may cost: nesting depth, nodes after alias expansion, alias count and alias nesting
+/// (an alias inside an anchored node that itself holds aliases). O(events), O(depth + anchors)
+/// memory. A 2 KB "billion laughs" file stops here at its first alias past the node limit.
+class ShapeCheck : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override { leaf(mark, anchor); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor, const std::string&) override {
+    leaf(mark, anchor);
+  }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    if (++aliases_ > kMaxYamlAliases) {
+      throw ShapeProblem{mark, "more than " + std::to_string(kMaxYamlAliases) + " aliases (*name)"};
+    }
+    const auto it = anchors_.find(anchor);
+    const Size size = it == anchors_.end() ? Size{1, 0} : it->second;
+    if (size.alias_depth + 1 > kMaxYamlAliasDepth) {
+      throw ShapeProblem{mark, "aliases nested more than " + std::to_string(kMaxYamlAliasDepth) +
+                                   " deep (an alias of a node that holds aliases of nodes that hold aliases...)"};
+    }
+    add(mark, Size{size.nodes, size.alias_depth + 1});
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value) override {
+    open(mark, anchor);
+  }
+  void OnSequenceEnd() override { close(); }
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value) override {
+    open(mark, anchor);
+  }
+  void OnMapEnd() override { close(); }
+
+ private:
+  struct Size {
+    std::uint64_t nodes = 0;  ///< nodes of the subtree once every alias is expanded
+    int alias_depth = 0;
+  };
+  struct Frame {
+    YAML::anchor_t anchor;
+    YAML::Mark mark;
+    Size size;
+  };
+
+  void leaf(const YAML::Mark& mark, YAML::anchor_t anchor) {
+    if (anchor != 0) anchors_[anchor] = Size{1, 0};
+    add(mark, Size{1, 0});
+  }
+  void open(const YAML::Mark& mark, YAML::anchor_t anchor) {
+    if (stack_.size() >= kMaxYamlDepth) {
+      throw ShapeProblem{mark, "mappings and lists nested more than " + std::to_string(kMaxYamlDepth) + " deep"};
+    }
+    stack_.push_back(Frame{anchor, mark, Size{1, 0}});
+  }
+  void close() {
+    const Frame done = stack_.back();
+    stack_.pop_back();
+    if (done.anchor != 0) anchors_[done.anchor] = done.size;
+    if (stack_.empty()) {
+      total_ += done.size.nodes;
+    } else {
+      Size& parent = stack_.back().size;
+      parent.nodes += done.size.nodes;
+      parent.alias_depth = std::max(parent.alias_depth, done.size.alias_depth);
+    }
+  }
+  void add(const YAML::Mark& mark, Size size) {
+    // Nodes are capped as they are added, so no count can overflow whatever the nesting.
+    if (stack_.empty()) {
+      total_ += size.nodes;
+    } else {
+      Size& top = stack_.back().size;
+      top.nodes += size.nodes;
+      top.alias_depth = std::max(top.alias_depth, size.alias_depth);
+    }
+    std::uint64_t open_nodes = total_;
+    for (const auto& f : stack_) open_nodes += f.size.nodes;
+    if (open_nodes > kMaxYamlNodes || size.nodes > kMaxYamlNodes) {
+      throw ShapeProblem{mark, "more than " + std::to_string(kMaxYamlNodes) +
+                                   " values once aliases are expanded (an alias bomb, or a file too large to read)"};
+    }
+  }
+
+  std::vector<Frame> stack_;
+  std::unordered_map<YAML::anchor_t, Size> anchors_;
+  std::uint64_t total_ = 0;
+  std::size_t aliases_ = 0;
+};
+
+/// Reads `path` whole, only when it is a regular file no larger than kMaxInputFileBytes; the
+/// problem in words otherwise (a symbolic-link loop, a device or FIFO, a folder, errno text).
+std::string read_regular_file(const std::string& path, std::string& text) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    const int err = errno;
+    if (err == ELOOP) return "a loop of symbolic links";
+    if (err == ENOENT) {
+      struct stat lst {};
+      if (::lstat(path.c_str(), &lst) == 0) return "a symbolic link to a file that does not exist";
+      return "no such file";
+    }
+    return std::strerror(err);
+  }
+  if (S_ISDIR(st.st_mode)) return "it is a directory";
+  if (!S_ISREG(st.st_mode)) {
+    return S_ISFIFO(st.st_mode)   ? "it is a FIFO, not a regular file"
+           : S_ISCHR(st.st_mode)  ? "it is a character device, not a regular file"
+           : S_ISBLK(st.st_mode)  ? "it is a block device, not a regular file"
+           : S_ISSOCK(st.st_mode) ? "it is a socket, not a regular file"
+                                  : "it is not a regular file";
+  }
+  if (static_cast<std::uint64_t>(st.st_size) > kMaxInputFileBytes) {
+    return "it is " + std::to_string(st.st_size) + " bytes; input files are limited to " +
+           std::to_string(kMaxInputFileBytes) + " bytes";
+  }
+  // O_NONBLOCK: should the path have been swapped for a FIFO since stat, open does not block.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return std::strerror(errno);
+  struct stat fst {};
+  if (::fstat(fd, &fst) != 0 || !S_ISREG(fst.st_mode)) {
+    ::close(fd);
+    return "it is not a regular file";
+  }
+  text.clear();
+  char buffer[65536];
+  while (true) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      return std::strerror(err);
+    }
+    if (n == 0) break;
+    text.append(buffer, static_cast<std::size_t>(n));
+    if (text.size() > kMaxInputFileBytes) {
+      ::close(fd);
+      return "it is larger than the limit of " + std::to_string(kMaxInputFileBytes) + " bytes for input files";
+    }
+  }
+  ::close(fd);
+  return "";
+}
+
 }  // namespace
+
+std::optional<std::string> check_yaml_shape(const std::string& text, SourceLoc* where) {
+  std::istringstream in(text);
+  try {
+    YAML::Parser parser(in);
+    ShapeCheck check;
+    parser.HandleNextDocument(check);
+  } catch (const ShapeProblem& p) {
+    if (where) *where = SourceLoc{where->file, p.mark.line + 1, p.mark.column + 1};
+    return p.message;
+  } catch (const YAML::Exception&) {
+    return std::nullopt;  // malformed YAML: the full parse reports it with its own diagnosis
+  }
+  return std::nullopt;
+}
 
 void LoadState::error(SourceLoc where_at, std::string key, std::string message) {
   if (collecting) return;
+  if (diagnostics.size() >= kMaxDiagnostics) {
+    ++dropped;
+    return;
+  }
   diagnostics.push_back(Diagnostic{std::move(where_at), std::move(key), std::move(message)});
 }
 
@@ -251,6 +446,11 @@ SourceLoc LoadState::where(const std::string& key) const {
 }
 
 std::optional<YAML::Node> parse_yaml_value(const std::string& text, std::string* error) {
+  SourceLoc at;
+  if (const auto shape = check_yaml_shape(text, &at)) {
+    if (error) *error = "too large to read: " + *shape;
+    return std::nullopt;
+  }
   try {
     return YAML::Load(text);
   } catch (const YAML::Exception& e) {
@@ -268,25 +468,15 @@ std::string resolve_path(const std::string& file, const std::string& relative) {
 
 std::optional<Document> load_document(const std::string& path, LoadState& state, const SourceLoc& referenced_at,
                                       const std::string& key) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const auto status = fs::status(path, ec);
-  std::string problem;
-  if (!fs::exists(status)) {
-    problem = "no such file";
-  } else if (fs::is_directory(status)) {
-    problem = "it is a directory";
-  }
   std::string text;
-  if (problem.empty()) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    if (!in.good() && !in.eof()) problem = "it cannot be read";
-    text = buffer.str();
-  }
+  const std::string problem = read_regular_file(path, text);
   if (!problem.empty()) {
     state.error(referenced_at, key, "cannot read " + in_quotes(path) + ": " + problem);
+    return std::nullopt;
+  }
+  SourceLoc shape_at{path, 0, 0};
+  if (const auto shape = check_yaml_shape(text, &shape_at)) {
+    state.error(shape_at, key, "YAML too large to read: " + *shape);
     return std::nullopt;
   }
 
@@ -310,7 +500,7 @@ std::optional<Document> load_document(const std::string& path, LoadState& state,
     state.error(SourceLoc{path, line + 1, column + 1}, "", message);
     return std::nullopt;
   }
-  if (const auto runaway = runaway_scalar(text, root, key)) {
+  if (const auto runaway = runaway_scalar(text, LineIndex(text), root, key)) {
     const auto& [at, where_key] = *runaway;
     state.error(SourceLoc{path, at.line + 1, at.column + 1}, where_key,
                 std::string("invalid YAML: unterminated quoted string (a closing ") + at.what + " is missing)");
@@ -345,34 +535,26 @@ Section::Section(LoadState& state, YAML::Node node, std::string file, std::strin
       continue;
     }
     const std::string key = key_node.Scalar();
-    bool duplicate = false;
-    for (const auto& e : entries_) {
-      if (e.key == key) {
-        const auto first = loc_of(e.key_node, e.key_node, from_cli_);
-        state_->error(loc_of(key_node, key_node, from_cli_), full(key),
-                      "duplicate key (first set at line " + std::to_string(first.line) + ")");
-        state_->bad.insert(full(key));
-        duplicate = true;
-      }
+    if (const auto seen = index_.find(key); seen != index_.end()) {
+      const Entry& e = entries_[seen->second];
+      const auto first = loc_of(e.key_node, e.key_node, from_cli_);
+      state_->error(loc_of(key_node, key_node, from_cli_), full(key),
+                    "duplicate key (first set at line " + std::to_string(first.line) + ")");
+      state_->bad.insert(full(key));
+      continue;
     }
-    if (!duplicate) entries_.push_back(Entry{key, key_node, it->second, false});
+    index_.emplace(key, entries_.size());
+    entries_.push_back(Entry{key, key_node, it->second, false});
   }
 }
 
 std::string Section::full(const std::string& key) const { return prefix_.empty() ? key : prefix_ + "." + key; }
 
-bool Section::has(const std::string& key) const {
-  for (const auto& e : entries_) {
-    if (e.key == key) return true;
-  }
-  return false;
-}
+bool Section::has(const std::string& key) const { return index_.count(key) > 0; }
 
 Section::Entry* Section::find(const std::string& key) {
-  for (auto& e : entries_) {
-    if (e.key == key) return &e;
-  }
-  return nullptr;
+  const auto it = index_.find(key);
+  return it == index_.end() ? nullptr : &entries_[it->second];
 }
 
 bool Section::from_cli(const std::string& key) const { return from_cli_ || state_->overridden.count(full(key)) > 0; }
@@ -458,7 +640,13 @@ bool Section::check_sign(const std::string& key, const Leaf& l, double value, Si
   std::string problem;
   if (sign == Sign::positive && !(value > 0)) problem = "must be positive";
   if (sign == Sign::non_negative && value < 0) problem = "must not be negative";
-  if (problem.empty()) return true;
+  if (problem.empty()) {
+    problem = bound_problem(full(key), value);
+    if (problem.empty()) return true;
+    state_->error(l.where, full(key), problem);
+    state_->bad.insert(full(key));
+    return false;
+  }
   state_->error(l.where, full(key), problem + ", got " + in_quotes(l.text));
   state_->bad.insert(full(key));
   return false;
@@ -519,7 +707,10 @@ bool Section::integer(const std::string& key, int& out, const Rule& rule) {
   std::string error;
   const auto value = parse_quantity(l->text, Dimension::count, &error);
   if (!value || *value != std::floor(*value) || std::fabs(*value) > std::numeric_limits<int>::max()) {
-    state_->error(l->where, full(key), "expected a whole number like \"8\", got " + in_quotes(l->text));
+    state_->error(l->where, full(key),
+                  "expected a whole number from " + std::to_string(std::numeric_limits<int>::min()) + " to " +
+                      std::to_string(std::numeric_limits<int>::max()) + " like \"8\", got " +
+                      in_quotes(l->text.size() > 40 ? l->text.substr(0, 40) + "..." : l->text));
     state_->bad.insert(full(key));
     return false;
   }
@@ -542,6 +733,13 @@ bool Section::number(const std::string& key, double& out, Dimension dimension, c
     return false;
   }
   if (!check_sign(key, *l, *value, rule.sign)) return false;
+  if (dimension == Dimension::time && !Time::representable(*value)) {
+    state_->error(l->where, full(key),
+                  std::string("a duration must be within the simulated clock's range, ") + Time::kRangeText +
+                      ", got " + in_quotes(l->text));
+    state_->bad.insert(full(key));
+    return false;
+  }
   out = *value;
   return true;
 }
@@ -632,6 +830,10 @@ void Section::finish() {
   if (state_->collecting) return;
   for (const auto& e : entries_) {
     if (e.used) continue;
+    if (state_->diagnostics.size() >= kMaxDiagnostics) {  // counted only: no "did you mean" search
+      ++state_->dropped;
+      continue;
+    }
     std::string message = "unknown key";
     const std::string guess = did_you_mean(e.key, known_);
     if (!guess.empty()) {

@@ -3,8 +3,11 @@
 /// from and collecting every problem instead of stopping at the first (STYLE.md §6).
 #include <yaml-cpp/yaml.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <map>
 #include <optional>
+#include <unordered_map>
 #include <set>
 #include <string>
 #include <utility>
@@ -15,6 +18,16 @@
 #include "core/time.hpp"
 
 namespace ironlaw::config::detail {
+
+/// Bounds on what one input file may cost to read (README, "Limits"). Each is far above any
+/// real scenario, topology or model card (the largest shipped file is under 4 KB, ~300 values).
+inline constexpr std::uint64_t kMaxInputFileBytes = 16u << 20;  ///< bytes of one YAML file
+inline constexpr std::uint64_t kMaxYamlNodes = 1'000'000;       ///< values, aliases expanded
+inline constexpr std::size_t kMaxYamlAliases = 10'000;          ///< `*name` occurrences
+inline constexpr int kMaxYamlAliasDepth = 8;                     ///< aliases within aliased nodes
+inline constexpr std::size_t kMaxYamlDepth = 64;                 ///< nested mappings and lists
+/// Problems kept per load; the rest are counted ("... and N more").
+inline constexpr std::size_t kMaxDiagnostics = 100;
 
 /// What a key holds, as the schema sees it.
 enum class KeyKind {
@@ -37,6 +50,7 @@ struct Document {
 struct LoadState {
   std::string root_file;
   std::vector<Diagnostic> diagnostics;
+  std::size_t dropped = 0;  ///< problems found beyond kMaxDiagnostics
   std::map<std::string, SourceLoc> locations;  ///< full dotted key → where its value is
   std::set<std::string> overridden;            ///< full keys written by --set
   std::set<std::string> bad;                   ///< keys whose value was missing or invalid
@@ -61,6 +75,12 @@ struct LoadState {
 /// unreadable file, and nullopt is returned.
 std::optional<Document> load_document(const std::string& path, LoadState& state, const SourceLoc& referenced_at,
                                       const std::string& key);
+
+/// Streams over `text` without building a tree and returns the first bound passed (nesting
+/// deeper than kMaxYamlDepth, more than kMaxYamlNodes values once aliases are expanded, too many
+/// or too deeply nested aliases), with its position in `*where` (file kept, line and column
+/// 1-based). nullopt when within bounds or malformed (the real parse reports that). O(size).
+std::optional<std::string> check_yaml_shape(const std::string& text, SourceLoc* where);
 
 /// Parses a `--set` value or any YAML text; throws nothing.
 std::optional<YAML::Node> parse_yaml_value(const std::string& text, std::string* error);
@@ -144,6 +164,7 @@ class Section {
   bool from_cli_;
   bool report_missing_;
   std::vector<Entry> entries_;
+  std::unordered_map<std::string, std::size_t> index_;  ///< key → position in entries_
   std::vector<std::string> known_;
 };
 

@@ -1,5 +1,7 @@
 #include "config/validate.hpp"
 
+#include <cmath>
+#include <cstdio>
 #include <string>
 
 namespace ironlaw::config::detail {
@@ -14,17 +16,115 @@ std::string str(int v) { return std::to_string(v); }
 
 /// "8.0e6" style numbers are accepted for counts, so whole-number checks are done on doubles.
 bool divides(double divisor, double value) {
-  if (divisor <= 0) return false;
+  if (divisor <= 0 || !std::isfinite(value)) return false;
   const double q = value / divisor;
-  return q == static_cast<double>(static_cast<long long>(q));
+  return std::fabs(q) < 9e15 && q == std::floor(q);
 }
 
+/// A count as digits while doubles hold it exactly, else in %g form (never a 301-digit echo).
 std::string whole(double v) {
-  if (v == static_cast<double>(static_cast<long long>(v))) return std::to_string(static_cast<long long>(v));
-  return std::to_string(v);
+  if (std::fabs(v) < 9e15 && v == std::floor(v)) return std::to_string(static_cast<long long>(v));
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+std::string number_text(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+/// True when `key` is `suffix` or ends in "." + suffix.
+bool ends_with_key(const std::string& key, const std::string& suffix) {
+  if (key.size() < suffix.size()) return false;
+  if (key.compare(key.size() - suffix.size(), suffix.size(), suffix) != 0) return false;
+  return key.size() == suffix.size() || key[key.size() - suffix.size() - 1] == '.';
 }
 
 }  // namespace
+
+const std::vector<KeyBound>& key_bounds() {
+  // Ranges wide enough for any machine built or announced, narrow enough that no single key
+  // can drive the int64-nanosecond clock past its 292 years: e.g. 1.6 TB of gradients over the
+  // slowest link allowed (1 MB/s) take 1.6e6 s.
+  static const std::vector<KeyBound> table{
+      {"device.peak_flops.fp64", 1e9, 1e19, false, "1 GFLOP/s to 10 EFLOP/s per device"},
+      {"device.peak_flops.fp32", 1e9, 1e19, false, "1 GFLOP/s to 10 EFLOP/s per device"},
+      {"device.peak_flops.tf32", 1e9, 1e19, false, "1 GFLOP/s to 10 EFLOP/s per device"},
+      {"device.peak_flops.bf16", 1e9, 1e19, false, "1 GFLOP/s to 10 EFLOP/s per device"},
+      {"device.peak_flops.fp16", 1e9, 1e19, false, "1 GFLOP/s to 10 EFLOP/s per device"},
+      {"device.peak_flops.fp8", 1e9, 1e19, false, "1 GFLOP/s to 10 EFLOP/s per device"},
+      {"device.hbm_bytes", 1e6, 1e15, false, "1 MB to 1 PB of device memory"},
+      {"device.hbm_bandwidth", 1e6, 1e20, false, "1 MB/s to 1e20 B/s"},
+      {"device.sm_count", 1, 1e5, false, "at least one streaming multiprocessor"},
+      {"device.max_gemm_fraction", 1e-3, 1, false, "a fraction of the dense peak, at least 0.1 %"},
+      {"device.max_attention_fraction", 1e-3, 1, false, "a fraction of the dense peak, at least 0.1 %"},
+      {"device.gemm_tile_m", 1, 65536, false, "rows of a GEMM tile"},
+      {"device.gemm_tile_n", 1, 65536, false, "columns of a GEMM tile"},
+      {"device.kernel_launch_overhead", 0, 1, false, "at most 1 s per kernel"},
+      {"device.host_to_device_bandwidth", 1e6, 1e20, false, "1 MB/s to 1e20 B/s"},
+      {"bandwidth", 1e6, 1e20, false, "a link carries 1 MB/s to 1e20 B/s; ideal-system tests use 1e18"},
+      {"latency", 0, 1, false, "at most 1 s per hop or step"},
+      {"switch_latency", 0, 1, false, "at most 1 s per switch"},
+      {"comm.launch_latency", 0, 1, false, "at most 1 s per collective call"},
+      {"comm.step_latency", 0, 1, false, "at most 1 s per ring step"},
+      {"node.gpus", 1, 1024, false, "GPUs in one node"},
+      {"node.gpus_per_pcie_switch", 1, 1024, false, "GPUs behind one PCIe switch"},
+      {"node.nics", 1, 1024, false, "NICs in one node"},
+      {"fabric.nodes_per_leaf", 1, 65536, false, "nodes under one leaf switch"},
+      {"fabric.spines", 0, 65536, true, "spine switches (0: derived)"},
+      {"fabric.oversubscription", 1, 1e3, false, "downlink : uplink capacity"},
+      {"comm.channels", 0, 1024, true, "NCCL channels (0: derived)"},
+      {"comm.flows_per_connection", 1, 1024, false, "flows per connection"},
+      {"comm.chunk_bytes", 1, 1e12, false, "1 B to 1 TB"},
+      {"comm.tree_min_chunk_bytes", 1, 1e12, false, "1 B to 1 TB"},
+      {"cluster.nodes", 1, 1'048'576, false, "at most 2^20 nodes"},
+      {"model.layers", 1, 1e5, false, "layers of a model"},
+      {"model.hidden", 1, 1e7, false, "hidden size"},
+      {"model.ffn_hidden", 1, 1e8, false, "feed-forward size"},
+      {"model.moe_ffn_hidden", 0, 1e8, true, "expert feed-forward size"},
+      {"model.heads", 1, 1e5, false, "attention heads"},
+      {"model.kv_heads", 1, 1e5, false, "key/value heads"},
+      {"model.vocab", 1, 1e9, false, "vocabulary size"},
+      {"model.experts", 1, 1e5, false, "experts per layer"},
+      {"model.experts_per_token", 1, 1e5, false, "experts per token"},
+      {"parallel.tp", 1, 1'048'576, false, "ranks of a parallel dimension"},
+      {"parallel.pp", 1, 1'048'576, false, "ranks of a parallel dimension"},
+      {"parallel.cp", 1, 1'048'576, false, "ranks of a parallel dimension"},
+      {"parallel.ep", 1, 1'048'576, false, "ranks of a parallel dimension"},
+      {"parallel.virtual_stages", 1, 1024, false, "model chunks per pipeline rank"},
+      {"parallel.microbatch_size", 1, 1e7, false, "sequences per microbatch"},
+      {"parallel.bucket_size", 1, 1e13, false, "1 B to 10 TB per gradient bucket"},
+      {"training.sequence_length", 1, 1e8, false, "tokens per sequence"},
+      {"training.global_batch_tokens", 1, 1e12, false, "tokens per step"},
+      {"training.tokens", 0, 1e16, true, "tokens of the whole run"},
+      {"data.storage_bandwidth_per_node", 1e6, 1e20, true, "1 MB/s to 1e20 B/s, 0: not modelled"},
+      {"data.sample_bytes", 0, 1e12, true, "at most 1 TB per sample"},
+      {"data.loader.workers_per_gpu", 0, 1024, true, "loader workers per GPU"},
+      {"data.loader.prefetch_batches", 1, 1024, false, "batches queued per GPU"},
+      {"data.loader.decode_time.mean", 0, 3600, true, "at most 1 h to decode one sample"},
+      {"data.loader.decode_time.cv", 0, 100, true, "coefficient of variation"},
+      {"checkpoint.storage_bandwidth", 1e6, 1e20, true, "1 MB/s to 1e20 B/s, 0: not modelled"},
+      {"run.steps", 1, 1e6, false, "simulated steps (the command line may lower it further: --max-steps)"},
+  };
+  return table;
+}
+
+const KeyBound* bound_for(const std::string& key) {
+  for (const auto& b : key_bounds()) {
+    if (ends_with_key(key, b.key)) return &b;
+  }
+  return nullptr;
+}
+
+std::string bound_problem(const std::string& key, double value) {
+  if (!std::isfinite(value)) return "must be a finite number, got " + number_text(value);
+  const KeyBound* b = bound_for(key);
+  if (b == nullptr || (b->zero_ok && value == 0) || (value >= b->min && value <= b->max)) return "";
+  return "must be from " + number_text(b->min) + " to " + number_text(b->max) + " (" + b->why + "), got " +
+         number_text(value);
+}
 
 void validate_model(const ModelSpec& m, LoadState& st, const std::string& prefix) {
   const auto k = [&](const char* key) { return key_in(prefix, key); };
@@ -81,6 +181,10 @@ void validate_topology(const TopologySpec& t, LoadState& st, const std::string& 
 void validate_scenario(Scenario& sc, LoadState& st) {
   if (st.ok({"name"}) && (sc.name.empty() || sc.name.find('/') != std::string::npos)) {
     st.report("name", "must be a non-empty name without '/' (it names the output file), got \"" + sc.name + "\"");
+  } else if (st.ok({"name"}) && sc.name.size() > kMaxScenarioNameBytes) {
+    st.report("name", "must be at most " + std::to_string(kMaxScenarioNameBytes) +
+                          " bytes (it names the output file and is stored as an HDF5 attribute), got " +
+                          std::to_string(sc.name.size()) + " bytes");
   }
   ParallelSpec& p = sc.parallel;
   const TrainingSpec& t = sc.training;
@@ -102,9 +206,11 @@ void validate_scenario(Scenario& sc, LoadState& st) {
         p.dp = static_cast<int>(gpus / model_parallel);
         dp_known = true;
       }
-    } else if (model_parallel * p.dp != gpus) {
+    } else if (long long all = 0; __builtin_mul_overflow(model_parallel, static_cast<long long>(p.dp), &all) ||
+                                  all != gpus) {
       st.report("parallel.dp", "tp*pp*cp*dp = " + str(p.tp) + "*" + str(p.pp) + "*" + str(p.cp) + "*" + str(p.dp) +
-                                   " = " + std::to_string(model_parallel * p.dp) + " does not equal the " + cluster);
+                                   " = " + whole(static_cast<double>(model_parallel) * p.dp) + " does not equal the " +
+                                   cluster);
     } else {
       dp_known = true;
     }
@@ -120,11 +226,12 @@ void validate_scenario(Scenario& sc, LoadState& st) {
   // Layers need not divide evenly over the pipeline: the first and last chunks take the
   // shortfall (they also hold the embedding and the LM head, as Llama 3 405B's 126 layers on 16
   // stages do). Every chunk needs at least one layer.
-  if (st.ok({"parallel.pp", "parallel.virtual_stages", "model.layers"}) && m.layers < p.pp * p.virtual_stages) {
+  const long long chunks = static_cast<long long>(p.pp) * p.virtual_stages;  // both < 2^31: no overflow
+  if (st.ok({"parallel.pp", "parallel.virtual_stages", "model.layers"}) && m.layers < chunks) {
     if (p.virtual_stages == 1) {
       st.report("parallel.pp", "must not exceed model.layers (" + str(m.layers) + "), got " + str(p.pp));
     } else {
-      st.report("parallel.virtual_stages", "pp*virtual_stages = " + str(p.pp * p.virtual_stages) +
+      st.report("parallel.virtual_stages", "pp*virtual_stages = " + std::to_string(chunks) +
                                                " must not exceed model.layers (" + str(m.layers) + ")");
     }
   }
@@ -156,6 +263,10 @@ void validate_scenario(Scenario& sc, LoadState& st) {
                                                       str(t.sequence_length) +
                                                       ", not a multiple of dp*microbatch_size = " + str(p.dp) + "*" +
                                                       str(p.microbatch_size) + " = " + whole(per_step));
+      } else if (sequences / per_step > kMaxMicrobatches) {
+        st.report("training.global_batch_tokens",
+                  whole(sequences / per_step) + " microbatches per step (sequences / (dp*microbatch_size)); at most " +
+                      whole(kMaxMicrobatches) + " are simulated: raise parallel.microbatch_size");
       }
     }
   }

@@ -39,4 +39,12 @@ class InputError : public std::runtime_error {
   std::vector<Diagnostic> diagnostics_;
 };
 
+/// A file that cannot be read or written as asked: the message names the path and gives the
+/// system's reason (errno text). The CLI reports it with exit status 2, like bad input: the
+/// remedy lies with the user (a path, a permission, a full disk), not in the simulator.
+class IoError : public std::runtime_error {
+ public:
+  explicit IoError(const std::string& message) : std::runtime_error(message) {}
+};
+
 }  // namespace ironlaw

@@ -1,14 +1,71 @@
 #include "output/atomic_file.hpp"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <functional>
-#include <stdexcept>
 #include <string>
 #include <system_error>
 #include <thread>
 
+#include "core/error.hpp"
+
 namespace ironlaw::output {
+
+namespace {
+
+// Built with append(): GCC 12 misreports "\"" + s with -Wrestrict.
+std::string quoted(const std::filesystem::path& p) {
+  std::string out = "\"";
+  out.append(p.string()).append("\"");
+  return out;
+}
+
+[[noreturn]] void fail(const std::filesystem::path& target, const std::string& why) {
+  throw IoError("cannot write output " + quoted(target) + ": " + why);
+}
+
+/// What a non-regular file is, in words.
+const char* kind_of(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  return "not a regular file";
+}
+
+/// Refuses a target that exists as anything but a regular file (the link itself is examined:
+/// a rename would replace a symbolic link, not what it points to).
+void require_regular_or_absent(const std::filesystem::path& target) {
+  struct stat st {};
+  if (::lstat(target.c_str(), &st) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return;  // absent; the folder is checked next
+    fail(target, std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode)) fail(target, std::string("it is ") + kind_of(st.st_mode) + "; only regular files are written");
+}
+
+/// The pid in "<anything>.tmp-<pid>-<digits>", or 0 when `name` is not such a name.
+pid_t temporary_owner(const std::string& name) {
+  const auto tag = name.rfind(".tmp-");
+  if (tag == std::string::npos) return 0;
+  const std::string rest = name.substr(tag + 5);
+  const auto dash = rest.find('-');
+  if (dash == std::string::npos || dash == 0 || dash + 1 == rest.size() || dash > 9) return 0;
+  const std::string pid = rest.substr(0, dash), n = rest.substr(dash + 1);
+  if (pid.find_first_not_of("0123456789") != std::string::npos || n.find_first_not_of("0123456789") != std::string::npos) {
+    return 0;
+  }
+  return static_cast<pid_t>(std::stol(pid));
+}
+
+}  // namespace
 
 std::filesystem::path temporary_sibling(const std::filesystem::path& target) {
   const std::size_t thread = std::hash<std::thread::id>{}(std::this_thread::get_id());
@@ -18,25 +75,57 @@ std::filesystem::path temporary_sibling(const std::filesystem::path& target) {
 }
 
 void check_output_location(const std::filesystem::path& target) {
-  if (target.empty()) throw std::runtime_error("empty output path");
-  std::error_code ec;
-  if (std::filesystem::is_directory(target, ec)) {
-    throw std::runtime_error(target.string() + ": cannot write output: is a directory");
-  }
+  if (target.empty()) throw IoError("cannot write output: the output path is empty");
+  if (!target.has_filename()) fail(target, "it names a directory, expected a file path");
+  require_regular_or_absent(target);
   const std::filesystem::path parent = target.parent_path();
-  if (!parent.empty() && !std::filesystem::is_directory(parent, ec)) {
-    throw std::runtime_error(target.string() + ": cannot write output: directory '" +
-                             parent.string() + "' does not exist");
+  if (!parent.empty()) {
+    struct stat st {};
+    if (::stat(parent.c_str(), &st) != 0) {
+      fail(target, "directory " + quoted(parent) + (errno == ENOENT ? std::string(" does not exist") : ": " + std::string(std::strerror(errno))));
+    }
+    if (!S_ISDIR(st.st_mode)) fail(target, quoted(parent) + " is not a directory");
   }
 }
 
-void commit_rename(const std::filesystem::path& temporary, const std::filesystem::path& target) {
+void probe_output(const std::filesystem::path& target) {
+  check_output_location(target);
+  const std::filesystem::path parent = target.parent_path();
+  remove_stale_temporaries(parent.empty() ? std::filesystem::path(".") : parent);
+  const std::filesystem::path probe = temporary_sibling(target);
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) fail(target, "cannot create a file in its directory: " + std::string(std::strerror(errno)));
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+std::size_t remove_stale_temporaries(const std::filesystem::path& directory) noexcept {
+  std::size_t removed = 0;
   std::error_code ec;
-  std::filesystem::rename(temporary, target, ec);
-  if (ec) {
+  std::filesystem::directory_iterator it(directory, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    const pid_t owner = temporary_owner(name);
+    if (owner <= 0 || owner == ::getpid()) continue;
+    if (::kill(owner, 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge
+    struct stat st {};
+    if (::lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (::unlink(it->path().c_str()) == 0) ++removed;
+  }
+  return removed;
+}
+
+void commit_rename(const std::filesystem::path& temporary, const std::filesystem::path& target) {
+  try {
+    require_regular_or_absent(target);
+  } catch (...) {
     discard_temporary(temporary);
-    throw std::runtime_error(target.string() + ": cannot move finished output from '" +
-                             temporary.string() + "': " + ec.message());
+    throw;
+  }
+  if (::rename(temporary.c_str(), target.c_str()) != 0) {
+    const int err = errno;
+    discard_temporary(temporary);
+    fail(target, "cannot move the finished file from " + quoted(temporary) + ": " + std::strerror(err));
   }
 }
 

@@ -1,7 +1,12 @@
 #pragma once
 /// \file Output files appear under their name complete or not at all: a writer fills a
 /// temporary sibling and renames it onto the target only when everything was written.
+///
+/// Only regular files are ever created or replaced: a target that exists and is anything else
+/// (a device node, a FIFO, a socket, a folder, a symbolic link) is refused before it is
+/// touched. Every failure throws IoError (exit status 2) naming the path and the errno text.
 #include <filesystem>
+#include <string>
 
 namespace ironlaw::output {
 
@@ -9,12 +14,23 @@ namespace ironlaw::output {
 /// "<target>.tmp-<pid>-<thread>". Distinct for writers in different processes or threads.
 std::filesystem::path temporary_sibling(const std::filesystem::path& target);
 
-/// Throws std::runtime_error naming `target` if its directory does not exist or `target` is a
-/// directory.
+/// Throws IoError naming `target` if it is empty, exists as anything but a regular file, or
+/// its directory does not exist. Touches nothing. O(1) system calls.
 void check_output_location(const std::filesystem::path& target);
 
-/// Atomically replaces `target` by `temporary` (POSIX rename); throws std::runtime_error naming
-/// both on failure.
+/// check_output_location(), then proves the directory writable by creating (O_EXCL) and
+/// removing an empty temporary sibling, and removes stale temporaries of dead processes there
+/// (remove_stale_temporaries). Call it for every output before simulating. Throws IoError.
+void probe_output(const std::filesystem::path& target);
+
+/// Removes the files "<name>.tmp-<pid>-<n>" in `directory` whose process <pid> no longer
+/// exists (left by a killed run); regular files only, never those of a live process. Returns
+/// how many were removed. Never throws. O(entries of the directory).
+std::size_t remove_stale_temporaries(const std::filesystem::path& directory) noexcept;
+
+/// Atomically replaces `target` by `temporary` (POSIX rename) after checking again that
+/// `target` is absent or a regular file; throws IoError naming both on failure (and removes
+/// the temporary).
 void commit_rename(const std::filesystem::path& temporary, const std::filesystem::path& target);
 
 /// Removes `temporary` if it exists; never throws (used on the error path).

@@ -1,9 +1,12 @@
 #include "output/chrome_trace.hpp"
 
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 
+#include "core/error.hpp"
 #include "output/atomic_file.hpp"
 #include "output/h5_reader.hpp"
 
@@ -78,8 +81,8 @@ ChromeTraceWriter::ChromeTraceWriter(std::filesystem::path target) : target_(std
   temporary_ = temporary_sibling(target_);
   out_.open(temporary_, std::ios::binary | std::ios::trunc);
   if (!out_) {
-    throw std::runtime_error(target_.string() + ": cannot create Chrome trace file '" +
-                             temporary_.string() + "'");
+    throw IoError(target_.string() + ": cannot create Chrome trace file '" + temporary_.string() +
+                  "': " + std::strerror(errno));
   }
   out_ << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[";
 }
@@ -93,8 +96,8 @@ ChromeTraceWriter::~ChromeTraceWriter() {
 
 void ChromeTraceWriter::check_stream(std::string_view what) {
   if (!out_) {
-    throw std::runtime_error(target_.string() + ": cannot " + std::string(what) +
-                             " Chrome trace file '" + temporary_.string() + "'");
+    throw IoError(target_.string() + ": cannot " + std::string(what) + " Chrome trace file '" +
+                  temporary_.string() + "': " + std::strerror(errno));
   }
 }
 

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "core/error.hpp"
+
 namespace ironlaw::output {
 
 void silence_hdf5_errors() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
@@ -25,7 +27,7 @@ void throw_h5_error(std::string_view file, std::string_view what) {
   std::string message = std::string(file) + ": " + std::string(what);
   const std::string detail = hdf5_error_detail();
   if (!detail.empty()) message += ": " + detail;
-  throw std::runtime_error(message);
+  throw IoError(message);
 }
 
 H5Handle checked_handle(hid_t id, H5Handle::Closer closer, std::string_view file,

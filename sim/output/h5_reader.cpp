@@ -40,10 +40,16 @@ std::vector<std::string> read_strings(hid_t object, bool is_attribute, std::stri
     check_h5(H5Tset_size(memory.get(), H5T_VARIABLE), file, failure);
     check_h5(H5Tset_cset(memory.get(), H5Tget_cset(type.get())), file, failure);
     std::vector<char*> pointers(n, nullptr);
-    check_h5(is_attribute ? H5Aread(object, memory.get(), pointers.data())
-                          : H5Dread(object, memory.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT,
-                                    pointers.data()),
-             file, failure);
+    const herr_t read = is_attribute ? H5Aread(object, memory.get(), pointers.data())
+                                     : H5Dread(object, memory.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                                               pointers.data());
+    if (read < 0) {
+      // A damaged file can fail part-way: free the strings already read before reporting.
+      for (char* p : pointers) {
+        if (p != nullptr) H5free_memory(p);
+      }
+      throw_h5_error(file, failure);
+    }
     for (char* p : pointers) out.emplace_back(p != nullptr ? p : "");
     H5Dvlen_reclaim(memory.get(), space.get(), H5P_DEFAULT, pointers.data());
     return out;

@@ -81,7 +81,6 @@ Outcome run_ironlaw(const std::vector<std::string>& args, const fs::path& cwd) {
     ::dup2(in, STDIN_FILENO);
     ::dup2(out, STDOUT_FILENO);
     ::dup2(err, STDERR_FILENO);
-    ::alarm(120);
     ::execv(argv[0], argv.data());
     ::_exit(127);
   }

@@ -259,7 +259,7 @@ TEST_CASE("MLA layers have the DeepSeek-V3 projection shapes and a wider query/k
   // Q, K of 192 and V, O of 128 per head and token, 128 heads each, + fp32 row statistics.
   CHECK(core.bytes == 4096.0 * 256 * 320 * 2 + 4096.0 * 128 * 4);
   // Backward: 3 matmuls over 192 and 2 over 128 → 832 / 320 = 2.6× the forward.
-  const Op& core_bwd = find(layer_backward_ops(m, training_4k(), 1, 1, 0), "attn_core_bwd");
+  const Op core_bwd = find(layer_backward_ops(m, training_4k(), 1, 1, 0), "attn_core_bwd");  // a copy: the list is a temporary
   CHECK(core_bwd.k == 832);
   CHECK(core_bwd.flops == Approx(2.6 * core.flops).epsilon(1e-15));
 
