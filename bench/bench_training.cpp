@@ -14,8 +14,17 @@ namespace {
 void bench_llama3_405b_full() {
   const auto scenario = ironlaw::config::load_scenario(IRONLAW_SOURCE_DIR "/scenarios/runs/llama3-405b-full.yaml");
   ironlaw::training::WholeRunResult w;
-  const double s = ironlaw::bench::wall_seconds([&] { w = ironlaw::training::simulate_whole_run(scenario); });
+  double step_s = 0;  // the step simulations the run needs (cached: each configuration once)
+  const auto timed_step = [&](const ironlaw::config::Scenario& s) {
+    ironlaw::run::SimulationResult r;
+    step_s += ironlaw::bench::wall_seconds([&] { r = ironlaw::training::simulate_step(s); });
+    return r;
+  };
+  const double s =
+      ironlaw::bench::wall_seconds([&] { w = ironlaw::training::simulate_whole_run(scenario, nullptr, {}, timed_step); });
   ironlaw::bench::report("training.llama3_405b_full.wall", s, "s");
+  ironlaw::bench::report("training.llama3_405b_full.step_simulations_wall", step_s, "s");
+  ironlaw::bench::report("training.llama3_405b_full.run_process_wall", s - step_s, "s");
   ironlaw::bench::report("training.llama3_405b_full.step_simulations", w.step_simulations, "simulations");
   ironlaw::bench::report("training.llama3_405b_full.steps_run", static_cast<double>(w.steps_run), "steps");
   ironlaw::bench::report("training.llama3_405b_full.interruptions", w.interruptions, "interruptions");

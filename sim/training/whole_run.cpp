@@ -4,7 +4,10 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <atomic>
+#include <exception>
 #include <queue>
+#include <thread>
 #include <utility>
 
 #include "core/error.hpp"
@@ -56,6 +59,39 @@ const StepProfile& StepCache::get(const config::Scenario& s) {
   ++simulations_;
   put(s, simulate_(s));
   return *profiles_.at(k);
+}
+
+void StepCache::prefetch(const std::vector<config::Scenario>& scenarios, unsigned threads) {
+  std::vector<const config::Scenario*> missing;
+  std::vector<std::string> keys;
+  for (const auto& s : scenarios) {
+    const std::string k = key(s);
+    if (profiles_.count(k) || std::find(keys.begin(), keys.end(), k) != keys.end()) continue;
+    keys.push_back(k);
+    missing.push_back(&s);
+  }
+  std::vector<run::SimulationResult> results(missing.size());
+  std::vector<std::exception_ptr> errors(missing.size());
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    for (std::size_t i = next++; i < missing.size(); i = next++) {
+      try {
+        results[i] = simulate_(*missing[i]);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  const std::size_t n = std::min<std::size_t>(std::max(1u, threads), missing.size());
+  for (std::size_t t = 1; t < n; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  for (std::size_t i = 0; i < missing.size(); ++i) {
+    if (errors[i]) std::rethrow_exception(errors[i]);
+    ++simulations_;
+    put(*missing[i], results[i]);
+  }
 }
 
 namespace {
@@ -122,7 +158,25 @@ class WholeRun {
     start_failure_clocks();
   }
 
+  /// Simulates every batch stage's steps up front, in parallel: first alone on the network,
+  /// then (async checkpoints) beside the write, whose NIC share needs the first's bytes.
+  void prepare() {
+    std::vector<double> batches;
+    for (const auto& stage : s_.training.batch_ramp) batches.push_back(stage.global_batch_tokens);
+    batches.push_back(s_.training.global_batch_tokens);
+    const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+    std::vector<config::Scenario> base;
+    for (const double b : batches) base.push_back(stage_scenario(b, 0));
+    cache_.prefetch(base, threads);
+    if (checkpoints_on_ && s_.reliability.checkpoint_mode == "async") {
+      std::vector<config::Scenario> slow;
+      for (const double b : batches) slow.push_back(stage_scenario(b, nic_share(checkpoint_costs(profile_for(b, 0)))));
+      cache_.prefetch(slow, threads);
+    }
+  }
+
   WholeRunResult run() {
+    prepare();
     const double total = s_.training.tokens;
     double next_report = 0.01;
     const Stage* stage = nullptr;
@@ -190,6 +244,13 @@ class WholeRun {
     return p;
   }
 
+  /// What a background write takes of each NIC. Max-min sharing: the write's flow is held to
+  /// its storage-bound rate (it is bottlenecked there), so training's flows get what is left,
+  /// never less than half.
+  double nic_share(const CheckpointCosts& c) const {
+    return std::min(c.per_nic_rate, s_.topology.node.nic.bandwidth / 2);
+  }
+
   /// The stage of `batch`: simulated (and its checkpoint costs derived) on first use.
   const Stage& stage_for(double batch) {
     if (auto it = stages_.find(batch); it != stages_.end()) return it->second;
@@ -199,12 +260,7 @@ class WholeRun {
     st.slow = st.base;
     st.costs = checkpoint_costs(*st.base);
     const bool sync = s_.reliability.checkpoint_mode == "sync";
-    if (checkpoints_on_ && !sync) {
-      // Max-min sharing: the write's flow is held to its storage-bound rate on each NIC (it is
-      // bottlenecked there), so training's flows get what is left, never less than half.
-      const double cap = s_.topology.node.nic.bandwidth;
-      st.slow = &profile_for(batch, std::min(st.costs.per_nic_rate, cap / 2));
-    }
+    if (checkpoints_on_ && !sync) st.slow = &profile_for(batch, nic_share(st.costs));
     if (sync) {
       st.write_cost_s = st.costs.write_s;
     } else {

@@ -53,6 +53,10 @@ class StepCache {
   const StepProfile& get(const config::Scenario& scenario);
   /// Seeds the cache with a result already simulated for `scenario`.
   void put(const config::Scenario& scenario, const run::SimulationResult& result);
+  /// Simulates the configurations of `scenarios` not cached yet, on up to `threads` threads at
+  /// once (each simulation is independent and deterministic, so the results do not depend on
+  /// the thread count). Rethrows the first failure in `scenarios` order.
+  void prefetch(const std::vector<config::Scenario>& scenarios, unsigned threads);
   int simulations() const { return simulations_; }
 
  private:
@@ -131,7 +135,8 @@ void refuse_unsimulated(const config::Scenario& scenario);
 /// Called with the fraction of training.tokens done (0–1), about every 1 %.
 using ProgressFn = std::function<void(double)>;
 
-/// Simulates `scenario` (run.mode full) to training.tokens. `base` (optional) is a step result
+/// Simulates `scenario` (run.mode full) to training.tokens. The step simulations of the batch
+/// stages run on the machine's hardware threads at once. `base` (optional) is a step result
 /// already simulated for the scenario as given, reused instead of simulating it again.
 /// Throws InputError (exit 2) for a setting this version cannot simulate. Deterministic in
 /// (scenario, seed). Cost: the distinct step simulations, plus O(steps + failures · log nodes).
