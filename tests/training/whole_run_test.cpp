@@ -240,3 +240,29 @@ TEST_CASE("the failure files in topologies/ load, with the Llama 3 counts as rat
   REQUIRE(rsc.causes.size() == 1);
   CHECK(rsc.causes[0].rate_per_node_s * 86400 * 1000 == Approx(6.50));
 }
+
+TEST_CASE("a sweep of checkpoint intervals finds its simulated optimum at the Young/Daly interval",
+          "[training][checkpoint]") {
+  // Sync writes of 7 GB at 1 GB/s: δ = 7 s; MTBF = 1 / (0.05/d × 64) = 27,000 s, so
+  // T* = sqrt(2 · 7 · 27,000) = 614.8 s. First-order waste per unit time δ/T + T/(2·MTBF) is 25 %
+  // higher at T*/2 or 2·T* than at T*, and 2.1 times at T*/4 or 4·T*; with ~380 failures the
+  // lost-work noise is a few per cent of the waste, so the simulated optimum lands on T*.
+  const double t_star = std::sqrt(2 * 7.0 * 27000.0);
+  const WholeRunResult yd =
+      run_fixed(fleet({"reliability.checkpoint.storage_bandwidth=1 GB/s", "reliability.checkpoint.policy=young_daly"}));
+  CHECK(yd.young_daly_interval_s == Approx(t_star).epsilon(1e-6));
+  double best_goodput = 0, best_factor = 0;
+  for (const double factor : {0.25, 0.5, 1.0, 2.0, 4.0}) {
+    const WholeRunResult w = run_fixed(fleet({"reliability.checkpoint.storage_bandwidth=1 GB/s",
+                                              "reliability.checkpoint.interval=" + std::to_string(factor * t_star) + " s"}));
+    INFO("interval " << factor * t_star << " s: goodput " << w.goodput << " ettr " << w.ettr << " wall " << w.wall_s
+                     << " lost " << w.lost_work_s << " pause " << w.checkpoint_pause_s << " down " << w.down_s
+                     << " n " << w.interruptions << " productive " << w.productive_s);
+    CHECK(w.young_daly_interval_s == Approx(t_star).epsilon(1e-6));
+    if (w.goodput > best_goodput) {
+      best_goodput = w.goodput;
+      best_factor = factor;
+    }
+  }
+  CHECK(best_factor == 1.0);
+}
