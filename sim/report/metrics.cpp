@@ -60,11 +60,11 @@ void append_whole_run(std::vector<Metric>& m, const config::Scenario& s, const r
   m.push_back({"gpu_hours", w.allocated_gpu_hours, "h"});
   m.push_back({"productive_gpu_hours", w.productive_gpu_hours, "h"});
   m.push_back({"interruptions", static_cast<double>(w.interruptions), "1"});
+  // Every cause, so rows of a sweep have the same fields whatever failed in each.
   for (const auto& cause : config::kFailureCauses) {
     auto it = w.interruptions_by_cause.find(cause);
-    if (it != w.interruptions_by_cause.end()) {
-      m.push_back({"interruptions_" + cause, static_cast<double>(it->second), "1"});
-    }
+    const int n = it == w.interruptions_by_cause.end() ? 0 : it->second;
+    m.push_back({"interruptions_" + cause, static_cast<double>(n), "1"});
   }
   m.push_back({"lost_work_s", w.lost_work_s, "s"});
   m.push_back({"checkpoint_pause_s", w.checkpoint_pause_s, "s"});
@@ -184,7 +184,7 @@ std::string format_summary(const config::Scenario& s, const run::SimulationResul
     line("productive GPU-hours", fmt("%.0f", metric(m, "productive_gpu_hours")));
     line("interruptions", fmt("%.0f", metric(m, "interruptions")));
     for (const auto& x : m) {
-      if (x.name.starts_with("interruptions_")) line("  " + x.name.substr(14), fmt("%.0f", x.value));
+      if (x.name.starts_with("interruptions_") && x.value > 0) line("  " + x.name.substr(14), fmt("%.0f", x.value));
     }
     line("lost work", fmt("%.2f h", metric(m, "lost_work_s") / 3600));
     line("checkpoint pauses", fmt("%.2f h", metric(m, "checkpoint_pause_s") / 3600));

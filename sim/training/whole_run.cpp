@@ -535,11 +535,16 @@ class WholeRun {
 
 void refuse_unsimulated(const config::Scenario& scenario) {
   if (scenario.run.mode == "full") return;
-  for (const auto& [key, where] : scenario.locations) {
-    if (key.starts_with("reliability.") || key.starts_with("training.batch_ramp")) {
-      throw InputError(where, key,
-                       "not simulated by this version with run.mode: steps (it is simulated with run.mode: full)");
-    }
+  // The deepest key set (a leaf, with its own position), not the section around it.
+  const std::pair<const std::string, SourceLoc>* found = nullptr;
+  for (const auto& entry : scenario.locations) {
+    const std::string& key = entry.first;
+    if (!key.starts_with("reliability.") && !key.starts_with("training.batch_ramp")) continue;
+    if (!found || key.size() > found->first.size()) found = &entry;
+  }
+  if (found) {
+    throw InputError(found->second, found->first,
+                     "not simulated by this version with run.mode: steps (it is simulated with run.mode: full)");
   }
 }
 
