@@ -191,7 +191,7 @@ std::string format_summary(const config::Scenario& s, const run::SimulationResul
     line("down (detect, restart, load)", fmt("%.2f h", metric(m, "down_s") / 3600));
     line("ETTR", fmt("%.1f %%", 100 * metric(m, "ettr")));
     line("goodput", fmt("%.1f %%", 100 * metric(m, "goodput")));
-    line("MFU per step (last stage)", fmt("%.1f %%", 100 * metric(m, "mfu")));
+    line("MFU per step (scenario batch)", fmt("%.1f %%", 100 * metric(m, "mfu")));
     line("MFU over productive time", fmt("%.1f %%", 100 * metric(m, "mfu_productive")));
     line("MFU over allocated GPU-hours", fmt("%.1f %%", 100 * metric(m, "mfu_allocated")));
     if (metric(m, "checkpoint_interval_s") > 0) {

@@ -148,6 +148,10 @@ class WholeRun {
     const auto& r = s.reliability;
     for (const auto& c : r.failure_rates.causes) rate_per_node_s_ += c.rate_per_node_s;
     if (rate_per_node_s_ > 0) out_.mtbf_s = 1.0 / (rate_per_node_s_ * s.nodes);
+    if (r.checkpoint_policy != "fixed" && s.locations.count("reliability.checkpoint.interval")) {
+      throw InputError(s.where("reliability.checkpoint.interval"), "reliability.checkpoint.interval",
+                       "is only read with policy fixed (policy " + r.checkpoint_policy + " sets no interval)");
+    }
     checkpoints_on_ = r.checkpoint_policy == "young_daly" ||
                       (r.checkpoint_policy == "fixed" && r.checkpoint_interval > Time::zero());
     if (checkpoints_on_ && !(r.checkpoint_storage_bandwidth > 0)) {

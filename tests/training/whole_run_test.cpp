@@ -24,6 +24,12 @@ config::Scenario fleet(std::vector<std::string> overrides = {}) {
   return config::load_scenario(data("fleet.yaml"), overrides);
 }
 
+/// fleet.yaml with a synchronous checkpoint every hour of training.
+config::Scenario fleet_hourly(std::vector<std::string> overrides = {}) {
+  overrides.insert(overrides.begin(), "reliability.checkpoint.interval=1 h");
+  return fleet(overrides);
+}
+
 constexpr double kStepS = 10.0;
 constexpr double kWeightsBytes = 1e9;
 constexpr double kOptimizerBytes = 6e9;
@@ -72,7 +78,7 @@ TEST_CASE("exponential failure counts match the configured rate within Poisson n
   // 50 failures per 1,000 node-days on 64 nodes. The count over the simulated wall time W is
   // Poisson with mean E = 0.05/d × 64 × W; |N − E| ≤ 4·√E fails by chance with probability
   // ≈ 6.3e-5 (two-sided normal tail at 4σ). The seed is fixed, so the test is deterministic.
-  const WholeRunResult w = run_fixed(fleet());
+  const WholeRunResult w = run_fixed(fleet_hourly());
   const double wall_days = w.wall_s / 86400;
   const double expected = 50.0 / 1000 * 64 * wall_days;
   INFO("interruptions " << w.interruptions << ", expected " << expected << " over " << wall_days << " days");
@@ -87,7 +93,7 @@ TEST_CASE("Weibull failure counts match the renewal function within its noise", 
   // Per node a renewal process with Weibull(k = 0.7) gaps of mean μ = 20 d (50 per 1,000 node-days). Renewal theory:
   // E[N(W)] ≈ W/μ + (c² − 1)/2 per node, Var ≈ c²·W/μ, c² = Γ(1+2/k)/Γ(1+1/k)² − 1. The bound
   // 4σ gives a false-failure probability ≈ 6.3e-5 (normal approximation), seed fixed.
-  const WholeRunResult w = run_fixed(fleet({"reliability.failures=failures-weibull.yaml"}));
+  const WholeRunResult w = run_fixed(fleet_hourly({"reliability.failures=failures-weibull.yaml"}));
   const double k = 0.7;
   const double c2 = std::tgamma(1 + 2 / k) / std::pow(std::tgamma(1 + 1 / k), 2) - 1;
   const double per_node = w.wall_s / 86400 / 20.0;
@@ -100,7 +106,7 @@ TEST_CASE("Weibull failure counts match the renewal function within its noise", 
 TEST_CASE("lost work per failure is bounded by the checkpoint interval and one step; hangs wait for the timeout",
           "[training][failures]") {
   SECTION("synchronous: lost ≤ interval + one step") {
-    const WholeRunResult w = run_fixed(fleet({"reliability.failures=failures-mixed.yaml"}));
+    const WholeRunResult w = run_fixed(fleet_hourly({"reliability.failures=failures-mixed.yaml"}));
     REQUIRE(w.failures.size() > 100);
     int hangs = 0;
     for (const auto& f : w.failures) {
@@ -118,7 +124,7 @@ TEST_CASE("lost work per failure is bounded by the checkpoint interval and one s
     CHECK(hangs > 0);
   }
   SECTION("asynchronous: lost ≤ interval + background write + two steps") {
-    const WholeRunResult w = run_fixed(fleet({"reliability.failures=failures-mixed.yaml",
+    const WholeRunResult w = run_fixed(fleet_hourly({"reliability.failures=failures-mixed.yaml",
                                               "reliability.checkpoint.mode=async",
                                               "reliability.checkpoint.storage_bandwidth=1 GB/s"}));
     // Distinct checkpoint bytes under DDP (dp 512 over 512 GPUs): weights and optimizer once each.
@@ -132,7 +138,7 @@ TEST_CASE("lost work per failure is bounded by the checkpoint interval and one s
 
 TEST_CASE("a sync checkpoint pauses for bytes over the storage bandwidth; a restart loads them back",
           "[training][checkpoint]") {
-  const WholeRunResult w = run_fixed(fleet({"reliability.failures=failures-gpu.yaml"}));
+  const WholeRunResult w = run_fixed(fleet_hourly({"reliability.failures=failures-gpu.yaml"}));
   // 7 GB distinct over 100 GB/s = 0.07 s (the 64 nodes' 8 NICs at 47 GB/s are not the bound).
   REQUIRE(!w.checkpoints.empty());
   const auto& c = w.checkpoints.front();
@@ -170,7 +176,7 @@ TEST_CASE("asynchronous checkpoints cost less than synchronous ones, their cost 
   // NICs) takes 1.25 GB/s of each NIC, so the steps that run beside it slow down.
   const std::string file = IRONLAW_SOURCE_DIR "/tests/training/data/gpt2-2node.yaml";
   const std::string nic = "cluster.topology.node.nic.bandwidth=5 GB/s";
-  const auto off = config::load_scenario(file, {nic, "reliability.checkpoint.policy=off"});
+  const auto off = config::load_scenario(file, {nic, "reliability.checkpoint.interval=0 s"});  // 0: no checkpoints
   const auto sync = config::load_scenario(file, {nic});
   const auto async = config::load_scenario(file, {nic, "reliability.checkpoint.mode=async"});
   const run::SimulationResult step = simulate_step(off);
@@ -198,7 +204,7 @@ TEST_CASE("asynchronous checkpoints cost less than synchronous ones, their cost 
   // steps beside the write are those of the same configuration with 5 − 1.25 GB/s NICs; after
   // each snapshot, ceil(write / slow step) of them run before the write is durable.
   const auto slowed = config::load_scenario(file, {"cluster.topology.node.nic.bandwidth=3.75 GB/s",
-                                                   "reliability.checkpoint.policy=off"});
+                                                   "reliability.checkpoint.interval=0 s"});
   const run::SimulationResult slow = simulate_step(slowed);
   const auto duration = [](const run::SimulationResult& r) {
     return (r.steps.back().end_ns - r.steps.back().start_ns) * 1e-9;
@@ -227,6 +233,15 @@ TEST_CASE("an unknown key or a bad value in the failures file is an input error 
     CHECK(has(bad + ":4:3: reliability.failures.causes.gpu: missing required key: count or per_1000_node_days"));
   }
   CHECK_THROWS_AS(config::load_failures(data("failures-bad.yaml")), InputError);
+}
+
+TEST_CASE("an interval under a policy that sets none is refused, not ignored", "[training][input]") {
+  const auto s = fleet({"reliability.checkpoint.policy=young_daly", "reliability.checkpoint.interval=1 h"});
+  CHECK_THROWS_AS(run_fixed(s), InputError);
+  const auto steps = config::load_scenario(IRONLAW_SOURCE_DIR "/scenarios/gpt2-ddp-1node.yaml",
+                                           {"reliability.checkpoint.mode=sync"});
+  CHECK_THROWS_AS(refuse_unsimulated(steps), InputError);
+  CHECK_NOTHROW(refuse_unsimulated(config::load_scenario(IRONLAW_SOURCE_DIR "/scenarios/gpt2-ddp-1node.yaml")));
 }
 
 TEST_CASE("the failure files in topologies/ load, with the Llama 3 counts as rates", "[training][input]") {
