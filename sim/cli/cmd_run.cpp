@@ -1,5 +1,9 @@
 // `ironlaw run`: simulate a scenario's training steps, write the HDF5 trace, print the summary.
+#include <unistd.h>
+
 #include <boost/program_options.hpp>
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -9,6 +13,7 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "core/error.hpp"
+#include "config/failures.hpp"
 #include "config/load.hpp"
 #include "core/records.hpp"
 #include "output/chrome_trace.hpp"
@@ -16,6 +21,7 @@
 #include "output/h5_writer.hpp"
 #include "report/metrics.hpp"
 #include "run/simulation.hpp"
+#include "training/whole_run.hpp"
 
 namespace po = boost::program_options;
 
@@ -36,6 +42,68 @@ std::uint64_t parse_seed(const std::string& text) {
   if (!digits || used != text.size())
     throw InputError({}, "--seed", "expected an integer from 0 to 18446744073709551615, got \"" + text + "\"");
   return v;
+}
+
+/// A progress bar on stderr, drawn only when stderr is a terminal.
+training::ProgressFn progress_bar() {
+  if (!isatty(STDERR_FILENO)) return {};
+  return [](double fraction) {
+    const int width = 40;
+    const int filled = static_cast<int>(fraction * width);
+    std::fprintf(stderr, "\rwhole run [%s%s] %3.0f %%", std::string(static_cast<std::size_t>(filled), '#').c_str(),
+                 std::string(static_cast<std::size_t>(width - filled), ' ').c_str(), 100 * fraction);
+    if (fraction >= 1) std::fprintf(stderr, "\n");
+    std::fflush(stderr);
+  };
+}
+
+/// /run/failures, /run/checkpoints, /run/restarts (outputs/README.md).
+void write_run_tables(output::H5Writer& writer, const training::WholeRunResult& w) {
+  using output::TableColumn;
+  auto secs = [](Time t) { return t == Time::max() ? -1.0 : t.seconds(); };
+  std::vector<double> f_time, f_detected, f_lost;
+  std::vector<std::int64_t> f_node, f_step, f_cause, f_down;
+  std::vector<std::string> causes(config::kFailureCauses);
+  for (const auto& f : w.failures) {
+    f_time.push_back(secs(f.time));
+    f_detected.push_back(secs(f.detected));
+    f_lost.push_back(f.lost_work_s);
+    f_node.push_back(f.node);
+    f_step.push_back(f.step);
+    f_down.push_back(f.while_down ? 1 : 0);
+    f_cause.push_back(std::find(causes.begin(), causes.end(), f.cause) - causes.begin());
+  }
+  writer.write_table("failures", {TableColumn{"time_s", "s", f_time}, TableColumn{"cause", "", f_cause},
+                                  TableColumn{"node", "", f_node}, TableColumn{"detected_s", "s", f_detected},
+                                  TableColumn{"lost_work_s", "s", f_lost}, TableColumn{"step", "1", f_step},
+                                  TableColumn{"while_down", "1", f_down}});
+  std::vector<double> c_start, c_resumed, c_durable, c_bytes;
+  std::vector<std::int64_t> c_step;
+  for (const auto& c : w.checkpoints) {
+    c_start.push_back(secs(c.start));
+    c_resumed.push_back(secs(c.resumed));
+    c_durable.push_back(secs(c.durable));
+    c_bytes.push_back(c.bytes);
+    c_step.push_back(c.step);
+  }
+  writer.write_table("checkpoints", {TableColumn{"start_s", "s", c_start}, TableColumn{"resumed_s", "s", c_resumed},
+                                     TableColumn{"durable_s", "s", c_durable}, TableColumn{"step", "1", c_step},
+                                     TableColumn{"bytes", "B", c_bytes}});
+  std::vector<double> r_detected, r_resumed, r_wait, r_resched, r_init, r_load;
+  std::vector<std::int64_t> r_step;
+  for (const auto& r : w.restarts) {
+    r_detected.push_back(secs(r.detected));
+    r_resumed.push_back(secs(r.resumed));
+    r_wait.push_back(r.wait_for_node_s);
+    r_resched.push_back(r.reschedule_s);
+    r_init.push_back(r.initialize_s);
+    r_load.push_back(r.load_s);
+    r_step.push_back(r.resumed_step);
+  }
+  writer.write_table("restarts", {TableColumn{"detected_s", "s", r_detected}, TableColumn{"resumed_s", "s", r_resumed},
+                                  TableColumn{"wait_for_node_s", "s", r_wait}, TableColumn{"reschedule_s", "s", r_resched},
+                                  TableColumn{"initialize_s", "s", r_init}, TableColumn{"load_s", "s", r_load},
+                                  TableColumn{"resumed_step", "1", r_step}});
 }
 
 }  // namespace
@@ -75,6 +143,7 @@ int cmd_run(const Args& args) {
   // Layout problems, limits and unwritable outputs are input errors: found before any file is
   // created and before anything is built.
   check_scenario_limits(scenario, run::resolve_layout(scenario), limits);
+  training::refuse_unsimulated(scenario);
 
   const std::filesystem::path target(scenario.output.path);
   probe_output_path(target.string(), out_path.empty() ? scenario.where("output.path") : SourceLoc{},
@@ -98,7 +167,13 @@ int cmd_run(const Args& args) {
               << report::format_memory_table(result);
     return kExitJobFailed;  // the writer's temporary file is removed on destruction
   }
-  const auto metrics = report::summary_metrics(scenario, result);
+  std::optional<training::WholeRunResult> whole;
+  if (scenario.run.mode == "full") {
+    whole = training::simulate_whole_run(scenario, &result, vm.count("quiet") ? training::ProgressFn{} : progress_bar());
+    write_run_tables(writer, *whole);
+  }
+  const training::WholeRunResult* whole_ptr = whole ? &*whole : nullptr;
+  const auto metrics = report::summary_metrics(scenario, result, whole_ptr);
   std::vector<std::pair<std::string, double>> row;
   std::vector<std::string> units;
   for (const auto& m : metrics) {
@@ -119,7 +194,7 @@ int cmd_run(const Args& args) {
   if (!chrome_path.empty()) output::export_chrome_trace(output::H5Reader(target), chrome_path);
 
   if (!vm.count("quiet")) {
-    std::cout << report::format_summary(scenario, result);
+    std::cout << report::format_summary(scenario, result, whole_ptr);
     std::cout << "\nwrote " << target.string();
     if (!chrome_path.empty()) std::cout << " and " << chrome_path;
     std::cout << "\n";

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <utility>
 
+#include "config/failures.hpp"
 #include "config/reader.hpp"
 #include "config/validate.hpp"
 
@@ -307,6 +308,30 @@ void parse_parallel(Section s, ParallelSpec& p) {
   s.finish();
 }
 
+/// training.batch_ramp: a list of { until_tokens, global_batch_tokens }, until_tokens increasing.
+void parse_batch_ramp(Section& s, std::vector<BatchRampStage>& ramp) {
+  const auto node = s.raw("batch_ramp", KeyKind::list);
+  if (!node) return;
+  const std::string key = s.full("batch_ramp");
+  if (!node->IsSequence()) {
+    s.state().fail(key, "expected a list of { until_tokens, global_batch_tokens }");
+    return;
+  }
+  for (std::size_t i = 0; i < node->size(); ++i) {
+    const YAML::Node item = (*node)[i];
+    Section stage(s.state(), item, s.file(), key + "." + std::to_string(i), s.position("batch_ramp", item), false);
+    BatchRampStage b;
+    stage.number("until_tokens", b.until_tokens, Dimension::count, Rule{.sign = Sign::positive, .required = true});
+    stage.number("global_batch_tokens", b.global_batch_tokens, Dimension::count,
+                 Rule{.sign = Sign::positive, .required = true});
+    stage.finish();
+    if (!ramp.empty() && b.until_tokens <= ramp.back().until_tokens) {
+      s.state().error(s.position("batch_ramp", item), key, "until_tokens must increase from stage to stage");
+    }
+    ramp.push_back(b);
+  }
+}
+
 void parse_training(Section s, TrainingSpec& t) {
   s.integer("sequence_length", t.sequence_length, kPositive);
   s.number("global_batch_tokens", t.global_batch_tokens, Dimension::count,
@@ -317,6 +342,7 @@ void parse_training(Section s, TrainingSpec& t) {
   s.choice("activation_checkpointing", t.activation_checkpointing, {"none", "selective", "full", "op"});
   s.choice("framework", t.framework, {"fused", "eager", "compile"});
   s.flag("flash_attention", t.flash_attention);
+  parse_batch_ramp(s, t.batch_ramp);
   s.finish();
 }
 
@@ -346,10 +372,16 @@ void parse_reliability(Section s, ReliabilitySpec& r) {
     r.failures = detail::resolve_path(s.file(), failures);
     if (!std::filesystem::is_regular_file(r.failures)) {
       s.state().fail(s.full("failures"), "cannot read " + in_quotes(r.failures) + ": no such file");
+    } else if (auto doc = detail::load_document(r.failures, s.state(), s.state().where(s.full("failures")),
+                                                s.full("failures"))) {
+      detail::parse_failures(Section(s.state(), doc->root, doc->file, s.full("failures"),
+                                     SourceLoc{doc->file, 1, 1}, false),
+                             r.failure_rates);
     }
   }
   {
     Section c = s.section("checkpoint");
+    c.choice("policy", r.checkpoint_policy, {"off", "fixed", "young_daly"});
     c.duration("interval", r.checkpoint_interval, kNonNegative);
     c.choice("mode", r.checkpoint_mode, {"async", "sync"});
     c.number("storage_bandwidth", r.checkpoint_storage_bandwidth, Dimension::bandwidth, kNonNegative);
@@ -359,6 +391,9 @@ void parse_reliability(Section s, ReliabilitySpec& r) {
     Section restart = s.section("restart");
     restart.duration("detection", r.restart_detection, kNonNegative);
     restart.duration("reschedule", r.restart_reschedule, kNonNegative);
+    restart.duration("initialize", r.restart_initialize, kNonNegative);
+    restart.integer("hot_spares", r.hot_spares, kNonNegative);
+    restart.duration("node_repair", r.node_repair, kNonNegative);
     restart.finish();
   }
   s.finish();

@@ -171,6 +171,12 @@ struct ParallelSpec {
   double bucket_bytes = 25.0 * 1024 * 1024;  ///< DDP gradient bucket size (PyTorch default 25 MiB)
 };
 
+/// One stage of a batch-size ramp: global_batch_tokens per step until `until_tokens` trained.
+struct BatchRampStage {
+  double until_tokens = 0;
+  double global_batch_tokens = 0;
+};
+
 struct TrainingSpec {
   int sequence_length = 2048;
   double global_batch_tokens = 0;   ///< tokens per optimizer step
@@ -184,6 +190,9 @@ struct TrainingSpec {
   /// blocks, the loss eager).
   std::string framework = "fused";
   bool flash_attention = true;
+  /// Batch-size ramp (full runs): stages in increasing until_tokens; the last one runs to the
+  /// end. Empty = global_batch_tokens throughout.
+  std::vector<BatchRampStage> batch_ramp;
 };
 
 struct DistributionSpec {
@@ -200,15 +209,41 @@ struct DataSpec {
   DistributionSpec decode_time;
 };
 
-struct ReliabilitySpec {
-  std::string failures;             ///< path of a failure-rate file ("" = none)
-  Time checkpoint_interval;
-  std::string checkpoint_mode = "async";
-  double checkpoint_storage_bandwidth = 0;
-  Time restart_detection;
-  Time restart_reschedule;
+/// One cause of job interruptions in a failure-rate file (topologies/failure-rates-*.yaml).
+struct FailureCauseSpec {
+  std::string name;                          ///< gpu, hbm, sram, nic, host, switch_cable, ...
+  double rate_per_node_s = 0;                ///< mean occurrences per node per second
+  /// crash: the job dies and is found at once; hang: the job stalls until the collective
+  /// timeout (reliability.restart.detection) finds it; planned: the job is stopped on purpose,
+  /// after a synchronous checkpoint, so no work is lost.
+  std::string detection = "crash";
+  std::string distribution = "exponential";  ///< exponential | weibull (per-node renewal process)
+  double weibull_shape = 1;                  ///< Weibull shape k > 0 (1 = exponential)
 };
 
+/// A failure-rate file: per-node rates of every cause, each from a published source.
+struct FailureRatesSpec {
+  std::string name;
+  std::string file;
+  std::string source;
+  std::vector<FailureCauseSpec> causes;
+};
+
+struct ReliabilitySpec {
+  std::string failures;             ///< path of a failure-rate file ("" = none)
+  FailureRatesSpec failure_rates;   ///< its contents (no causes when there is none)
+  /// off: no checkpoints; fixed: every checkpoint_interval of training; young_daly: at
+  /// sqrt(2 · write cost · MTBF) from the simulated failure rate and write cost.
+  std::string checkpoint_policy = "fixed";
+  Time checkpoint_interval;         ///< training time between checkpoints (fixed); 0 = off
+  std::string checkpoint_mode = "async";
+  double checkpoint_storage_bandwidth = 0;  ///< aggregate storage write/read bandwidth [B/s]
+  Time restart_detection;           ///< hang timeout: how long a hung job runs before it is found
+  Time restart_reschedule;          ///< from detection to the replacement job holding its nodes
+  Time restart_initialize;          ///< process start, NCCL set-up, before the checkpoint load
+  int hot_spares = 0;               ///< spare nodes held (and paid for) beside the job
+  Time node_repair;                 ///< time to return a failed node when no spare is left
+};
 struct RunSpec {
   int steps = 3;
   std::string mode = "steps";  ///< steps | full

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "config/failures.hpp"
 #include "workload/model_cost.hpp"
 
 namespace ironlaw::report {
@@ -58,9 +59,41 @@ std::string seconds(double s) {
   return fmt("%.1f us", s * 1e6);
 }
 
+/// The whole run's measured metrics (training/whole_run.hpp defines each).
+void append_whole_run(std::vector<Metric>& m, const config::Scenario& s, const run::SimulationResult& r,
+                      const training::WholeRunResult* whole) {
+  training::WholeRunResult simulated;
+  if (!whole) {
+    simulated = training::simulate_whole_run(s, &r);
+    whole = &simulated;
+  }
+  const auto& w = *whole;
+  m.push_back({"steps", static_cast<double>(w.steps), "1"});
+  m.push_back({"wall_days", w.wall_s / 86400.0, "d"});
+  m.push_back({"gpu_hours", w.allocated_gpu_hours, "h"});
+  m.push_back({"productive_gpu_hours", w.productive_gpu_hours, "h"});
+  m.push_back({"interruptions", static_cast<double>(w.interruptions), "1"});
+  // Every cause, so rows of a sweep have the same fields whatever failed in each.
+  for (const auto& cause : config::kFailureCauses) {
+    auto it = w.interruptions_by_cause.find(cause);
+    const int n = it == w.interruptions_by_cause.end() ? 0 : it->second;
+    m.push_back({"interruptions_" + cause, static_cast<double>(n), "1"});
+  }
+  m.push_back({"lost_work_s", w.lost_work_s, "s"});
+  m.push_back({"checkpoint_pause_s", w.checkpoint_pause_s, "s"});
+  m.push_back({"down_s", w.down_s, "s"});
+  m.push_back({"ettr", w.ettr, "1"});
+  m.push_back({"goodput", w.goodput, "1"});
+  m.push_back({"mfu_productive", w.mfu_productive, "1"});
+  m.push_back({"mfu_allocated", w.mfu_allocated, "1"});
+  m.push_back({"checkpoint_interval_s", w.checkpoint_interval_s, "s"});
+  m.push_back({"young_daly_interval_s", w.young_daly_interval_s, "s"});
+}
+
 }  // namespace
 
-std::vector<Metric> summary_metrics(const config::Scenario& s, const run::SimulationResult& r) {
+std::vector<Metric> summary_metrics(const config::Scenario& s, const run::SimulationResult& r,
+                                    const training::WholeRunResult* whole) {
   std::vector<Metric> m;
   const double t = r.step_time_s;
   const double tokens_per_s = t > 0 ? r.tokens_per_step / t : 0;
@@ -87,13 +120,7 @@ std::vector<Metric> summary_metrics(const config::Scenario& s, const run::Simula
   const Baselines b = baselines(s, r);
   m.push_back({"baseline_6nd_step_time_s", b.six_n_s, "s"});
   m.push_back({"baseline_6nd_attention_step_time_s", b.six_n_attention_s, "s"});
-  if (s.run.mode == "full" && t > 0) {
-    const double steps = steps_for_tokens(s.training.tokens, r.tokens_per_step);
-    m.push_back({"wall_days", wall_seconds(steps, t) / 86400.0, "d"});
-    m.push_back({"gpu_hours", gpu_hours(steps, t, r.gpus), "h"});
-    m.push_back({"interruptions", 0, "1"});
-    m.push_back({"goodput", 1, "1"});
-  }
+  if (s.run.mode == "full" && t > 0) append_whole_run(m, s, r, whole);
   return m;
 }
 
@@ -120,8 +147,9 @@ std::string format_memory_table(const run::SimulationResult& r) {
   return out;
 }
 
-std::string format_summary(const config::Scenario& s, const run::SimulationResult& r) {
-  const auto m = summary_metrics(s, r);
+std::string format_summary(const config::Scenario& s, const run::SimulationResult& r,
+                           const training::WholeRunResult* whole) {
+  const auto m = summary_metrics(s, r, whole);
   const double t = r.step_time_s;
   std::string out;
   auto line = [&](const std::string& k, const std::string& v) {
@@ -162,13 +190,34 @@ std::string format_summary(const config::Scenario& s, const run::SimulationResul
   line("simulated / 6ND+attention", fmt("%.2f x", t / metric(m, "baseline_6nd_attention_step_time_s")));
   out.append("\n").append(format_memory_table(r));
   if (s.run.mode == "full") {
-    out.append("\nfull run to ").append(fmt("%.3g", s.training.tokens)).append(" tokens (no failures simulated yet):\n");
+    out.append("\nwhole run to ").append(fmt("%.3g", s.training.tokens)).append(" tokens (simulated):\n");
+    line("steps", fmt("%.0f", metric(m, "steps")));
     line("wall-clock", fmt("%.1f days", metric(m, "wall_days")));
-    line("GPU-hours", fmt("%.0f", metric(m, "gpu_hours")));
+    line("allocated GPU-hours", fmt("%.0f", metric(m, "gpu_hours")));
+    line("productive GPU-hours", fmt("%.0f", metric(m, "productive_gpu_hours")));
+    line("interruptions", fmt("%.0f", metric(m, "interruptions")));
+    for (const auto& x : m) {
+      if (x.name.starts_with("interruptions_") && x.value > 0) line("  " + x.name.substr(14), fmt("%.0f", x.value));
+    }
+    line("lost work", fmt("%.2f h", metric(m, "lost_work_s") / 3600));
+    line("checkpoint pauses", fmt("%.2f h", metric(m, "checkpoint_pause_s") / 3600));
+    line("down (detect, restart, load)", fmt("%.2f h", metric(m, "down_s") / 3600));
+    line("ETTR", fmt("%.1f %%", 100 * metric(m, "ettr")));
+    line("goodput", fmt("%.1f %%", 100 * metric(m, "goodput")));
+    line("MFU per step (scenario batch)", fmt("%.1f %%", 100 * metric(m, "mfu")));
+    line("MFU over productive time", fmt("%.1f %%", 100 * metric(m, "mfu_productive")));
+    line("MFU over allocated GPU-hours", fmt("%.1f %%", 100 * metric(m, "mfu_allocated")));
+    if (metric(m, "checkpoint_interval_s") > 0) {
+      line("checkpoint interval", fmt("%.1f min", metric(m, "checkpoint_interval_s") / 60));
+      if (metric(m, "young_daly_interval_s") > 0) {
+        line("Young/Daly interval", fmt("%.1f min", metric(m, "young_daly_interval_s") / 60));
+      }
+    }
   }
   out += "\nnot simulated by this version: ";
   if (!(s.data.storage_bandwidth_per_node > 0)) out += "data loading (data.storage_bandwidth_per_node unset), ";
-  out += "failures, checkpoints and restarts (full runs are extrapolated from the steps).\n";
+  out += s.run.mode == "full" ? "evaluation pauses, elastic shrinking.\n"
+                              : "failures, checkpoints and restarts (they are simulated with run.mode: full).\n";
   return out;
 }
 

@@ -13,6 +13,7 @@
 
 #include "config/spec.hpp"
 #include "run/simulation.hpp"
+#include "training/whole_run.hpp"
 
 namespace ironlaw::report {
 
@@ -35,13 +36,18 @@ struct Metric {
   std::string unit;   ///< "s", "1" (fraction), "B", "tokens/s", ...
 };
 
-/// The /summary row of a simulated scenario (INTERFACE.md names), in a fixed order.
-std::vector<Metric> summary_metrics(const config::Scenario& scenario, const run::SimulationResult& result);
+/// The /summary row of a simulated scenario (INTERFACE.md names), in a fixed order. With
+/// run.mode full it ends with the whole run's measured metrics (wall_days, gpu_hours,
+/// interruptions, ettr, goodput, ...): from `whole` when given, else from a whole run simulated
+/// here (training::simulate_whole_run, reusing `result`).
+std::vector<Metric> summary_metrics(const config::Scenario& scenario, const run::SimulationResult& result,
+                                    const training::WholeRunResult* whole = nullptr);
 /// Looks a metric up by name; throws std::out_of_range if absent.
 double metric(const std::vector<Metric>& metrics, const std::string& name);
 
-/// The human-readable summary `ironlaw run` prints.
-std::string format_summary(const config::Scenario& scenario, const run::SimulationResult& result);
+/// The human-readable summary `ironlaw run` prints (with the whole run's, as above).
+std::string format_summary(const config::Scenario& scenario, const run::SimulationResult& result,
+                           const training::WholeRunResult* whole = nullptr);
 /// The per-term memory table printed for an out-of-memory layout.
 std::string format_memory_table(const run::SimulationResult& result);
 

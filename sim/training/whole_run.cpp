@@ -1,0 +1,567 @@
+#include "training/whole_run.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <atomic>
+#include <exception>
+#include <queue>
+#include <thread>
+#include <utility>
+
+#include "core/error.hpp"
+#include "core/records.hpp"
+#include "core/rng.hpp"
+
+namespace ironlaw::training {
+
+run::SimulationResult simulate_step(const config::Scenario& scenario) {
+  NullSink sink;
+  return run::simulate(scenario, sink, run::TraceLevel::none);
+}
+
+std::string StepCache::key(const config::Scenario& s) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "n%d tp%d pp%d cp%d dp%d ep%d z%d mb%d seq%d batch%.17g nic%.17g", s.nodes,
+                s.parallel.tp, s.parallel.pp, s.parallel.cp, s.parallel.dp, s.parallel.ep, s.parallel.zero,
+                s.parallel.microbatch_size, s.training.sequence_length, s.training.global_batch_tokens,
+                s.topology.node.nic.bandwidth);
+  return buf;
+}
+
+void StepCache::put(const config::Scenario& s, const run::SimulationResult& r) {
+  auto p = std::make_unique<StepProfile>();
+  p->out_of_memory = r.out_of_memory;
+  for (std::size_t i = r.steps.size() > 1 ? 1 : 0; i < r.steps.size(); ++i) {
+    p->durations.push_back(Time::ns(r.steps[i].end_ns - r.steps[i].start_ns));
+  }
+  double sum = 0;
+  for (const Time d : p->durations) sum += d.seconds();
+  p->mean_s = p->durations.empty() ? 0 : sum / static_cast<double>(p->durations.size());
+  p->tokens_per_step = r.tokens_per_step;
+  p->model_flops_per_step = r.model_flops_per_step;
+  p->peak_flops_per_gpu = r.peak_flops_per_gpu;
+  p->gpus = r.gpus;
+  // Weights are replicated across data parallelism unless ZeRO-3 shards them; optimizer state
+  // unless ZeRO ≥ 1 does. A checkpoint holds every distinct byte once.
+  const double dp = std::max(1, r.layout.dp);
+  const double weights = s.parallel.zero >= 3 ? r.memory.weights * r.gpus : r.memory.weights * r.gpus / dp;
+  const double optimizer = s.parallel.zero >= 1 ? r.memory.optimizer * r.gpus : r.memory.optimizer * r.gpus / dp;
+  p->checkpoint_bytes = weights + optimizer;
+  p->checkpoint_bytes_per_gpu = r.memory.weights + r.memory.optimizer;
+  profiles_[key(s)] = std::move(p);
+}
+
+const StepProfile& StepCache::get(const config::Scenario& s) {
+  const std::string k = key(s);
+  if (auto it = profiles_.find(k); it != profiles_.end()) return *it->second;
+  ++simulations_;
+  put(s, simulate_(s));
+  return *profiles_.at(k);
+}
+
+void StepCache::prefetch(const std::vector<config::Scenario>& scenarios, unsigned threads) {
+  std::vector<const config::Scenario*> missing;
+  std::vector<std::string> keys;
+  for (const auto& s : scenarios) {
+    const std::string k = key(s);
+    if (profiles_.count(k) || std::find(keys.begin(), keys.end(), k) != keys.end()) continue;
+    keys.push_back(k);
+    missing.push_back(&s);
+  }
+  std::vector<run::SimulationResult> results(missing.size());
+  std::vector<std::exception_ptr> errors(missing.size());
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    for (std::size_t i = next++; i < missing.size(); i = next++) {
+      try {
+        results[i] = simulate_(*missing[i]);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  const std::size_t n = std::min<std::size_t>(std::max(1u, threads), missing.size());
+  for (std::size_t t = 1; t < n; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  for (std::size_t i = 0; i < missing.size(); ++i) {
+    if (errors[i]) std::rethrow_exception(errors[i]);
+    ++simulations_;
+    put(*missing[i], results[i]);
+  }
+}
+
+namespace {
+
+/// Causes that do not need a node replaced: the job restarts on the nodes it holds.
+bool replaces_node(const std::string& cause) {
+  return cause != "software" && cause != "nccl_hang" && cause != "dependency" && cause != "planned";
+}
+
+struct Pending {
+  Time at;
+  int node = 0;
+  int cause = 0;
+  bool operator>(const Pending& o) const {
+    if (at != o.at) return at > o.at;
+    if (node != o.node) return node > o.node;
+    return cause > o.cause;
+  }
+};
+
+/// What a model's state in the final run is: rolled back to the last durable checkpoint.
+struct Progress {
+  double tokens = 0;
+  std::int64_t steps = 0;
+  double flops = 0;    ///< model FLOPs of these steps
+  double ideal_s = 0;  ///< these steps at their undisturbed mean step time
+  double work_s = 0;   ///< executed step time when this state was captured (not rolled back)
+};
+
+/// Costs of writing and loading one checkpoint of a configuration, from bytes over bandwidths.
+struct CheckpointCosts {
+  double write_s = 0;     ///< whole checkpoint to storage
+  double load_s = 0;      ///< every GPU reads its state back
+  double snapshot_s = 0;  ///< GPU → pinned host memory over PCIe (async only)
+  double per_nic_rate = 0;///< the background write's rate on each NIC [B/s]
+};
+
+/// One batch stage's configuration: its step profiles and checkpoint costs.
+struct Stage {
+  double batch = 0;
+  const StepProfile* base = nullptr;  ///< steps alone on the network
+  const StepProfile* slow = nullptr;  ///< steps sharing it with a background checkpoint write
+  CheckpointCosts costs;
+  double write_cost_s = 0;  ///< one checkpoint's cost to training
+  double interval_s = 0;    ///< training time between checkpoints
+};
+
+class WholeRun {
+ public:
+  WholeRun(const config::Scenario& s, const run::SimulationResult* base, const ProgressFn& progress,
+           const StepCache::Simulate& simulate)
+      : s_(s), progress_(progress), cache_(simulate), step_rng_(s.seed, "run/step_variability") {
+    if (base) cache_.put(stage_scenario(s.training.global_batch_tokens, 0), *base);
+    const auto& r = s.reliability;
+    for (const auto& c : r.failure_rates.causes) rate_per_node_s_ += c.rate_per_node_s;
+    if (rate_per_node_s_ > 0) out_.mtbf_s = 1.0 / (rate_per_node_s_ * s.nodes);
+    if (r.checkpoint_policy != "fixed" && s.locations.count("reliability.checkpoint.interval")) {
+      throw InputError(s.where("reliability.checkpoint.interval"), "reliability.checkpoint.interval",
+                       "is only read with policy fixed (policy " + r.checkpoint_policy + " sets no interval)");
+    }
+    checkpoints_on_ = r.checkpoint_policy == "young_daly" ||
+                      (r.checkpoint_policy == "fixed" && r.checkpoint_interval > Time::zero());
+    if (checkpoints_on_ && !(r.checkpoint_storage_bandwidth > 0)) {
+      throw InputError(s.where("reliability.checkpoint.storage_bandwidth"), "reliability.checkpoint.storage_bandwidth",
+                       "must be set (> 0) when checkpoints are written (policy " + r.checkpoint_policy + ")");
+    }
+    spares_.assign(static_cast<std::size_t>(r.hot_spares), Time::zero());
+    start_failure_clocks();
+  }
+
+  /// Simulates every batch stage's steps up front, in parallel: first alone on the network,
+  /// then (async checkpoints) beside the write, whose NIC share needs the first's bytes.
+  void prepare() {
+    std::vector<double> batches;
+    for (const auto& stage : s_.training.batch_ramp) batches.push_back(stage.global_batch_tokens);
+    batches.push_back(s_.training.global_batch_tokens);
+    const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+    std::vector<config::Scenario> base;
+    for (const double b : batches) base.push_back(stage_scenario(b, 0));
+    cache_.prefetch(base, threads);
+    if (checkpoints_on_ && s_.reliability.checkpoint_mode == "async") {
+      std::vector<config::Scenario> slow;
+      for (const double b : batches) slow.push_back(stage_scenario(b, nic_share(checkpoint_costs(profile_for(b, 0)))));
+      cache_.prefetch(slow, threads);
+    }
+  }
+
+  WholeRunResult run() {
+    prepare();
+    const double total = s_.training.tokens;
+    double next_report = 0.01;
+    const Stage* stage = nullptr;
+    while (kept_.tokens < total) {
+      const double batch = batch_at(kept_.tokens);
+      if (stage == nullptr || stage->batch != batch) stage = &stage_for(batch);
+      const StepProfile& base = *stage->base;
+      const StepProfile& now_profile = async_pending_ ? *stage->slow : base;
+      const Time d = now_profile.durations[now_profile.durations.size() == 1
+                                               ? 0
+                                               : step_rng_.uniform_below(now_profile.durations.size())];
+      if (failed_within(d, /*training=*/true)) {
+        guard();
+        continue;
+      }
+      now_ += d;
+      ++out_.steps_run;
+      work_s_ += d.seconds();
+      since_capture_s_ += d.seconds();
+      kept_.tokens += base.tokens_per_step;
+      kept_.steps += 1;
+      kept_.flops += base.model_flops_per_step;
+      kept_.ideal_s += base.mean_s;
+      kept_.work_s = work_s_;
+      if (async_pending_ && now_ >= async_durable_) complete_async();
+      if (progress_ && kept_.tokens / total >= next_report) {
+        progress_(std::min(1.0, kept_.tokens / total));
+        next_report = std::floor(kept_.tokens / total * 100 + 1) / 100;
+      }
+      if (kept_.tokens >= total) break;
+      if (checkpoints_on_ && !async_pending_ && since_capture_s_ >= stage->interval_s) checkpoint(*stage);
+    }
+    if (async_pending_) {
+      // The run is over: the last background write finishes while the job is released.
+      out_.checkpoints[pending_index_].durable = async_durable_;
+    }
+    finish(stage_for(batch_at(std::max(0.0, kept_.tokens - 1))));
+    return std::move(out_);
+  }
+
+ private:
+  config::Scenario stage_scenario(double batch, double nic_taken) const {
+    config::Scenario c = s_;
+    c.run.mode = "steps";
+    c.training.global_batch_tokens = batch;
+    c.training.batch_ramp.clear();
+    c.topology.node.nic.bandwidth -= nic_taken;
+    return c;
+  }
+
+  double batch_at(double tokens) const {
+    for (const auto& stage : s_.training.batch_ramp) {
+      if (tokens < stage.until_tokens) return stage.global_batch_tokens;
+    }
+    return s_.training.global_batch_tokens;
+  }
+
+  const StepProfile& profile_for(double batch, double nic_taken) {
+    const StepProfile& p = cache_.get(stage_scenario(batch, nic_taken));
+    if (p.out_of_memory) {
+      throw InputError(s_.where("training.batch_ramp"), "training.batch_ramp",
+                       "the layout runs out of memory at a batch of " + std::to_string(batch) + " tokens");
+    }
+    if (p.durations.empty()) throw std::runtime_error("the step simulation returned no steps");
+    return p;
+  }
+
+  /// What a background write takes of each NIC. Max-min sharing: the write's flow is held to
+  /// its storage-bound rate (it is bottlenecked there), so training's flows get what is left,
+  /// never less than half.
+  double nic_share(const CheckpointCosts& c) const {
+    return std::min(c.per_nic_rate, s_.topology.node.nic.bandwidth / 2);
+  }
+
+  /// The stage of `batch`: simulated (and its checkpoint costs derived) on first use.
+  const Stage& stage_for(double batch) {
+    if (auto it = stages_.find(batch); it != stages_.end()) return it->second;
+    Stage st;
+    st.batch = batch;
+    st.base = &profile_for(batch, 0);
+    st.slow = st.base;
+    st.costs = checkpoint_costs(*st.base);
+    const bool sync = s_.reliability.checkpoint_mode == "sync";
+    if (checkpoints_on_ && !sync) st.slow = &profile_for(batch, nic_share(st.costs));
+    if (sync) {
+      st.write_cost_s = st.costs.write_s;
+    } else {
+      // Progress lost while the slowed steps run beside the write, plus the snapshot pause.
+      const double slowdown = st.slow->mean_s > 0 ? 1.0 - st.base->mean_s / st.slow->mean_s : 0;
+      st.write_cost_s = st.costs.snapshot_s + st.costs.write_s * slowdown;
+    }
+    if (s_.reliability.checkpoint_policy == "fixed") {
+      st.interval_s = s_.reliability.checkpoint_interval.seconds();
+    } else {
+      st.interval_s = out_.mtbf_s > 0 ? std::sqrt(2 * st.write_cost_s * out_.mtbf_s)
+                                      : std::numeric_limits<double>::infinity();
+    }
+    return stages_.emplace(batch, st).first->second;
+  }
+
+  /// The checkpoint costs of a configuration, from its bytes over the paths they cross. A save
+  /// spreads the distinct bytes evenly over the nodes (each writes its share, as a fully
+  /// parallel save does); a load has every GPU read back all the state it holds. Each is
+  /// bound by the storage bandwidth all nodes share and by each node's NICs.
+  CheckpointCosts checkpoint_costs(const StepProfile& p) const {
+    const auto& node = s_.topology.node;
+    const double storage = s_.reliability.checkpoint_storage_bandwidth;
+    const double node_path = node.nics * node.nic.bandwidth;
+    const double write_per_node = p.checkpoint_bytes / s_.nodes;
+    const double load_per_node = p.checkpoint_bytes_per_gpu * node.gpus;
+    CheckpointCosts c;
+    if (storage > 0) {
+      c.write_s = std::max(p.checkpoint_bytes / storage, write_per_node / node_path);
+      c.load_s = std::max(p.checkpoint_bytes_per_gpu * p.gpus / storage, load_per_node / node_path);
+    }
+    // The snapshot crosses the GPU's PCIe link, shared by the GPUs behind one switch.
+    const double pcie = node.pcie.bandwidth / std::max(1, node.gpus_per_pcie_switch);
+    const double d2h = std::min(pcie, s_.topology.device.host_to_device_bandwidth);
+    c.snapshot_s = d2h > 0 ? p.checkpoint_bytes_per_gpu / d2h : 0;
+    c.per_nic_rate = c.write_s > 0 ? write_per_node / c.write_s / std::max(1, node.nics) : 0;
+    return c;
+  }
+
+  void checkpoint(const Stage& st) {
+    const CheckpointCosts& c = st.costs;
+    const bool sync = s_.reliability.checkpoint_mode == "sync";
+    CheckpointEvent e;
+    e.start = now_;
+    e.step = kept_.steps;
+    e.bytes = st.base->checkpoint_bytes;
+    const Time pause = Time::from_seconds(sync ? c.write_s : c.snapshot_s);
+    out_.checkpoints.push_back(e);
+    const std::size_t index = out_.checkpoints.size() - 1;
+    const Progress captured = kept_;
+    if (failed_within(pause, /*training=*/false)) {
+      out_.checkpoints[index].resumed = out_.checkpoints[index].durable = Time::max();
+      return;
+    }
+    now_ += pause;
+    out_.checkpoint_pause_s += pause.seconds();
+    out_.checkpoints[index].resumed = now_;
+    since_capture_s_ = 0;
+    if (sync) {
+      out_.checkpoints[index].durable = now_;
+      durable_ = captured;
+    } else {
+      async_pending_ = true;
+      async_durable_ = now_ + Time::from_seconds(c.write_s);
+      pending_ = captured;
+      pending_index_ = index;
+      out_.checkpoints[index].durable = Time::max();
+    }
+  }
+
+  void complete_async() {
+    async_pending_ = false;
+    durable_ = pending_;
+    out_.checkpoints[pending_index_].durable = async_durable_;
+  }
+
+  // ---- failures -------------------------------------------------------------------------
+
+  Time draw(int node, int cause) {
+    const auto& c = s_.reliability.failure_rates.causes[static_cast<std::size_t>(cause)];
+    RngStream& rng = streams_[static_cast<std::size_t>(node) * s_.reliability.failure_rates.causes.size() +
+                              static_cast<std::size_t>(cause)];
+    const double mean = 1.0 / c.rate_per_node_s;
+    double x = 0;
+    if (c.distribution == "weibull") {
+      const double k = c.weibull_shape;
+      const double scale = mean / std::tgamma(1.0 + 1.0 / k);
+      x = scale * std::pow(-std::log(1.0 - rng.uniform01()), 1.0 / k);
+    } else {
+      x = rng.exponential(mean);
+    }
+    // Beyond ~292 years of int64 ns the clock would overflow: such a failure never comes.
+    constexpr double kNever = 9.0e9;
+    return x >= kNever ? Time::max() : Time::from_seconds(x);
+  }
+
+  void start_failure_clocks() {
+    const auto& causes = s_.reliability.failure_rates.causes;
+    streams_.reserve(static_cast<std::size_t>(s_.nodes) * causes.size());
+    for (int n = 0; n < s_.nodes; ++n) {
+      for (std::size_t c = 0; c < causes.size(); ++c) {
+        streams_.emplace_back(s_.seed, "node" + std::to_string(n) + "/failure/" + causes[c].name);
+      }
+    }
+    for (int n = 0; n < s_.nodes; ++n) {
+      for (std::size_t c = 0; c < causes.size(); ++c) {
+        if (!(causes[c].rate_per_node_s > 0)) continue;
+        const Time t = draw(n, static_cast<int>(c));
+        if (t != Time::max()) heap_.push(Pending{t, n, static_cast<int>(c)});
+      }
+    }
+  }
+
+  /// Re-arms the clock of (node, cause) from `from` (the replaced or restarted component).
+  void rearm(const Pending& p, Time from) {
+    const Time t = draw(p.node, p.cause);
+    if (t != Time::max() && from <= Time::max() - t) heap_.push(Pending{from + t, p.node, p.cause});
+  }
+
+  /// If a failure strikes within [now, now + span), handles it (roll back, restart) and
+  /// returns true; `training` says whether steps were running (their partial time is lost).
+  bool failed_within(Time span, bool training) {
+    if (heap_.empty() || heap_.top().at >= now_ + span) return false;
+    const Pending p = heap_.top();
+    heap_.pop();
+    const auto& cause = s_.reliability.failure_rates.causes[static_cast<std::size_t>(p.cause)];
+    FailureEvent f;
+    f.time = p.at;
+    f.cause = cause.name;
+    f.node = p.node;
+    f.step = kept_.steps;
+    const bool planned = cause.detection == "planned";
+    const double partial = training ? (p.at - now_).seconds() : 0;
+    if (training) work_s_ += partial;
+    if (planned) {
+      f.lost_work_s = partial;  // the operators checkpoint the last step before stopping
+      durable_ = kept_;
+    } else {
+      f.lost_work_s = work_s_ - durable_.work_s;
+      kept_ = durable_;
+    }
+    // The state training resumes from is durable; executed work so far is accounted.
+    durable_.work_s = work_s_;
+    kept_.work_s = work_s_;
+    out_.lost_work_s += f.lost_work_s;
+    if (async_pending_) {
+      async_pending_ = false;  // the background write dies with the job
+      out_.checkpoints[pending_index_].durable = Time::max();
+    }
+    const Time detection = cause.detection == "hang" ? s_.reliability.restart_detection : Time::zero();
+    f.detected = p.at + detection;
+    rearm(p, p.at);
+    ++out_.interruptions;
+    ++out_.interruptions_by_cause[cause.name];
+    out_.failures.push_back(f);
+
+    const Time down_from = now_;
+    Time resume = restart(f, planned);
+    // Failures while the job is down: each is an interruption too and restarts the restart.
+    while (!heap_.empty() && heap_.top().at < resume) {
+      const Pending q = heap_.top();
+      heap_.pop();
+      const auto& c2 = s_.reliability.failure_rates.causes[static_cast<std::size_t>(q.cause)];
+      FailureEvent g;
+      g.time = q.at;
+      g.cause = c2.name;
+      g.node = q.node;
+      g.step = kept_.steps;
+      g.detected = q.at;
+      g.while_down = true;
+      rearm(q, q.at);
+      ++out_.interruptions;
+      ++out_.interruptions_by_cause[c2.name];
+      out_.failures.push_back(g);
+      out_.restarts.back().resumed = q.at;  // that restart never finished
+      resume = restart(g, c2.detection == "planned");
+    }
+    now_ = resume;
+    out_.down_s += (now_ - down_from).seconds() - partial;
+    since_capture_s_ = 0;
+    return true;
+  }
+
+  /// Appends the restart that follows failure `f`; returns when training runs again.
+  Time restart(const FailureEvent& f, bool planned) {
+    const auto& r = s_.reliability;
+    const CheckpointCosts& c = stage_for(batch_at(kept_.tokens)).costs;
+    RestartEvent e;
+    e.detected = f.detected;
+    Time t = f.detected;
+    if (planned) t += Time::from_seconds(c.write_s);  // the checkpoint written before the stop
+    if (replaces_node(f.cause)) {
+      // The failed node goes to repair and joins the spare pool when back; the job takes the
+      // earliest available node of that pool.
+      spares_.push_back(f.time + r.node_repair);
+      const auto it = std::min_element(spares_.begin(), spares_.end());
+      const Time ready = *it;
+      spares_.erase(it);
+      if (ready > t) {
+        e.wait_for_node_s = (ready - t).seconds();
+        t = ready;
+      }
+    }
+    e.reschedule_s = r.restart_reschedule.seconds();
+    e.initialize_s = r.restart_initialize.seconds();
+    e.load_s = checkpoints_on_ && durable_.steps > 0 ? c.load_s : 0;
+    t += r.restart_reschedule + r.restart_initialize + Time::from_seconds(e.load_s);
+    e.resumed = t;
+    e.resumed_step = kept_.steps;
+    out_.restarts.push_back(e);
+    return t;
+  }
+
+  void guard() {
+    // A run that restarts far more often than it trains would never end: refuse it.
+    if (out_.interruptions > 10'000'000 || now_ > Time::s(86400LL * 365 * 100)) {
+      throw InputError(s_.where("reliability.failures"), "reliability.failures",
+                       "the run does not finish within 100 years of simulated time: failures come faster than "
+                       "checkpoints keep progress");
+    }
+  }
+
+  void finish(const Stage& last) {
+    const StepProfile& p = *last.base;
+    const int gpus_per_node = s_.topology.node.gpus;
+    const double job_gpus = static_cast<double>(s_.nodes) * gpus_per_node;
+    const double allocated_gpus = job_gpus + static_cast<double>(s_.reliability.hot_spares) * gpus_per_node;
+    out_.steps = kept_.steps;
+    out_.tokens = kept_.tokens;
+    out_.wall_s = now_.seconds();
+    out_.productive_s = work_s_ - out_.lost_work_s;
+    out_.allocated_gpu_hours = out_.wall_s * allocated_gpus / 3600.0;
+    out_.productive_gpu_hours = out_.productive_s * job_gpus / 3600.0;
+    out_.ettr = out_.wall_s > 0 ? out_.productive_s / out_.wall_s : 0;
+    out_.goodput = out_.wall_s > 0 ? kept_.ideal_s / out_.wall_s : 0;
+    const double peak = p.peak_flops_per_gpu;
+    if (peak > 0 && p.mean_s > 0) out_.mfu_step = p.model_flops_per_step / (peak * job_gpus * p.mean_s);
+    if (peak > 0 && out_.productive_s > 0) out_.mfu_productive = kept_.flops / (peak * job_gpus * out_.productive_s);
+    if (peak > 0 && out_.wall_s > 0) out_.mfu_allocated = kept_.flops / (peak * allocated_gpus * out_.wall_s);
+    if (checkpoints_on_) {
+      out_.checkpoint_write_s = last.write_cost_s;
+      out_.checkpoint_interval_s = last.interval_s;
+      if (out_.mtbf_s > 0) out_.young_daly_interval_s = std::sqrt(2 * out_.checkpoint_write_s * out_.mtbf_s);
+    }
+    out_.step_simulations = cache_.simulations();
+  }
+
+  const config::Scenario& s_;
+  const ProgressFn& progress_;
+  StepCache cache_;
+  RngStream step_rng_;
+  std::map<double, Stage> stages_;
+  std::vector<RngStream> streams_;
+  std::priority_queue<Pending, std::vector<Pending>, std::greater<>> heap_;
+  std::vector<Time> spares_;
+  double rate_per_node_s_ = 0;
+  bool checkpoints_on_ = false;
+
+  Time now_;
+  double work_s_ = 0;           ///< all executed step time, kept or lost
+  double since_capture_s_ = 0;  ///< training time since the last capture or restart
+  Progress kept_;               ///< the model's progress now
+  Progress durable_;            ///< as of the last durable checkpoint (or the start)
+  Progress pending_;            ///< as of the async checkpoint being written
+  bool async_pending_ = false;
+  Time async_durable_;
+  std::size_t pending_index_ = 0;
+  WholeRunResult out_;
+};
+
+}  // namespace
+
+void refuse_unsimulated(const config::Scenario& scenario) {
+  if (scenario.run.mode == "full") return;
+  // The deepest key set (a leaf, with its own position), not the section around it.
+  const std::pair<const std::string, SourceLoc>* found = nullptr;
+  for (const auto& entry : scenario.locations) {
+    const std::string& key = entry.first;
+    if (!key.starts_with("reliability.") && !key.starts_with("training.batch_ramp")) continue;
+    if (!found || key.size() > found->first.size()) found = &entry;
+  }
+  if (found) {
+    throw InputError(found->second, found->first,
+                     "not simulated by this version with run.mode: steps (it is simulated with run.mode: full)");
+  }
+}
+
+WholeRunResult simulate_whole_run(const config::Scenario& scenario, const run::SimulationResult* base,
+                                  const ProgressFn& progress, const StepCache::Simulate& simulate) {
+  if (scenario.run.mode != "full") {
+    throw InputError(scenario.where("run.mode"), "run.mode", "a whole run needs run.mode: full");
+  }
+  if (!(scenario.training.tokens > 0)) {
+    throw InputError(scenario.where("training.tokens"), "training.tokens", "must be set (> 0) for a whole run");
+  }
+  WholeRun run(scenario, base, progress, simulate);
+  return run.run();
+}
+
+}  // namespace ironlaw::training

@@ -1,0 +1,283 @@
+// The whole-run process: GPU-hours without failures, failure counts against the configured
+// rates, lost work per failure, asynchronous against synchronous checkpoints, and the failure
+// file's input checks. Expected figures come from closed forms stated at each test.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "config/failures.hpp"
+#include "config/load.hpp"
+#include "core/error.hpp"
+#include "training/whole_run.hpp"
+
+using namespace ironlaw;
+using namespace ironlaw::training;
+
+namespace {
+
+std::string data(const std::string& name) { return std::string(IRONLAW_SOURCE_DIR "/tests/training/data/") + name; }
+
+config::Scenario fleet(std::vector<std::string> overrides = {}) {
+  return config::load_scenario(data("fleet.yaml"), overrides);
+}
+
+/// fleet.yaml with a synchronous checkpoint every hour of training.
+config::Scenario fleet_hourly(std::vector<std::string> overrides = {}) {
+  overrides.insert(overrides.begin(), "reliability.checkpoint.interval=1 h");
+  return fleet(overrides);
+}
+
+constexpr double kStepS = 10.0;
+constexpr double kWeightsBytes = 1e9;
+constexpr double kOptimizerBytes = 6e9;
+
+/// A step simulation replaced by a fixed step time: a warm-up step, then steps of kStepS.
+run::SimulationResult fixed_step(const config::Scenario& s) {
+  run::SimulationResult r;
+  r.gpus = s.gpus();
+  r.layout.dp = s.parallel.dp;
+  r.tokens_per_step = s.training.global_batch_tokens;
+  r.model_flops_per_step = 6 * 124e6 * r.tokens_per_step;
+  r.peak_flops_per_gpu = 989e12;
+  r.memory.weights = kWeightsBytes;
+  r.memory.optimizer = kOptimizerBytes;
+  const std::int64_t step_ns = static_cast<std::int64_t>(kStepS * 1e9);
+  r.steps.push_back(StepRecord{.step = 0, .start_ns = 0, .end_ns = 2 * step_ns});
+  r.steps.push_back(StepRecord{.step = 1, .start_ns = 2 * step_ns, .end_ns = 3 * step_ns});
+  r.step_time_s = 1.5 * kStepS;
+  return r;
+}
+
+WholeRunResult run_fixed(const config::Scenario& s) { return simulate_whole_run(s, nullptr, {}, fixed_step); }
+
+}  // namespace
+
+TEST_CASE("without failures or checkpoints, GPU-hours are steps x simulated step time x GPUs", "[training]") {
+  const auto s = config::load_scenario(IRONLAW_SOURCE_DIR "/scenarios/gpt2-ddp-1node.yaml",
+                                       {"run.mode=full", "training.tokens=1 G"});
+  const run::SimulationResult step = simulate_step(s);
+  REQUIRE(step.steps.size() == 2);
+  const double step_s = (step.steps[1].end_ns - step.steps[1].start_ns) * 1e-9;  // the warm-up step dropped
+  const WholeRunResult w = simulate_whole_run(s, &step);
+  const double steps = std::ceil(1e9 / (512.0 * 1024));  // 1,908 steps of 512 Ki tokens
+  CHECK(w.steps == static_cast<std::int64_t>(steps));
+  CHECK(w.interruptions == 0);
+  CHECK(w.checkpoints.empty());
+  CHECK(w.allocated_gpu_hours == Approx(steps * step_s * 8 / 3600).epsilon(1e-9));
+  CHECK(w.productive_gpu_hours == Approx(w.allocated_gpu_hours).epsilon(1e-12));
+  CHECK(w.ettr == Approx(1.0).epsilon(1e-12));
+  CHECK(w.goodput == Approx(1.0).epsilon(1e-9));
+  CHECK(w.mfu_productive == Approx(w.mfu_step).epsilon(1e-9));
+  CHECK(w.step_simulations == 0);  // the step result given was reused
+}
+
+TEST_CASE("exponential failure counts match the configured rate within Poisson noise", "[training][failures]") {
+  // 50 failures per 1,000 node-days on 64 nodes. The count over the simulated wall time W is
+  // Poisson with mean E = 0.05/d × 64 × W; |N − E| ≤ 4·√E fails by chance with probability
+  // ≈ 6.3e-5 (two-sided normal tail at 4σ). The seed is fixed, so the test is deterministic.
+  const WholeRunResult w = run_fixed(fleet_hourly());
+  const double wall_days = w.wall_s / 86400;
+  const double expected = 50.0 / 1000 * 64 * wall_days;
+  INFO("interruptions " << w.interruptions << ", expected " << expected << " over " << wall_days << " days");
+  REQUIRE(expected > 300);
+  CHECK(std::abs(w.interruptions - expected) <= 4 * std::sqrt(expected));
+  CHECK(w.interruptions_by_cause.at("gpu") == w.interruptions);
+  CHECK(static_cast<int>(w.failures.size()) == w.interruptions);
+  CHECK(w.mtbf_s == Approx(86400.0 / (0.05 * 64)));
+}
+
+TEST_CASE("Weibull failure counts match the renewal function within its noise", "[training][failures]") {
+  // Per node a renewal process with Weibull(k = 0.7) gaps of mean μ = 20 d (50 per 1,000 node-days). Renewal theory:
+  // E[N(W)] ≈ W/μ + (c² − 1)/2 per node, Var ≈ c²·W/μ, c² = Γ(1+2/k)/Γ(1+1/k)² − 1. The bound
+  // 4σ gives a false-failure probability ≈ 6.3e-5 (normal approximation), seed fixed.
+  const WholeRunResult w = run_fixed(fleet_hourly({"reliability.failures=failures-weibull.yaml"}));
+  const double k = 0.7;
+  const double c2 = std::tgamma(1 + 2 / k) / std::pow(std::tgamma(1 + 1 / k), 2) - 1;
+  const double per_node = w.wall_s / 86400 / 20.0;
+  const double expected = 64 * (per_node + (c2 - 1) / 2);
+  const double sigma = std::sqrt(64 * c2 * per_node);
+  INFO("interruptions " << w.interruptions << ", expected " << expected << " ± " << sigma);
+  CHECK(std::abs(w.interruptions - expected) <= 4 * sigma);
+}
+
+TEST_CASE("lost work per failure is bounded by the checkpoint interval and one step; hangs wait for the timeout",
+          "[training][failures]") {
+  SECTION("synchronous: lost ≤ interval + one step") {
+    const WholeRunResult w = run_fixed(fleet_hourly({"reliability.failures=failures-mixed.yaml"}));
+    REQUIRE(w.failures.size() > 100);
+    int hangs = 0;
+    for (const auto& f : w.failures) {
+      if (f.while_down) continue;
+      CHECK(f.lost_work_s <= 3600 + kStepS + 1e-6);
+      CHECK(f.lost_work_s >= 0);
+      const double delay = (f.detected - f.time).seconds();
+      if (f.cause == "nccl_hang") {
+        ++hangs;
+        CHECK(delay == Approx(600));  // reliability.restart.detection
+      } else {
+        CHECK(delay == 0);
+      }
+    }
+    CHECK(hangs > 0);
+  }
+  SECTION("asynchronous: lost ≤ interval + background write + two steps") {
+    const WholeRunResult w = run_fixed(fleet_hourly({"reliability.failures=failures-mixed.yaml",
+                                              "reliability.checkpoint.mode=async",
+                                              "reliability.checkpoint.storage_bandwidth=1 GB/s"}));
+    // Distinct checkpoint bytes under DDP (dp 512 over 512 GPUs): weights and optimizer once each.
+    const double write_s = (kWeightsBytes + kOptimizerBytes) / 1e9;
+    REQUIRE(w.failures.size() > 100);
+    for (const auto& f : w.failures) {
+      if (!f.while_down) CHECK(f.lost_work_s <= 3600 + write_s + 2 * kStepS + 1e-6);
+    }
+  }
+}
+
+TEST_CASE("a sync checkpoint pauses for bytes over the storage bandwidth; a restart loads them back",
+          "[training][checkpoint]") {
+  const WholeRunResult w = run_fixed(fleet_hourly({"reliability.failures=failures-gpu.yaml"}));
+  // 7 GB distinct over 100 GB/s = 0.07 s (the 64 nodes' 8 NICs at 47 GB/s are not the bound).
+  REQUIRE(!w.checkpoints.empty());
+  const auto& c = w.checkpoints.front();
+  CHECK((c.resumed - c.start).seconds() == Approx(0.07).epsilon(1e-6));
+  CHECK(c.bytes == Approx(7e9));
+  // Each of 512 GPUs reads its 7 GB back: 3.584 TB over 100 GB/s = 35.84 s.
+  bool loaded = false;
+  for (const auto& r : w.restarts) {
+    if (r.load_s > 0) {
+      CHECK(r.load_s == Approx(35.84).epsilon(1e-9));
+      loaded = true;
+    }
+    CHECK(r.reschedule_s == Approx(120));
+    CHECK(r.initialize_s == Approx(60));
+  }
+  CHECK(loaded);
+  // Checkpoint pauses: 0.07 s each, counted once per completed checkpoint.
+  int completed = 0;
+  for (const auto& k : w.checkpoints) completed += k.resumed != Time::max();
+  CHECK(w.checkpoint_pause_s == Approx(completed * 0.07).epsilon(1e-6));
+}
+
+TEST_CASE("the Young/Daly interval is sqrt(2 x write cost x MTBF) from the simulated rates", "[training][checkpoint]") {
+  const WholeRunResult w = run_fixed(fleet({"reliability.checkpoint.policy=young_daly"}));
+  const double mtbf = 86400.0 / (0.05 * 64);
+  CHECK(w.checkpoint_write_s == Approx(0.07).epsilon(1e-6));
+  CHECK(w.young_daly_interval_s == Approx(std::sqrt(2 * 0.07 * mtbf)).epsilon(1e-6));
+  CHECK(w.checkpoint_interval_s == Approx(w.young_daly_interval_s));
+}
+
+TEST_CASE("asynchronous checkpoints cost less than synchronous ones, their cost the network they share",
+          "[training][checkpoint]") {
+  // GPT-2 small on 2 nodes with 5 GB/s NICs: the gradient all-reduce crosses them, exposed.
+  // The background write (1.74 GB over 20 GB/s of storage, half from each node over its 8
+  // NICs) takes 1.25 GB/s of each NIC, so the steps that run beside it slow down.
+  const std::string file = IRONLAW_SOURCE_DIR "/tests/training/data/gpt2-2node.yaml";
+  const std::string nic = "cluster.topology.node.nic.bandwidth=5 GB/s";
+  const auto off = config::load_scenario(file, {nic, "reliability.checkpoint.interval=0 s"});  // 0: no checkpoints
+  const auto sync = config::load_scenario(file, {nic});
+  const auto async = config::load_scenario(file, {nic, "reliability.checkpoint.mode=async"});
+  const run::SimulationResult step = simulate_step(off);
+  const WholeRunResult w_off = simulate_whole_run(off, &step);
+  const WholeRunResult w_sync = simulate_whole_run(sync, &step);
+  const WholeRunResult w_async = simulate_whole_run(async, &step);
+  INFO("step " << step.step_time_s << " s, wall " << w_off.wall_s << " s, checkpoint write " << w_sync.checkpoint_write_s
+                << " s, snapshot+sharing " << w_async.checkpoint_write_s << " s");
+  REQUIRE(w_sync.checkpoints.size() > 3);
+  REQUIRE(w_async.checkpoints.size() > 3);
+  const double cost_sync = w_sync.wall_s - w_off.wall_s;
+  const double cost_async = w_async.wall_s - w_off.wall_s;
+  INFO("sync cost " << cost_sync << " s, async cost " << cost_async << " s");
+  CHECK(cost_async < cost_sync);
+  // Sync: the paused writes, nothing else.
+  CHECK(cost_sync == Approx(w_sync.checkpoint_pause_s).epsilon(1e-6));
+  // Async: the snapshot pauses plus the slowdown of steps sharing the NICs with the write; the
+  // second part is positive, and it is what re-simulating the step with the NIC capacity the
+  // write leaves gives.
+  const double sharing = cost_async - w_async.checkpoint_pause_s;
+  CHECK(sharing > 0);
+  CHECK(w_async.step_simulations == 1);  // the contended configuration, once
+  // By hand: DDP over 16 GPUs stores weights + optimizer once, B = per-GPU state; the write
+  // takes B / 20 GB/s, each node writes B/2 over 8 NICs: 20e9 / 16 = 1.25 GB/s per NIC. The
+  // steps beside the write are those of the same configuration with 5 − 1.25 GB/s NICs; after
+  // each snapshot, ceil(write / slow step) of them run before the write is durable.
+  const auto slowed = config::load_scenario(file, {"cluster.topology.node.nic.bandwidth=3.75 GB/s",
+                                                   "reliability.checkpoint.interval=0 s"});
+  const run::SimulationResult slow = simulate_step(slowed);
+  const auto duration = [](const run::SimulationResult& r) {
+    return (r.steps.back().end_ns - r.steps.back().start_ns) * 1e-9;
+  };
+  const double write_s = (step.memory.weights + step.memory.optimizer) / 20e9;
+  const double slow_steps = std::ceil(write_s / duration(slow));
+  CHECK(duration(slow) > duration(step));
+  CHECK(sharing == Approx(w_async.checkpoints.size() * slow_steps * (duration(slow) - duration(step))).epsilon(1e-6));
+  CHECK(w_async.goodput < w_off.goodput);
+  CHECK(w_async.ettr == Approx(w_async.productive_s / w_async.wall_s));
+}
+
+TEST_CASE("an unknown key or a bad value in the failures file is an input error at file:line:col", "[training][input]") {
+  try {
+    config::load_scenario(data("fleet.yaml"), {"reliability.failures=failures-bad.yaml"});
+    FAIL("no error");
+  } catch (const InputError& e) {
+    std::vector<std::string> lines;
+    for (const auto& d : e.diagnostics()) lines.push_back(d.str());
+    const std::string bad = data("failures-bad.yaml");
+    auto has = [&](const std::string& line) { return std::find(lines.begin(), lines.end(), line) != lines.end(); };
+    for (const auto& l : lines) UNSCOPED_INFO(l);
+    const std::string known = "unknown key; expected one of count, per_1000_node_days, detection, distribution, shape";
+    CHECK(has(bad + ":4:9: reliability.failures.causes.gpu.rat: " + known));
+    CHECK(has(bad + ":4:18: reliability.failures.causes.gpu.bogus_key: " + known));
+    CHECK(has(bad + ":4:3: reliability.failures.causes.gpu: missing required key: count or per_1000_node_days"));
+  }
+  CHECK_THROWS_AS(config::load_failures(data("failures-bad.yaml")), InputError);
+}
+
+TEST_CASE("an interval under a policy that sets none is refused, not ignored", "[training][input]") {
+  const auto s = fleet({"reliability.checkpoint.policy=young_daly", "reliability.checkpoint.interval=1 h"});
+  CHECK_THROWS_AS(run_fixed(s), InputError);
+  const auto steps = config::load_scenario(IRONLAW_SOURCE_DIR "/scenarios/gpt2-ddp-1node.yaml",
+                                           {"reliability.checkpoint.mode=sync"});
+  CHECK_THROWS_AS(refuse_unsimulated(steps), InputError);
+  CHECK_NOTHROW(refuse_unsimulated(config::load_scenario(IRONLAW_SOURCE_DIR "/scenarios/gpt2-ddp-1node.yaml")));
+}
+
+TEST_CASE("the failure files in topologies/ load, with the Llama 3 counts as rates", "[training][input]") {
+  const auto llama = config::load_failures(IRONLAW_SOURCE_DIR "/topologies/failure-rates-llama3.yaml");
+  double unexpected = 0, planned = 0;
+  for (const auto& c : llama.causes) (c.detection == "planned" ? planned : unexpected) += c.rate_per_node_s;
+  const double window = 2048.0 * 54 * 86400;  // node-seconds of the 54-day snapshot
+  CHECK(unexpected * window == Approx(419));
+  CHECK(planned * window == Approx(47));
+  const auto rsc = config::load_failures(IRONLAW_SOURCE_DIR "/topologies/failure-rates-meta-rsc1.yaml");
+  REQUIRE(rsc.causes.size() == 1);
+  CHECK(rsc.causes[0].rate_per_node_s * 86400 * 1000 == Approx(6.50));
+}
+
+TEST_CASE("a sweep of checkpoint intervals finds its simulated optimum at the Young/Daly interval",
+          "[training][checkpoint]") {
+  // Sync writes of 7 GB at 1 GB/s: δ = 7 s; MTBF = 1 / (0.05/d × 64) = 27,000 s, so
+  // T* = sqrt(2 · 7 · 27,000) = 614.8 s. First-order waste per unit time δ/T + T/(2·MTBF) is 25 %
+  // higher at T*/2 or 2·T* than at T*, and 2.1 times at T*/4 or 4·T*; with ~380 failures the
+  // lost-work noise is a few per cent of the waste, so the simulated optimum lands on T*.
+  const double t_star = std::sqrt(2 * 7.0 * 27000.0);
+  const WholeRunResult yd =
+      run_fixed(fleet({"reliability.checkpoint.storage_bandwidth=1 GB/s", "reliability.checkpoint.policy=young_daly"}));
+  CHECK(yd.young_daly_interval_s == Approx(t_star).epsilon(1e-6));
+  double best_goodput = 0, best_factor = 0;
+  for (const double factor : {0.25, 0.5, 1.0, 2.0, 4.0}) {
+    const WholeRunResult w = run_fixed(fleet({"reliability.checkpoint.storage_bandwidth=1 GB/s",
+                                              "reliability.checkpoint.interval=" + std::to_string(factor * t_star) + " s"}));
+    INFO("interval " << factor * t_star << " s: goodput " << w.goodput << " ettr " << w.ettr << " wall " << w.wall_s
+                     << " lost " << w.lost_work_s << " pause " << w.checkpoint_pause_s << " down " << w.down_s
+                     << " n " << w.interruptions << " productive " << w.productive_s);
+    CHECK(w.young_daly_interval_s == Approx(t_star).epsilon(1e-6));
+    if (w.goodput > best_goodput) {
+      best_goodput = w.goodput;
+      best_factor = factor;
+    }
+  }
+  CHECK(best_factor == 1.0);
+}
