@@ -45,6 +45,7 @@ struct FlowNetwork::Impl {
     std::vector<LinkId> path;       // capacity kept across reuse of the slot
     std::vector<std::uint32_t> pos; // pos[h]: index of this flow in links[path[h]].flows
     OnDone on_done;
+    OnDone on_drained;              // optional
     double bytes = 0;
     double remaining = 0;
     double rate = 0;
@@ -132,6 +133,7 @@ struct FlowNetwork::Impl {
     f.path.clear();
     f.pos.clear();
     f.on_done = nullptr;
+    f.on_drained = nullptr;
     f.event = kNoEvent;
     f.rate = 0;
     --active;
@@ -167,6 +169,16 @@ struct FlowNetwork::Impl {
     }
   }
 
+  // Delivers a flow's on_drained callback from an event at now (never inside a re-solve).
+  void notify_drained(std::uint32_t slot) {
+    Flow& f = flows[slot];
+    if (!f.on_drained) return;
+    OnDone cb = std::move(f.on_drained);
+    f.on_drained = nullptr;
+    const FlowId id = make_id(slot, f.generation);
+    sim.schedule_in(Time::zero(), [cb = std::move(cb), id] { cb(id); });
+  }
+
   void schedule_completion(std::uint32_t slot, Time delay) {
     flows[slot].event = sim.schedule_in(delay, [this, slot] { complete(slot); });
   }
@@ -187,6 +199,7 @@ struct FlowNetwork::Impl {
     remove_from_links(slot, f.bytes, true);
     f.state = State::tail;
     f.rate = 0;
+    notify_drained(slot);
     if (f.latency == Time::zero()) {
       complete(slot);
     } else {
@@ -244,6 +257,7 @@ struct FlowNetwork::Impl {
         remove_from_links(slot, f.bytes, false);
         f.state = State::tail;
         f.rate = 0;
+        notify_drained(slot);
         schedule_completion(slot, f.latency);
       }
     }
@@ -339,6 +353,10 @@ const LinkStats& FlowNetwork::link_stats(LinkId id) const {
 }
 
 FlowId FlowNetwork::start_flow(std::span<const LinkId> path, double bytes, OnDone on_done) {
+  return start_flow(path, bytes, std::move(on_done), nullptr);
+}
+
+FlowId FlowNetwork::start_flow(std::span<const LinkId> path, double bytes, OnDone on_done, OnDone on_drained) {
   Impl& m = *impl_;
   if (!(bytes >= 0) || !std::isfinite(bytes)) {
     throw std::invalid_argument("FlowNetwork::start_flow: bytes must be finite and ≥ 0");
@@ -352,6 +370,7 @@ FlowId FlowNetwork::start_flow(std::span<const LinkId> path, double bytes, OnDon
   Impl::Flow& f = m.flows[slot];
   f.path.assign(path.begin(), path.end());
   f.on_done = std::move(on_done);
+  f.on_drained = std::move(on_drained);
   f.bytes = bytes;
   f.remaining = bytes;
   f.rate = 0;
@@ -364,10 +383,12 @@ FlowId FlowNetwork::start_flow(std::span<const LinkId> path, double bytes, OnDon
   const FlowId id = Impl::make_id(slot, f.generation);
   if (path.empty()) {
     f.state = Impl::State::tail;
+    m.notify_drained(slot);
     m.schedule_completion(slot, Time::zero());
   } else if (m.is_drained(f)) {
     f.state = Impl::State::tail;
     f.remaining = 0;
+    m.notify_drained(slot);
     m.schedule_completion(slot, latency);
   } else {
     f.state = Impl::State::draining;

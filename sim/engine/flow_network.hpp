@@ -81,6 +81,10 @@ class FlowNetwork {
   /// Throws std::invalid_argument for an unknown link or negative/non-finite bytes.
   /// FlowIds are never reused within one FlowNetwork and are never 0.
   FlowId start_flow(std::span<const LinkId> path, double bytes, OnDone on_done);
+  /// As above; `on_drained` also runs, from an event at the instant the last byte has left the
+  /// source (before the path latency has passed), unless the flow is cancelled before it drains. A sender
+  /// that streams (keeps several steps in flight) starts its next step there.
+  FlowId start_flow(std::span<const LinkId> path, double bytes, OnDone on_done, OnDone on_drained);
   /// Cancels a flow in progress (draining or in its latency tail); its callback never runs.
   /// Idempotent; unknown or finished flows are ignored. O(path length) + the batched re-solve.
   void cancel_flow(FlowId id);
