@@ -218,8 +218,8 @@ class Collective : public std::enable_shared_from_this<Collective> {
     const int k = cluster_.crosses_spine(src, dst) ? flows_per_connection_ : 1;
     auto self = shared_from_this();
     if (k == 1) {
-      const auto path = cluster_.route(src, dst, hash * 1024);
-      net_.start_flow(path, bytes, [self, src, dst, bytes, start, done = std::move(done)](engine::FlowId) {
+      cluster_.route(src, dst, hash * 1024, path_);
+      net_.start_flow(path_, bytes, [self, src, dst, bytes, start, done = std::move(done)](engine::FlowId) {
         self->traced(src, dst, bytes, start);
         done();
       });
@@ -229,8 +229,8 @@ class Collective : public std::enable_shared_from_this<Collective> {
     auto shared_done = std::make_shared<std::function<void()>>(std::move(done));
     const double share = bytes / k;
     for (int q = 0; q < k; ++q) {
-      const auto path = cluster_.route(src, dst, hash * 1024 + static_cast<std::uint64_t>(q));
-      net_.start_flow(path, share, [self, src, dst, share, start, left, shared_done](engine::FlowId) {
+      cluster_.route(src, dst, hash * 1024 + static_cast<std::uint64_t>(q), path_);
+      net_.start_flow(path_, share, [self, src, dst, share, start, left, shared_done](engine::FlowId) {
         self->traced(src, dst, share, start);
         if (--*left == 0) (*shared_done)();
       });
@@ -493,6 +493,7 @@ class Collective : public std::enable_shared_from_this<Collective> {
   std::vector<Tree> trees_;
   std::vector<Direct> directs_;
   std::vector<Nvls> nvls_;
+  std::vector<engine::LinkId> path_;  // route scratch, reused by every connect()
   bool direct_stepped_ = true;
   std::size_t units_left_ = 0;
 };

@@ -11,6 +11,11 @@ namespace {
 
 constexpr std::uint32_t kMaxGeneration = 0xffffffffu;
 
+// A re-solved rate within this relative distance of the current one keeps the current rate and
+// its drain event: the drain then moves by at most 1e-9 of the flow's duration (1 ns per
+// second), below the engine's whole-ns resolution for any flow shorter than a second.
+constexpr double kRateTolerance = 1e-9;
+
 // Bytes moved at `rate` [B/s] during `dt` (exact when rate·ns fits a double's mantissa).
 double drained_bytes(double rate, Time dt) {
   return rate * static_cast<double>(dt.count_ns()) / 1e9;
@@ -298,11 +303,13 @@ struct FlowNetwork::Impl {
       }
     }
 
-    // 4. Reschedule the drain of every flow whose rate changed.
+    // 4. Reschedule the drain of every flow whose rate changed by more than kRateTolerance:
+    //    the filling recomputes unchanged shares with rounding noise (other flows' shares are
+    //    subtracted in another order), and moving a drain event for that churns the event heap.
     for (std::uint32_t slot : comp_flows) {
       Flow& f = flows[slot];
       if (f.state != State::draining) continue;
-      if (f.new_rate == f.rate && f.event != kNoEvent) continue;
+      if (f.event != kNoEvent && std::abs(f.new_rate - f.rate) <= kRateTolerance * f.rate) continue;
       sim.cancel(f.event);
       f.event = kNoEvent;
       f.rate = f.new_rate;

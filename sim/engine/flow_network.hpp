@@ -17,7 +17,8 @@
 ///   start_flow()); it still consumes bandwidth from its start time, since no simulated time
 ///   passes before the re-solve.
 /// - Only the connected component (flows ↔ shared links) of the changed links is re-solved;
-///   flows whose rate did not change keep their scheduled drain event.
+///   flows whose rate did not change (by more than 1e-9 relative: rounding noise of the
+///   filling) keep their rate and their scheduled drain event.
 /// - Bytes are doubles, time is integer ns: a drain time is rounded up to whole ns, and a
 ///   flow with remaining ≤ max(1e-6·bytes, 1e-3 B) at a re-solve counts as drained.
 /// - A flow with zero bytes drains at once; one with an empty path completes after 0 ns.

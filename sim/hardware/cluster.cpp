@@ -348,15 +348,22 @@ bool Cluster::crosses_spine(int src, int dst) const {
 }
 
 std::vector<engine::LinkId> Cluster::route(int src, int dst, std::uint64_t flow_hash) const {
+  std::vector<engine::LinkId> path;
+  route(src, dst, flow_hash, path);
+  return path;
+}
+
+void Cluster::route(int src, int dst, std::uint64_t flow_hash, std::vector<engine::LinkId>& path) const {
   const Impl& m = *impl_;
   if (src < 0 || dst < 0 || src >= gpus() || dst >= gpus()) throw std::out_of_range("Cluster::route: GPU index out of range");
-  std::vector<engine::LinkId> path;
-  if (src == dst) return path;
+  path.clear();
+  if (src == dst) return;
   const int src_node = node_of(src);
   const int dst_node = node_of(dst);
   if (src_node == dst_node) {
-    path = {m.gpu_up[src], m.gpu_down[dst]};
-    return path;
+    path.push_back(m.gpu_up[src]);
+    path.push_back(m.gpu_down[dst]);
+    return;
   }
   const int src_nic = m.nic_of_gpu(src);
   const int dst_nic = m.nic_of_gpu(dst);
@@ -364,7 +371,6 @@ std::vector<engine::LinkId> Cluster::route(int src, int dst, std::uint64_t flow_
   // to a spine; within a rail only nodes under different leaves of the rail do.
   const int src_leaf = m.leaf_of_nic(src_nic);
   const int dst_leaf = m.leaf_of_nic(dst_nic);
-  path.reserve(8);
   path.push_back(m.gpu_to_pcie[src]);
   path.push_back(m.pcie_to_nic[src_nic]);
   path.push_back(m.nic_up[src_nic]);
@@ -376,7 +382,6 @@ std::vector<engine::LinkId> Cluster::route(int src, int dst, std::uint64_t flow_
   path.push_back(m.nic_down[dst_nic]);
   path.push_back(m.nic_to_pcie[dst_nic]);
   path.push_back(m.pcie_to_gpu[dst]);
-  return path;
 }
 
 bool Cluster::switch_reduces() const { return impl_->switch_reduces(); }

@@ -62,6 +62,8 @@ class Cluster {
   /// hashed fabric. Computed structurally: O(path length), no tables. src == dst → empty path.
   /// Throws std::out_of_range for a GPU index outside [0, gpus()).
   std::vector<engine::LinkId> route(int src, int dst, std::uint64_t flow_hash = 0) const;
+  /// As above, into `path` (cleared first): no allocation once `path` has grown to 8 links.
+  void route(int src, int dst, std::uint64_t flow_hash, std::vector<engine::LinkId>& path) const;
 
   /// True when a route from `src` to `dst` climbs to the spine tier (GPUs of different nodes
   /// whose NICs sit under different leaves), i.e. when its path depends on the ECMP choice. O(1).

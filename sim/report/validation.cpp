@@ -36,11 +36,14 @@ ValidationCase seed003() {
 
 /// nccl-tests all_reduce_perf bus bandwidth on DGX H100, against the simulated collective.
 ValidationCase nccl_h100(const std::string& data_dir) {
-  ValidationCase c{"nccl-h100", "ring all-reduce bus bandwidth on DGX H100 (ironlaw collective)", {}};
+  ValidationCase c{"nccl-h100", "ring and NVLS all-reduce bus bandwidth on DGX H100 (ironlaw collective)", {}};
   const auto topo = config::load_topology(data_dir + "/topologies/dgx-h100-leaf-spine.yaml");
   const double size = 8.0 * 1024 * 1024 * 1024;
-  const auto one = comm::bench_collective(topo, 1, comm::CollectiveOp::all_reduce, size, size, 2);
-  c.rows.push_back({"all_reduce busbw, 1 node (8 GPUs), 8 GiB", 370, one.back().busbw_gbs, "GB/s",
+  const auto ring = comm::bench_collective(topo, 1, comm::CollectiveOp::all_reduce, size, size, 2, comm::Algorithm::ring);
+  c.rows.push_back({"all_reduce busbw, 1 node (8 GPUs), 8 GiB, ring", 370, ring.back().busbw_gbs, "GB/s",
+                    "NVIDIA maintainer, nccl-tests issue #212 (../shared/reference/calibration.md)"});
+  const auto nvls = comm::bench_collective(topo, 1, comm::CollectiveOp::all_reduce, size, size, 2, comm::Algorithm::nvls);
+  c.rows.push_back({"all_reduce busbw, 1 node (8 GPUs), 8 GiB, NVLS", 480, nvls.back().busbw_gbs, "GB/s",
                     "NVIDIA maintainer, nccl-tests issue #212 (../shared/reference/calibration.md)"});
   return c;
 }
