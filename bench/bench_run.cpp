@@ -17,10 +17,13 @@ void simulate_scenario(const char* label, const std::string& file, std::vector<s
   const auto scenario = ironlaw::config::load_scenario(IRONLAW_SOURCE_DIR "/scenarios/" + file, overrides);
   ironlaw::NullSink sink;
   ironlaw::run::SimulationResult result;
-  const double s = ironlaw::bench::wall_seconds(
-      [&] { result = ironlaw::run::simulate(scenario, sink, ironlaw::run::TraceLevel::none); });
+  double cpu = 0;
+  const double s = ironlaw::bench::wall_seconds([&] {
+    cpu = ironlaw::bench::cpu_seconds([&] { result = ironlaw::run::simulate(scenario, sink, ironlaw::run::TraceLevel::none); });
+  });
   const std::string base = std::string("run.") + label;
   ironlaw::bench::report((base + ".wall_per_step").c_str(), s, "s");
+  ironlaw::bench::report((base + ".cpu_per_step").c_str(), cpu, "s");
   ironlaw::bench::report((base + ".events").c_str(), static_cast<double>(result.events_executed), "events");
   ironlaw::bench::report((base + ".flows").c_str(), static_cast<double>(result.flows_started), "flows");
   ironlaw::bench::report((base + ".tasks").c_str(), static_cast<double>(result.tasks), "tasks");
@@ -44,6 +47,16 @@ void bench_405b_1k() {
 }
 void bench_405b_16k() { simulate_scenario("llama3_405b_16k", "llama3-405b-16k.yaml", {}); }
 
+/// Issue 6's speed targets: GPT-2 small with plain data parallelism on 512 GPUs (64 nodes), one
+/// step of 8 × 1,024 tokens per GPU; GPT-3 175B with ZeRO-3 on 1,536 A100s.
+void bench_gpt2_512() {
+  simulate_scenario("gpt2_ddp_512", "gpt2-ddp-1node.yaml",
+                    {"cluster.nodes=64", "training.global_batch_tokens=4 Mi", "parallel.microbatch_size=8"});
+}
+void bench_175b_zero3() { simulate_scenario("gpt3_175b_zero3_1536", "gpt3-175b-zero3-1536.yaml", {}); }
+
+const ironlaw::bench::Register reg_gpt2_512("run.gpt2_ddp_512", bench_gpt2_512);
+const ironlaw::bench::Register reg_175b("run.scale_3_gpt3_175b_zero3_1536", bench_175b_zero3);
 const ironlaw::bench::Register reg_default("run.default_scenario", bench_default_scenario);
 const ironlaw::bench::Register reg_405b_1k("run.scale_1_llama3_405b_1k", bench_405b_1k);
 const ironlaw::bench::Register reg_405b_16k("run.scale_2_llama3_405b_16k", bench_405b_16k);

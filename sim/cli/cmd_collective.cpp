@@ -5,7 +5,9 @@
 #include <cctype>
 #include <cstdio>
 #include <iostream>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "cli/commands.hpp"
 #include "core/error.hpp"
@@ -48,6 +50,7 @@ int cmd_collective(const Args& args) {
   int nodes = 1;
   int gpus_per_node = 0;
   std::string algorithm = "auto";
+  std::string granularity = "fluid";
   opts.add_options()
       ("help,h", "show this help")
       ("op", po::value(&op_name)->default_value(op_name), "all_reduce | reduce_scatter | all_gather | all_to_all")
@@ -56,7 +59,10 @@ int cmd_collective(const Args& args) {
       ("stepfactor,f", po::value(&factor)->default_value(factor), "multiply the size by this between rows")
       ("nodes", po::value(&nodes)->default_value(nodes), "nodes in the job (all their GPUs take part)")
       ("gpus-per-node", po::value(&gpus_per_node), "GPUs per node (default: the topology's)")
-      ("algorithm", po::value(&algorithm)->default_value(algorithm), "ring | hierarchical | auto")
+      ("algo", po::value(&algorithm), "ring | hierarchical | tree | nvls | auto (default: auto, NCCL's choice)")
+      ("algorithm", po::value(&algorithm), "same as --algo")
+      ("granularity", po::value(&granularity)->default_value(granularity),
+       "fluid (each ring position one flow, as run.collectives: fluid) | stepped (every ring step a flow)")
       ("topology", po::value(&topology_path), "topology YAML (default: topologies/dgx-h100-leaf-spine.yaml)");
   po::variables_map vm;
   if (!parse_command_line(args, opts, nullptr, vm)) return kExitOk;
@@ -72,11 +78,20 @@ int cmd_collective(const Args& args) {
   if (max_bytes < min_bytes) throw InputError({}, "-e", "the largest size is below the smallest (-b)");
   if (!(factor > 1)) throw InputError({}, "-f", "the step factor must be greater than 1");
   if (nodes < 1) throw InputError({}, "--nodes", "expected at least 1 node");
+  const std::string algo_expected = "expected ring, hierarchical, tree, nvls or auto, got \"" + algorithm + "\"";
   comm::Algorithm alg = comm::Algorithm::automatic;
-  if (algorithm == "ring") alg = comm::Algorithm::ring;
-  else if (algorithm == "hierarchical") alg = comm::Algorithm::hierarchical;
-  else if (algorithm != "auto")
-    throw InputError({}, "--algorithm", "expected ring, hierarchical or auto, got \"" + algorithm + "\"");
+  try {
+    alg = comm::parse_algorithm(algorithm);
+  } catch (const std::invalid_argument&) {
+    throw InputError({}, "--algo", algo_expected);
+  }
+  if (alg == comm::Algorithm::all_to_all) throw InputError({}, "--algo", algo_expected);
+
+  if (granularity != "fluid" && granularity != "stepped")
+    throw InputError({}, "--granularity", "expected fluid or stepped, got \"" + granularity + "\"");
+  comm::BenchOptions options;
+  options.algorithm = alg;
+  options.fluid = granularity == "fluid";
 
   if (topology_path.empty()) topology_path = default_topology_path();
   config::TopologySpec topo = config::load_topology(topology_path);
@@ -89,7 +104,14 @@ int cmd_collective(const Args& args) {
     topo.node.nics = std::min(topo.node.nics, gpus_per_node);
   }
   const int ranks = nodes * topo.node.gpus;
-  const auto rows = comm::bench_collective(topo, nodes, op, min_bytes, max_bytes, factor, alg);
+  std::vector<comm::BenchRow> rows;
+  try {
+    rows = comm::bench_collective(topo, nodes, op, min_bytes, max_bytes, factor, options);
+  } catch (const std::invalid_argument& e) {
+    // The algorithm asked for does not run this collective here (e.g. nvls across nodes).
+    throw InputError({}, "--algo", std::string(comm::algorithm_name(alg)) + " cannot run " + comm::op_name(op) +
+                                       " on " + std::to_string(nodes) + " node(s) of " + topo.name + ": " + e.what());
+  }
 
   std::printf("# ironlaw collective (simulated): %s over %d ranks (%d node(s) x %d GPUs), topology %s\n",
               comm::op_name(op), ranks, nodes, topo.node.gpus, topo.name.c_str());

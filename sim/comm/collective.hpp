@@ -2,7 +2,10 @@
 /// \file Collectives expanded into flows on the cluster: ring all-reduce = reduce-scatter +
 /// all-gather, 2(n−1) steps of S/n bytes per ring; hierarchical (NVLink inside the node, then
 /// the network across nodes, then NVLink again); NCCL's double binary tree; all-to-all;
-/// point-to-point sends. Knows GPUs and links, not models.
+/// point-to-point sends; NVLink SHARP (NVLS) in-switch reduction. Knows GPUs and links, not
+/// models. Layout: this header is the API (Communicator, the nccl-tests table); each algorithm
+/// is a unit of the registry in algorithms.hpp (applies / predict / build); the executor that
+/// turns a built collective into flows is executor.hpp; the table is nccl_bench.cpp.
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -15,17 +18,21 @@
 namespace ironlaw::comm {
 
 enum class CollectiveOp { all_reduce, reduce_scatter, all_gather, all_to_all };
-enum class Algorithm { ring, hierarchical, automatic, tree };
+enum class Algorithm { ring, hierarchical, automatic, tree, nvls, all_to_all };
 
 const char* op_name(CollectiveOp op);
 CollectiveOp parse_op(const std::string& name);  ///< throws std::invalid_argument
 const char* algorithm_name(Algorithm algorithm);
+/// The algorithm named `name` (algorithm_name's spelling, or "auto" for automatic); throws
+/// std::invalid_argument otherwise.
+Algorithm parse_algorithm(const std::string& name);
 
 /// nccl-tests' bus-bandwidth factor (doc/PERFORMANCE.md): busbw = algbw × factor.
 /// all_reduce 2(n−1)/n; reduce_scatter, all_gather and all_to_all (n−1)/n.
 double bus_factor(CollectiveOp op, int ranks);
 
-/// Observes each flow a collective starts (for flow-level traces). Optional.
+/// Observes each flow a collective starts (for flow-level traces). Optional. The switch end of
+/// an in-switch reduction flow (NVLS) is reported as GPU -1.
 struct FlowTrace {
   std::function<void(int src_gpu, int dst_gpu, double bytes, Time start, Time end)> on_flow;
 };
@@ -57,6 +64,19 @@ struct TreeChunks {
   double bytes = 0;  ///< per chunk
 };
 TreeChunks tree_chunks(const config::CommSpec& comm, double channel_bytes, int depth);
+
+/// Chunking of an in-switch (NVLS) all-reduce of `bytes` over `ranks` GPUs: the buffer is cut
+/// into ⌈bytes / (channels · comm.chunk_bytes)⌉ chunks (one step buffer per channel, as NCCL's
+/// channels each pipeline their own step buffers; 1 when chunk_bytes = 0). Each GPU moves, per
+/// chunk and direction, (bytes / count) · (n + 1) / n: the whole chunk into the switch to be
+/// reduced plus its 1/n share of the results it multicasts, and the same back (its reduced
+/// share, then every share multicast). Throws std::invalid_argument for ranks or channels < 1
+/// or a chunk count beyond an int. O(1).
+struct NvlsChunks {
+  int count = 1;
+  double bytes = 0;  ///< per GPU, per chunk, per direction
+};
+NvlsChunks nvls_chunks(const config::CommSpec& comm, int channels, double bytes, int ranks);
 
 /// Runs collectives as flows on a cluster. `bytes` is the buffer size S as nccl-tests counts
 /// it: all-reduce and reduce-scatter input size, all-gather output size, all-to-all send
@@ -107,11 +127,20 @@ TreeChunks tree_chunks(const config::CommSpec& comm, double channel_bytes, int d
 ///   each NIC carries one channel of each tree and balances. Giving every channel both trees
 ///   would do the same here, at twice the flows and 4–8× the simulation time measured on 16
 ///   nodes (8–128 MiB), for 10–26 % less time at those sizes; one tree per channel is kept.
+/// - nvls (all_reduce on one node whose NVSwitch reduces, Cluster::switch_reduces()): NVLink
+///   SHARP. Every GPU streams its buffer into the switch's reducer port in nvls_chunks() chunks;
+///   once the switch holds chunk j from every GPU it multicasts the reduced chunk j back to
+///   every GPU. Per GPU and direction the traffic is (n+1)/n · S instead of the ring's
+///   2(n−1)/n · S, at the smaller of the NVLink and the reducer port rate
+///   (node.nvswitch_reduce_bandwidth). A GPU starts its next chunk once the previous one has
+///   drained (NCCL keeps several steps in flight), so path latency is paid once, not per chunk.
 /// - all_to_all (every algorithm): every rank sends S/n to every other rank at once, one
 ///   connection per ordered pair, after one step latency.
 /// - automatic: NCCL's rule (src/graph/tuning.cc picks the algorithm with the lowest predicted
-///   latency + size/bandwidth) applied to this model's closed forms (predict()), between the
-///   ring family and, for all_reduce, the tree. The ring family is the hierarchical algorithm
+///   latency + size/bandwidth) applied to this model's closed forms (predict()), one loop over
+///   the algorithm registry (algorithms.hpp): the ring family, for all_reduce the tree and, on
+///   one node whose switch reduces, NVLS (NCCL enables NVLS on one node only; across nodes it
+///   runs NVLS_TREE, not modelled here). The ring family is the hierarchical algorithm
 ///   where it applies (ranks on several nodes, the same count g > 1 on each), else the flat
 ///   ring: NCCL runs a flat ring, and the hierarchical form is this simulator's stand-in for it,
 ///   loading every NIC with the same bytes with ≈ g× fewer flows. Simulated on 16 DGX H100
@@ -127,8 +156,10 @@ class Communicator {
   /// Starts a collective over `ranks` (global GPU ids; their order is the logical rank order).
   /// `on_done` runs once, when every rank has finished (one rank: after the launch latency).
   /// Returns immediately. Throws std::invalid_argument for no ranks, a repeated or unknown GPU,
-  /// negative bytes, `hierarchical` over nodes holding different numbers of ranks, or `tree`
-  /// for an op other than all_reduce.
+  /// negative bytes, `hierarchical` over nodes holding different numbers of ranks, `tree` for
+  /// an op other than all_reduce, or `nvls` where it does not apply. (`hierarchical` where
+  /// the ranks sit on one node or one per node runs the ring; all_to_all runs all_to_all
+  /// whatever the algorithm.)
   /// Cost: O(ranks · channels) setup, then one flow per rank, channel and step (ring,
   /// hierarchical), per tree edge, channel and chunk (tree), per ordered pair (all_to_all).
   void start(CollectiveOp op, const std::vector<int>& ranks, double bytes, Algorithm algorithm,
@@ -152,6 +183,10 @@ class Communicator {
   ///   its 8 step slots overlap consecutive steps; this simulation does not). On one node (one
   ///   ring, see above) α = α_intra, C = 1, B_channel = B_nv: the simulated time exactly, when
   ///   nothing shares the links. reduce_scatter/all_gather: n − 1 steps.
+  /// - nvls: k chunks of c bytes per GPU and direction (nvls_chunks()), B = the bottleneck of
+  ///   the GPU ↔ reducer path, λ its latency both ways: Λ + σ + λ + (k + 1)·c / B (the first
+  ///   chunk climbs alone, then one chunk per period comes back): the simulated time when
+  ///   nothing shares the links.
   /// - hierarchical: per slice, phase p takes t_p = steps_p·(α_p + step_bytes_p / B_p); s
   ///   slices pipelined take Λ + Σ t_p + (s − 1)·max t_p.
   /// - tree: chain depth d = g − 1, inter-node tree depth D, k chunks of c bytes. The first chunk
@@ -164,9 +199,8 @@ class Communicator {
   /// Returns Time::max() where the algorithm does not apply. O(ranks).
   Time predict(CollectiveOp op, const std::vector<int>& ranks, double bytes, Algorithm algorithm) const;
 
-  /// The algorithm `automatic` runs: the tree when it applies and predict() says it is faster
-  /// than the ring family (hierarchical where it applies, else ring); else the ring family.
-  /// O(ranks).
+  /// The algorithm `automatic` runs: choose_algorithm() over the registry, i.e. the eligible
+  /// algorithm with the lowest predict() (ring family first on ties). O(units · ranks).
   Algorithm choose(CollectiveOp op, const std::vector<int>& ranks, double bytes) const;
 
   void set_flow_trace(FlowTrace trace) { trace_ = std::move(trace); }
@@ -217,5 +251,15 @@ std::vector<BenchRow> bench_collective(const config::TopologySpec& topology, int
 std::vector<BenchRow> bench_collective(const config::TopologySpec& topology, int nodes, CollectiveOp op,
                                        double min_bytes, double max_bytes, double factor, Algorithm algorithm,
                                        int flows_per_connection);
+
+/// How bench_collective runs each size.
+struct BenchOptions {
+  Algorithm algorithm = Algorithm::automatic;
+  int flows_per_connection = 0;  ///< 0: the topology's comm.flows_per_connection
+  bool fluid = false;            ///< Communicator::set_fluid_rings (the run layer's default)
+};
+/// As above, with every option.
+std::vector<BenchRow> bench_collective(const config::TopologySpec& topology, int nodes, CollectiveOp op,
+                                       double min_bytes, double max_bytes, double factor, const BenchOptions& options);
 
 }  // namespace ironlaw::comm

@@ -111,6 +111,7 @@ void parse_node(Section s, NodeSpec& n) {
   parse_link(s.section("pcie", Rule{.required = true}), n.pcie);
   s.integer("nics", n.nics, kHardware);
   parse_link(s.section("nic", Rule{.required = true}), n.nic);
+  s.number("nvswitch_reduce_bandwidth", n.nvswitch_reduce_bandwidth, Dimension::bandwidth, kOptionalHardware);
   s.finish();
 }
 

@@ -63,6 +63,10 @@ struct NodeSpec {
   LinkSpec pcie;              ///< PCIe switch ↔ GPU and ↔ NIC, per direction
   int nics = 8;               ///< compute NICs (one per GPU on DGX H100)
   LinkSpec nic;               ///< NIC ↔ leaf switch, per direction
+  /// In-switch reduction (NVLink SHARP): the rate [B/s] at which the NVSwitch takes in data
+  /// to reduce, and multicasts results, per GPU port and direction; 0 = the switch cannot
+  /// reduce (key absent).
+  double nvswitch_reduce_bandwidth = 0;
 };
 
 /// The network between nodes.

@@ -11,6 +11,11 @@ namespace {
 
 constexpr std::uint32_t kMaxGeneration = 0xffffffffu;
 
+// A re-solved rate within this relative distance of the current one keeps the current rate and
+// its drain event: the drain then moves by at most 1e-9 of the flow's duration (1 ns per
+// second), below the engine's whole-ns resolution for any flow shorter than a second.
+constexpr double kRateTolerance = 1e-9;
+
 // Bytes moved at `rate` [B/s] during `dt` (exact when rate·ns fits a double's mantissa).
 double drained_bytes(double rate, Time dt) {
   return rate * static_cast<double>(dt.count_ns()) / 1e9;
@@ -45,6 +50,7 @@ struct FlowNetwork::Impl {
     std::vector<LinkId> path;       // capacity kept across reuse of the slot
     std::vector<std::uint32_t> pos; // pos[h]: index of this flow in links[path[h]].flows
     OnDone on_done;
+    OnDone on_drained;              // optional
     double bytes = 0;
     double remaining = 0;
     double rate = 0;
@@ -132,6 +138,7 @@ struct FlowNetwork::Impl {
     f.path.clear();
     f.pos.clear();
     f.on_done = nullptr;
+    f.on_drained = nullptr;
     f.event = kNoEvent;
     f.rate = 0;
     --active;
@@ -167,6 +174,16 @@ struct FlowNetwork::Impl {
     }
   }
 
+  // Delivers a flow's on_drained callback from an event at now (never inside a re-solve).
+  void notify_drained(std::uint32_t slot) {
+    Flow& f = flows[slot];
+    if (!f.on_drained) return;
+    OnDone cb = std::move(f.on_drained);
+    f.on_drained = nullptr;
+    const FlowId id = make_id(slot, f.generation);
+    sim.schedule_in(Time::zero(), [cb = std::move(cb), id] { cb(id); });
+  }
+
   void schedule_completion(std::uint32_t slot, Time delay) {
     flows[slot].event = sim.schedule_in(delay, [this, slot] { complete(slot); });
   }
@@ -187,6 +204,7 @@ struct FlowNetwork::Impl {
     remove_from_links(slot, f.bytes, true);
     f.state = State::tail;
     f.rate = 0;
+    notify_drained(slot);
     if (f.latency == Time::zero()) {
       complete(slot);
     } else {
@@ -244,6 +262,7 @@ struct FlowNetwork::Impl {
         remove_from_links(slot, f.bytes, false);
         f.state = State::tail;
         f.rate = 0;
+        notify_drained(slot);
         schedule_completion(slot, f.latency);
       }
     }
@@ -284,11 +303,13 @@ struct FlowNetwork::Impl {
       }
     }
 
-    // 4. Reschedule the drain of every flow whose rate changed.
+    // 4. Reschedule the drain of every flow whose rate changed by more than kRateTolerance:
+    //    the filling recomputes unchanged shares with rounding noise (other flows' shares are
+    //    subtracted in another order), and moving a drain event for that churns the event heap.
     for (std::uint32_t slot : comp_flows) {
       Flow& f = flows[slot];
       if (f.state != State::draining) continue;
-      if (f.new_rate == f.rate && f.event != kNoEvent) continue;
+      if (f.event != kNoEvent && std::abs(f.new_rate - f.rate) <= kRateTolerance * f.rate) continue;
       sim.cancel(f.event);
       f.event = kNoEvent;
       f.rate = f.new_rate;
@@ -339,6 +360,10 @@ const LinkStats& FlowNetwork::link_stats(LinkId id) const {
 }
 
 FlowId FlowNetwork::start_flow(std::span<const LinkId> path, double bytes, OnDone on_done) {
+  return start_flow(path, bytes, std::move(on_done), nullptr);
+}
+
+FlowId FlowNetwork::start_flow(std::span<const LinkId> path, double bytes, OnDone on_done, OnDone on_drained) {
   Impl& m = *impl_;
   if (!(bytes >= 0) || !std::isfinite(bytes)) {
     throw std::invalid_argument("FlowNetwork::start_flow: bytes must be finite and ≥ 0");
@@ -352,6 +377,7 @@ FlowId FlowNetwork::start_flow(std::span<const LinkId> path, double bytes, OnDon
   Impl::Flow& f = m.flows[slot];
   f.path.assign(path.begin(), path.end());
   f.on_done = std::move(on_done);
+  f.on_drained = std::move(on_drained);
   f.bytes = bytes;
   f.remaining = bytes;
   f.rate = 0;
@@ -364,10 +390,12 @@ FlowId FlowNetwork::start_flow(std::span<const LinkId> path, double bytes, OnDon
   const FlowId id = Impl::make_id(slot, f.generation);
   if (path.empty()) {
     f.state = Impl::State::tail;
+    m.notify_drained(slot);
     m.schedule_completion(slot, Time::zero());
   } else if (m.is_drained(f)) {
     f.state = Impl::State::tail;
     f.remaining = 0;
+    m.notify_drained(slot);
     m.schedule_completion(slot, latency);
   } else {
     f.state = Impl::State::draining;

@@ -17,7 +17,8 @@
 ///   start_flow()); it still consumes bandwidth from its start time, since no simulated time
 ///   passes before the re-solve.
 /// - Only the connected component (flows ↔ shared links) of the changed links is re-solved;
-///   flows whose rate did not change keep their scheduled drain event.
+///   flows whose rate did not change (by more than 1e-9 relative: rounding noise of the
+///   filling) keep their rate and their scheduled drain event.
 /// - Bytes are doubles, time is integer ns: a drain time is rounded up to whole ns, and a
 ///   flow with remaining ≤ max(1e-6·bytes, 1e-3 B) at a re-solve counts as drained.
 /// - A flow with zero bytes drains at once; one with an empty path completes after 0 ns.
@@ -81,6 +82,10 @@ class FlowNetwork {
   /// Throws std::invalid_argument for an unknown link or negative/non-finite bytes.
   /// FlowIds are never reused within one FlowNetwork and are never 0.
   FlowId start_flow(std::span<const LinkId> path, double bytes, OnDone on_done);
+  /// As above; `on_drained` also runs, from an event at the instant the last byte has left the
+  /// source (before the path latency has passed), unless the flow is cancelled before it drains. A sender
+  /// that streams (keeps several steps in flight) starts its next step there.
+  FlowId start_flow(std::span<const LinkId> path, double bytes, OnDone on_done, OnDone on_drained);
   /// Cancels a flow in progress (draining or in its latency tail); its callback never runs.
   /// Idempotent; unknown or finished flows are ignored. O(path length) + the batched re-solve.
   void cancel_flow(FlowId id);

@@ -84,6 +84,21 @@ std::vector<Diagnostic> validate(const config::TopologySpec& t, int nodes) {
   return out;
 }
 
+/// Largest leaf × spine link count a cluster may ask for (2 links each): a model-size bound,
+/// far above any real two-level fabric (64-port switches give at most 64 × 32 leaf-spine links).
+constexpr double kMaxLeafSpineLinks = 1 << 26;
+
+/// Throws InputError naming `key` when `spines` spines above `leaves` leaves do not fit an int or
+/// exceed kMaxLeafSpineLinks; `what` says where the count came from.
+void check_spine_tier(const config::TopologySpec& t, double spines, int leaves, const std::string& key,
+                      const std::string& what) {
+  if (spines * leaves <= kMaxLeafSpineLinks) return;
+  throw InputError({{SourceLoc{t.file.empty() ? t.name : t.file, 0, 0}, key,
+                     what + " needs " + std::to_string(spines) + " spines for " + std::to_string(leaves) +
+                         " leaves, more than the model's limit of " + std::to_string(static_cast<long>(kMaxLeafSpineLinks)) +
+                         " leaf-spine links; expected a leaf_spine bandwidth comparable to the NIC bandwidth"}});
+}
+
 }  // namespace
 
 struct Cluster::Impl {
@@ -106,6 +121,7 @@ struct Cluster::Impl {
   std::vector<engine::LinkId> pcie_to_nic, nic_to_pcie;  // per NIC
   std::vector<engine::LinkId> nic_up, nic_down;          // per NIC: NIC → leaf, leaf → NIC
   std::vector<engine::LinkId> leaf_up, spine_down;       // per (leaf, spine): leaf → spine, spine → leaf
+  std::vector<engine::LinkId> nvls_in, nvls_out;         // per GPU port: NVSwitch → reducer, reducer → NVSwitch
   // (link, from, to) in creation order; link ids increase, so lookups bisect.
   std::vector<std::tuple<engine::LinkId, Vertex, Vertex>> ends;
 
@@ -149,8 +165,11 @@ struct Cluster::Impl {
     return static_cast<int>(h % static_cast<std::uint64_t>(spines));
   }
 
-  engine::LinkId link(engine::FlowNetwork& net, Vertex from, Vertex to, double bandwidth, Time latency) {
-    const std::string name = graph[from].name + "->" + graph[to].name;
+  bool switch_reduces() const { return has_nvswitch && topology.node.nvswitch_reduce_bandwidth > 0; }
+
+  engine::LinkId link(engine::FlowNetwork& net, Vertex from, Vertex to, double bandwidth, Time latency,
+                      const std::string& suffix = {}) {
+    const std::string name = graph[from].name + "->" + graph[to].name + suffix;
     const engine::LinkId id = net.add_link(bandwidth, latency, name);
     boost::add_edge(from, to, EdgeInfo{id}, graph);
     ends.emplace_back(id, from, to);
@@ -184,10 +203,15 @@ void Cluster::Impl::build(engine::FlowNetwork& net) {
       per_spine_link = uplink / spines;
       if (f.leaf_spine.bandwidth > 0) per_spine_link = std::min(per_spine_link, f.leaf_spine.bandwidth);
     } else {
-      spines = static_cast<int>(std::ceil(uplink / f.leaf_spine.bandwidth * (1 - 1e-12)));
-      spines = std::max(spines, 1);
+      // In double first: a tiny leaf_spine bandwidth asks for more spines than an int holds.
+      const double needed = std::max(std::ceil(uplink / f.leaf_spine.bandwidth * (1 - 1e-12)), 1.0);
+      check_spine_tier(topology, needed, leaves, "fabric.leaf_spine.bandwidth",
+                       "the leaf uplink capacity " + std::to_string(uplink) + " B/s over a leaf_spine bandwidth of " +
+                           std::to_string(f.leaf_spine.bandwidth) + " B/s");
+      spines = static_cast<int>(needed);
       per_spine_link = uplink / spines;
     }
+    if (f.spines > 0) check_spine_tier(topology, f.spines, leaves, "fabric.spines", "the given spine count");
   }
 
   const Vertex total = static_cast<Vertex>(nodes) * block + static_cast<Vertex>(leaves + spines);
@@ -256,6 +280,21 @@ void Cluster::Impl::build(engine::FlowNetwork& net) {
       spine_down[i] = link(net, spine_vertex(s), leaf_vertex(l), per_spine_link, f.leaf_spine.latency + sw);
     }
   }
+  // In-switch reduction: one reducer vertex per node after the fabric, two port links per GPU.
+  if (switch_reduces()) {
+    nvls_in.resize(static_cast<std::size_t>(gpus_total));
+    nvls_out.resize(static_cast<std::size_t>(gpus_total));
+    for (int node = 0; node < nodes; ++node) {
+      const Vertex rv = boost::add_vertex(graph);
+      graph[rv] = {VertexKind::switch_reducer, node, 0, "node" + std::to_string(node) + "/nvls"};
+      for (int g = 0; g < n.gpus; ++g) {
+        const int gpu = node * n.gpus + g;
+        const std::string port = "[gpu" + std::to_string(g) + "]";
+        nvls_in[gpu] = link(net, nvswitch_vertex(node), rv, n.nvswitch_reduce_bandwidth, Time::zero(), port);
+        nvls_out[gpu] = link(net, rv, nvswitch_vertex(node), n.nvswitch_reduce_bandwidth, Time::zero(), port);
+      }
+    }
+  }
 }
 
 void Cluster::Impl::check_connected() const {
@@ -283,24 +322,17 @@ void Cluster::Impl::check_connected() const {
   if (!problems.empty()) throw InputError(std::move(problems));
 }
 
-Cluster::Cluster(const config::TopologySpec& topology, int nodes, engine::FlowNetwork& net) : impl_(new Impl) {
+Cluster::Cluster(const config::TopologySpec& topology, int nodes, engine::FlowNetwork& net)
+    : impl_(std::make_unique<Impl>()) {
   auto problems = validate(topology, nodes);
-  if (!problems.empty()) {
-    delete impl_;
-    throw InputError(std::move(problems));
-  }
+  if (!problems.empty()) throw InputError(std::move(problems));
   impl_->topology = topology;
   impl_->nodes = nodes;
-  try {
-    impl_->build(net);
-    impl_->check_connected();
-  } catch (...) {
-    delete impl_;
-    throw;
-  }
+  impl_->build(net);
+  impl_->check_connected();
 }
 
-Cluster::~Cluster() { delete impl_; }
+Cluster::~Cluster() = default;
 
 int Cluster::nodes() const { return impl_->nodes; }
 int Cluster::gpus_per_node() const { return impl_->gpus_per_node; }
@@ -316,15 +348,22 @@ bool Cluster::crosses_spine(int src, int dst) const {
 }
 
 std::vector<engine::LinkId> Cluster::route(int src, int dst, std::uint64_t flow_hash) const {
+  std::vector<engine::LinkId> path;
+  route(src, dst, flow_hash, path);
+  return path;
+}
+
+void Cluster::route(int src, int dst, std::uint64_t flow_hash, std::vector<engine::LinkId>& path) const {
   const Impl& m = *impl_;
   if (src < 0 || dst < 0 || src >= gpus() || dst >= gpus()) throw std::out_of_range("Cluster::route: GPU index out of range");
-  std::vector<engine::LinkId> path;
-  if (src == dst) return path;
+  path.clear();
+  if (src == dst) return;
   const int src_node = node_of(src);
   const int dst_node = node_of(dst);
   if (src_node == dst_node) {
-    path = {m.gpu_up[src], m.gpu_down[dst]};
-    return path;
+    path.push_back(m.gpu_up[src]);
+    path.push_back(m.gpu_down[dst]);
+    return;
   }
   const int src_nic = m.nic_of_gpu(src);
   const int dst_nic = m.nic_of_gpu(dst);
@@ -332,7 +371,6 @@ std::vector<engine::LinkId> Cluster::route(int src, int dst, std::uint64_t flow_
   // to a spine; within a rail only nodes under different leaves of the rail do.
   const int src_leaf = m.leaf_of_nic(src_nic);
   const int dst_leaf = m.leaf_of_nic(dst_nic);
-  path.reserve(8);
   path.push_back(m.gpu_to_pcie[src]);
   path.push_back(m.pcie_to_nic[src_nic]);
   path.push_back(m.nic_up[src_nic]);
@@ -344,7 +382,17 @@ std::vector<engine::LinkId> Cluster::route(int src, int dst, std::uint64_t flow_
   path.push_back(m.nic_down[dst_nic]);
   path.push_back(m.nic_to_pcie[dst_nic]);
   path.push_back(m.pcie_to_gpu[dst]);
-  return path;
+}
+
+bool Cluster::switch_reduces() const { return impl_->switch_reduces(); }
+
+std::vector<engine::LinkId> Cluster::switch_route(int gpu, bool to_switch) const {
+  const Impl& m = *impl_;
+  if (!m.switch_reduces()) throw std::logic_error("Cluster::switch_route: the NVSwitch of this topology cannot reduce");
+  if (gpu < 0 || gpu >= gpus()) throw std::out_of_range("Cluster::switch_route: GPU index out of range");
+  const auto g = static_cast<std::size_t>(gpu);
+  if (to_switch) return {m.gpu_up[g], m.nvls_in[g]};
+  return {m.nvls_out[g], m.gpu_down[g]};
 }
 
 std::size_t Cluster::vertex_count() const { return boost::num_vertices(impl_->graph); }

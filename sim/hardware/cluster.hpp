@@ -4,6 +4,7 @@
 /// share one leaf) or rail-optimized (NIC i of every node hangs off a leaf of rail i), as a
 /// Boost.Graph whose directed edges are links of the engine's FlowNetwork.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,7 +13,9 @@
 
 namespace ironlaw::hardware {
 
-enum class VertexKind { gpu, nvswitch, pcie_switch, nic, leaf, spine };
+/// switch_reducer: the NVSwitch's in-network reduction and multicast engine (NVLink SHARP), one
+/// per node, present only when node.nvswitch_reduce_bandwidth is set.
+enum class VertexKind { gpu, nvswitch, pcie_switch, nic, leaf, spine, switch_reducer };
 
 struct VertexInfo {
   VertexKind kind;
@@ -59,10 +62,23 @@ class Cluster {
   /// hashed fabric. Computed structurally: O(path length), no tables. src == dst → empty path.
   /// Throws std::out_of_range for a GPU index outside [0, gpus()).
   std::vector<engine::LinkId> route(int src, int dst, std::uint64_t flow_hash = 0) const;
+  /// As above, into `path` (cleared first): no allocation once `path` has grown to 8 links.
+  void route(int src, int dst, std::uint64_t flow_hash, std::vector<engine::LinkId>& path) const;
 
   /// True when a route from `src` to `dst` climbs to the spine tier (GPUs of different nodes
   /// whose NICs sit under different leaves), i.e. when its path depends on the ECMP choice. O(1).
   bool crosses_spine(int src, int dst) const;
+
+  /// True when the node's NVSwitch can reduce in the switch (node.nvswitch_reduce_bandwidth > 0
+  /// and more than one GPU per node). Then every node has a switch_reducer vertex "nodeN/nvls"
+  /// (numbered after the spines) joined to the NVSwitch by two links per GPU port, named
+  /// "nodeN/nvswitch->nodeN/nvls[gpuG]" and back, each of nvswitch_reduce_bandwidth and no
+  /// latency. O(1).
+  bool switch_reduces() const;
+  /// The path of GPU `gpu`'s data into the switch's reducer (to_switch: GPU → NVSwitch →
+  /// reducer port) or of results multicast back to it (reducer port → NVSwitch → GPU).
+  /// Throws std::logic_error unless switch_reduces(), std::out_of_range for a bad GPU. O(1).
+  std::vector<engine::LinkId> switch_route(int gpu, bool to_switch) const;
 
   /// Leaf switches (⌈nodes / nodes_per_leaf⌉, times the NICs per node on rails) and spine
   /// switches (0 when one leaf suffices).
@@ -88,7 +104,7 @@ class Cluster {
 
  private:
   struct Impl;
-  Impl* impl_;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace ironlaw::hardware

@@ -421,8 +421,10 @@ TEST_CASE("the shipped rail topologies build 128 and 2,048 nodes and route witho
   CHECK(c.gpus() == 16384);
   CHECK(c.leaves() == 8 * 64);
   CHECK(c.spines() == 32);
-  CHECK(c.vertex_count() == 2048u * 25 + 512 + 32);
-  CHECK(c.edge_count() == 2048u * 64 + 512u * 32 * 2);
+  // The H100 NVSwitch reduces (node.nvswitch_reduce_bandwidth): one reducer vertex per node
+  // and two port links per GPU on top of the nodes, leaves and spines.
+  CHECK(c.vertex_count() == 2048u * 25 + 512 + 32 + 2048);
+  CHECK(c.edge_count() == 2048u * 64 + 512u * 32 * 2 + 2048u * 8 * 2);
   const std::pair<int, int> pairs[] = {{0, 8}, {0, 16383}, {5, 2047 * 8 + 5}, {3, 31 * 8 + 3}, {3, 32 * 8 + 3}};
   for (const auto& [src, dst] : pairs) {
     INFO(src << " -> " << dst);

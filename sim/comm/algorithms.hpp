@@ -1,0 +1,62 @@
+#pragma once
+/// \file The collective algorithm registry. Each algorithm is one unit that says whether it
+/// applies to a call, predicts its time in closed form from the topology constants, and builds
+/// the collective's rings, trees or switch reductions for the executor. `automatic` is one loop
+/// over the registry: the fastest prediction among the units eligible for it, earlier units
+/// winning ties.
+#include <vector>
+
+#include "comm/collective.hpp"
+
+namespace ironlaw::comm {
+
+namespace detail {
+class Collective;
+}
+
+/// One collective call as the algorithms see it. `groups`: the ranks by node (nodes in order of
+/// first appearance, ranks in their given order).
+struct CollectiveCall {
+  CollectiveOp op;
+  const std::vector<int>& ranks;
+  double bytes = 0;
+  const hardware::Cluster& cluster;
+  const engine::FlowNetwork& net;
+  std::vector<std::vector<int>> groups;
+
+  CollectiveCall(CollectiveOp o, const std::vector<int>& r, double b, const hardware::Cluster& c,
+                 const engine::FlowNetwork& n);
+  int size() const { return static_cast<int>(ranks.size()); }
+  int nodes() const { return static_cast<int>(groups.size()); }
+  /// Ranks on several nodes, the same count g > 1 on each.
+  bool layered() const;
+};
+
+/// One algorithm. Implementations are stateless singletons owned by the registry.
+class AlgorithmUnit {
+ public:
+  virtual ~AlgorithmUnit() = default;
+  virtual Algorithm id() const = 0;
+  /// Whether build() can run `call` when the algorithm is asked for by name. O(ranks).
+  virtual bool applies(const CollectiveCall& call) const = 0;
+  /// Whether `automatic` considers it for `call` (default: applies()). O(ranks).
+  virtual bool eligible(const CollectiveCall& call) const { return applies(call); }
+  /// Closed-form time with nothing else on the network (see Communicator::predict); only
+  /// called where applies(). O(ranks).
+  virtual Time predict(const CollectiveCall& call) const = 0;
+  /// Adds the rings, trees, switch reductions or sends of `call` to `out`; only called where
+  /// applies() and the call has at least two ranks. O(flows of the first step).
+  virtual void build(const CollectiveCall& call, detail::Collective& out) const = 0;
+};
+
+/// Every algorithm, in tie-break order: hierarchical, ring, tree, nvls, all_to_all. O(1).
+const std::vector<const AlgorithmUnit*>& algorithm_registry();
+
+/// The unit of `algorithm`; throws std::invalid_argument for Algorithm::automatic. O(units).
+const AlgorithmUnit& algorithm_unit(Algorithm algorithm);
+
+/// The eligible unit with the lowest prediction (ties: the earlier one). A call with one rank
+/// runs the ring (nothing moves). O(units · ranks).
+Algorithm choose_algorithm(const CollectiveCall& call);
+
+}  // namespace ironlaw::comm

@@ -1,0 +1,501 @@
+#pragma once
+/// \file The collective executor (internal to the comm layer): the rings, trees, in-switch
+/// reductions and direct sends one collective is made of, their dependencies, and how they
+/// become flows on the FlowNetwork as the simulation runs. Algorithms (algorithms.hpp) build a
+/// Collective; Communicator launches it.
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "comm/collective.hpp"
+
+namespace ironlaw::comm::detail {
+
+/// Ranks grouped by node, nodes in order of first appearance, ranks in their given order.
+inline std::vector<std::vector<int>> group_by_node(const std::vector<int>& ranks, const hardware::Cluster& cluster) {
+  std::vector<std::vector<int>> groups;
+  std::vector<int> node_group;  // node → index in groups, -1 while the node has no rank
+  node_group.assign(static_cast<std::size_t>(cluster.nodes()), -1);
+  for (int gpu : ranks) {
+    int& g = node_group[static_cast<std::size_t>(cluster.node_of(gpu))];
+    if (g < 0) {
+      g = static_cast<int>(groups.size());
+      groups.emplace_back();
+    }
+    groups[static_cast<std::size_t>(g)].push_back(gpu);
+  }
+  return groups;
+}
+
+inline bool uniform(const std::vector<std::vector<int>>& groups) {
+  return std::all_of(groups.begin(), groups.end(), [&](const auto& g) { return g.size() == groups.front().size(); });
+}
+
+inline int channel_count(const hardware::Cluster& cluster) {
+  const int c = cluster.topology().comm.channels;
+  return c > 0 ? c : cluster.topology().node.nics;
+}
+
+/// One ring: position i sends `bytes` to position i+1 (mod n) in each of `steps` steps.
+/// Position i starts step k when it is armed (its dependencies on earlier rings finished), its
+/// own step k−1 send has completed and it has received step k−1 from position i−1.
+struct Ring {
+  std::vector<int> gpus;
+  int steps = 0;
+  double bytes = 0;
+  std::uint64_t hash = 0;  // ECMP flow hash base of this ring's flows
+  std::vector<int> started, sent, received, pending;
+  std::vector<char> armed, done;
+  std::vector<std::vector<std::pair<int, int>>> dependents;  // per position: (ring, position)
+
+  Ring(std::vector<int> members, int step_count, double step_bytes, std::uint64_t flow_hash)
+      : gpus(std::move(members)), steps(step_count), bytes(step_bytes), hash(flow_hash) {
+    const std::size_t n = gpus.size();
+    started.assign(n, 0);
+    sent.assign(n, 0);
+    received.assign(n, 0);
+    pending.assign(n, 0);
+    armed.assign(n, 0);
+    done.assign(n, 0);
+    dependents.resize(n);
+  }
+  int size() const { return static_cast<int>(gpus.size()); }
+  int next(int i) const { return i + 1 == size() ? 0 : i + 1; }
+};
+
+/// One pipelined reduce-then-broadcast tree over GPUs (position 0 need not be the root).
+/// Connection "up i" is position i → parent(i); connection "down i" is parent(i) → i. Each
+/// carries `chunks` chunks of `chunk_bytes`, one after another.
+struct Tree {
+  std::vector<int> gpus;
+  std::vector<int> parent;  // -1 at the root
+  std::vector<std::vector<int>> children;
+  int chunks = 1;
+  double chunk_bytes = 0;
+  std::uint64_t hash = 0;
+  std::vector<int> up_started, up_done, down_started, down_done;
+
+  void reset_counters() {
+    const std::size_t n = gpus.size();
+    up_started.assign(n, 0);
+    up_done.assign(n, 0);
+    down_started.assign(n, 0);
+    down_done.assign(n, 0);
+  }
+  /// Chunks position i holds reduced over its whole subtree.
+  int reduced(int i) const {
+    int m = chunks;
+    for (int c : children[static_cast<std::size_t>(i)]) m = std::min(m, up_done[static_cast<std::size_t>(c)]);
+    return m;
+  }
+  /// Chunks position i holds fully reduced (the root: its reduction; others: from the parent).
+  int final_chunks(int i) const {
+    return parent[static_cast<std::size_t>(i)] < 0 ? reduced(i) : down_done[static_cast<std::size_t>(i)];
+  }
+};
+
+/// In-switch reduction (NVLS): every GPU streams its data to the switch's reducer port in
+/// `chunks` chunks of `chunk_bytes`, one after another; once the switch holds chunk j from every
+/// GPU it multicasts the reduced chunk j back, to each GPU one chunk after another.
+/// `chunk_bytes` is what one GPU moves per chunk in each direction.
+struct Nvls {
+  std::vector<int> gpus;
+  int chunks = 1;
+  double chunk_bytes = 0;
+  std::vector<int> up_started, up_done, down_started, down_drained, down_done;
+};
+
+/// A send not tied to a ring or tree (all-to-all pairs, point-to-point).
+struct Direct {
+  int src = 0;
+  int dst = 0;
+  double bytes = 0;
+  std::uint64_t hash = 0;
+};
+
+/// A collective in flight: its rings, trees and direct sends, their dependencies and the
+/// completion callback. Owned by the callbacks it has scheduled; freed after the last one ran.
+class Collective : public std::enable_shared_from_this<Collective> {
+ public:
+  Collective(engine::Simulator& sim, engine::FlowNetwork& net, const hardware::Cluster& cluster, FlowTrace trace,
+             Time step_latency, int flows_per_connection, std::function<void()> on_done)
+      : sim_(sim), net_(net), cluster_(cluster), trace_(std::move(trace)), step_latency_(step_latency),
+        flows_per_connection_(flows_per_connection), on_done_(std::move(on_done)) {}
+
+  /// Fluid rings: each ring position sends all its steps' bytes as one connection, after the
+  /// latency of all its steps (see RingModel::fluid).
+  void set_fluid(bool fluid) { fluid_ = fluid; }
+
+  int add_ring(std::vector<int> gpus, int steps, double bytes, std::uint64_t hash) {
+    rings_.emplace_back(std::move(gpus), steps, bytes, hash);
+    units_left_ += rings_.back().gpus.size();
+    return static_cast<int>(rings_.size()) - 1;
+  }
+  /// Position (after_ring, after_pos) may start only once (before_ring, before_pos) finished.
+  void add_dependency(int before_ring, int before_pos, int after_ring, int after_pos) {
+    rings_[before_ring].dependents[before_pos].emplace_back(after_ring, after_pos);
+    ++rings_[after_ring].pending[after_pos];
+  }
+  void add_tree(Tree tree) {
+    if (tree.gpus.size() < 2) return;
+    tree.reset_counters();
+    if (fluid_) {
+      units_left_ += tree.chunks > 1 ? 2 * (tree.gpus.size() - 1) : 1;
+    } else {
+      units_left_ += 2 * (tree.gpus.size() - 1) * static_cast<std::size_t>(tree.chunks);
+    }
+    trees_.push_back(std::move(tree));
+  }
+  /// An NVLS reduction over `gpus` (see Nvls). Stepped: one unit per GPU (its last chunk
+  /// back). Fluid: one unit per GPU and direction.
+  void add_nvls(Nvls nvls) {
+    if (nvls.gpus.size() < 2) return;
+    const std::size_t n = nvls.gpus.size();
+    for (auto* counter : {&nvls.up_started, &nvls.up_done, &nvls.down_started, &nvls.down_drained, &nvls.down_done}) {
+      counter->assign(n, 0);
+    }
+    units_left_ += fluid_ ? 2 * n : n;
+    nvls_.push_back(std::move(nvls));
+  }
+  /// A send that starts at launch, after the step latency when `stepped`.
+  void add_direct(Direct d) {
+    directs_.push_back(d);
+    ++units_left_;
+  }
+  void set_direct_step_latency(bool stepped) { direct_stepped_ = stepped; }
+
+  /// Arms every ring position without dependencies, starts the leaves of every tree and every
+  /// direct send. Call at the collective's start time.
+  void launch() {
+    if (units_left_ == 0) {
+      finish();
+      return;
+    }
+    for (int r = 0; r < static_cast<int>(rings_.size()); ++r) {
+      for (int i = 0; i < rings_[r].size(); ++i) {
+        if (rings_[r].pending[i] == 0) arm(r, i);
+      }
+    }
+    for (int t = 0; t < static_cast<int>(trees_.size()); ++t) {
+      if (fluid_) {
+        launch_fluid_tree(t);
+        continue;
+      }
+      for (int i = 0; i < static_cast<int>(trees_[t].gpus.size()); ++i) try_up(t, i);
+    }
+    for (int v = 0; v < static_cast<int>(nvls_.size()); ++v) {
+      after(true, [self = shared_from_this(), v] { self->launch_nvls(v); });
+    }
+    for (int d = 0; d < static_cast<int>(directs_.size()); ++d) {
+      after(direct_stepped_, [self = shared_from_this(), d] {
+        const Direct& x = self->directs_[static_cast<std::size_t>(d)];
+        self->connect(x.src, x.dst, x.bytes, x.hash, [self] { self->unit_done(); });
+      });
+    }
+  }
+
+ private:
+  /// Runs `f` after the step latency (or now, without one, when `stepped` is false or σ = 0).
+  template <class F>
+  void after(bool stepped, F f) {
+    if (!stepped || step_latency_ == Time::zero()) {
+      f();
+    } else {
+      sim_.schedule_in(step_latency_, std::move(f));
+    }
+  }
+
+  /// One GPU-to-GPU connection of `bytes`: one flow, or, across the spine, one flow per queue
+  /// pair, each with its own ECMP hash and an equal share (see collective.hpp). `done` runs
+  /// once, after the last flow completed.
+  void connect(int src, int dst, double bytes, std::uint64_t hash, std::function<void()> done) {
+    const Time start = sim_.now();
+    const int k = cluster_.crosses_spine(src, dst) ? flows_per_connection_ : 1;
+    auto self = shared_from_this();
+    if (k == 1) {
+      cluster_.route(src, dst, hash * 1024, path_);
+      net_.start_flow(path_, bytes, [self, src, dst, bytes, start, done = std::move(done)](engine::FlowId) {
+        self->traced(src, dst, bytes, start);
+        done();
+      });
+      return;
+    }
+    auto left = std::make_shared<int>(k);
+    auto shared_done = std::make_shared<std::function<void()>>(std::move(done));
+    const double share = bytes / k;
+    for (int q = 0; q < k; ++q) {
+      cluster_.route(src, dst, hash * 1024 + static_cast<std::uint64_t>(q), path_);
+      net_.start_flow(path_, share, [self, src, dst, share, start, left, shared_done](engine::FlowId) {
+        self->traced(src, dst, share, start);
+        if (--*left == 0) (*shared_done)();
+      });
+    }
+  }
+
+  void traced(int src, int dst, double bytes, Time start) const {
+    if (trace_.on_flow) trace_.on_flow(src, dst, bytes, start, sim_.now());
+  }
+
+  void unit_done() {
+    if (--units_left_ == 0) finish();
+  }
+
+  /// Fluid tree: the first chunk's climb to the root and descent to the deepest leaf is a
+  /// fixed delay (per hop: step latency + path latency + chunk / bottleneck bandwidth); then
+  /// every edge carries its remaining chunks up and down at once, as the pipelined tree does
+  /// in steady state, sharing links with whatever else runs.
+  void launch_fluid_tree(int t) {
+    const Tree& tree = trees_[static_cast<std::size_t>(t)];
+    const std::size_t n = tree.gpus.size();
+    std::vector<double> to_root(n, -1.0);
+    auto hop = [&](std::size_t i) {
+      const int src = tree.gpus[i], dst = tree.gpus[static_cast<std::size_t>(tree.parent[i])];
+      double latency = step_latency_.seconds(), bandwidth = std::numeric_limits<double>::infinity();
+      for (auto link : cluster_.route(src, dst, tree.hash * 1024)) {
+        latency += net_.link_latency(link).seconds();
+        bandwidth = std::min(bandwidth, net_.link_bandwidth(link));
+      }
+      return latency + tree.chunk_bytes / bandwidth;
+    };
+    std::function<double(std::size_t)> cost = [&](std::size_t i) -> double {
+      if (tree.parent[i] < 0) return 0.0;
+      if (to_root[i] < 0) to_root[i] = hop(i) + cost(static_cast<std::size_t>(tree.parent[i]));
+      return to_root[i];
+    };
+    double deepest = 0;
+    for (std::size_t i = 0; i < n; ++i) deepest = std::max(deepest, cost(i));
+    const Time fill = Time::from_seconds(2 * deepest);
+    sim_.schedule_in(fill, [self = shared_from_this(), t] {
+      const Tree& x = self->trees_[static_cast<std::size_t>(t)];
+      if (x.chunks <= 1) {
+        self->unit_done();
+        return;
+      }
+      const double rest = x.chunk_bytes * (x.chunks - 1);
+      for (std::size_t i = 0; i < x.gpus.size(); ++i) {
+        if (x.parent[i] < 0) continue;
+        const int child = x.gpus[i], parent = x.gpus[static_cast<std::size_t>(x.parent[i])];
+        self->connect(child, parent, rest, x.hash, [self] { self->unit_done(); });
+        self->connect(parent, child, rest, x.hash, [self] { self->unit_done(); });
+      }
+    });
+  }
+
+  // In-switch reduction.
+  void switch_flow(int gpu, bool to_switch, double bytes, std::function<void()> done,
+                   std::function<void()> drained = nullptr) {
+    const Time start = sim_.now();
+    const auto path = cluster_.switch_route(gpu, to_switch);
+    engine::FlowNetwork::OnDone on_drained;
+    if (drained) on_drained = [drained = std::move(drained)](engine::FlowId) { drained(); };
+    net_.start_flow(
+        path, bytes,
+        [self = shared_from_this(), gpu, to_switch, bytes, start, done = std::move(done)](engine::FlowId) {
+          self->traced(to_switch ? gpu : -1, to_switch ? -1 : gpu, bytes, start);
+          done();
+        },
+        std::move(on_drained));
+  }
+
+  void launch_nvls(int v) {
+    const Nvls& x = nvls_[static_cast<std::size_t>(v)];
+    if (!fluid_) {
+      for (int i = 0; i < static_cast<int>(x.gpus.size()); ++i) nvls_up(v, i);
+      return;
+    }
+    // Fluid: every GPU streams all its chunks up, and the multicast of all of them comes back
+    // after the first chunk's trip into the switch (its transfer at the path's bottleneck rate
+    // plus the path latency), as the chunk pipeline does in steady state.
+    const auto path = cluster_.switch_route(x.gpus.front(), true);
+    double bandwidth = std::numeric_limits<double>::infinity();
+    Time latency;
+    for (auto link : path) {
+      bandwidth = std::min(bandwidth, net_.link_bandwidth(link));
+      latency += net_.link_latency(link);
+    }
+    const double total = x.chunk_bytes * x.chunks;
+    for (int gpu : x.gpus) switch_flow(gpu, true, total, [self = shared_from_this()] { self->unit_done(); });
+    const Time fill = latency + Time::from_seconds(x.chunk_bytes / bandwidth);
+    sim_.schedule_in(fill, [self = shared_from_this(), v, total] {
+      for (int gpu : self->nvls_[static_cast<std::size_t>(v)].gpus) {
+        self->switch_flow(gpu, false, total, [self] { self->unit_done(); });
+      }
+    });
+  }
+
+  /// GPU i sends its next chunk into the switch; the one after starts once this one drained.
+  void nvls_up(int v, int i) {
+    Nvls& x = nvls_[static_cast<std::size_t>(v)];
+    const auto u = static_cast<std::size_t>(i);
+    ++x.up_started[u];
+    switch_flow(
+        x.gpus[u], true, x.chunk_bytes,
+        [self = shared_from_this(), v, i] {
+          Nvls& y = self->nvls_[static_cast<std::size_t>(v)];
+          ++y.up_done[static_cast<std::size_t>(i)];
+          for (int k = 0; k < static_cast<int>(y.gpus.size()); ++k) self->nvls_down(v, k);
+        },
+        [self = shared_from_this(), v, i] {
+          const Nvls& y = self->nvls_[static_cast<std::size_t>(v)];
+          if (y.up_started[static_cast<std::size_t>(i)] < y.chunks) self->nvls_up(v, i);
+        });
+  }
+
+  /// The switch sends GPU i its next reduced chunk, once every GPU's copy of that chunk has
+  /// arrived and the previous chunk to GPU i has drained.
+  void nvls_down(int v, int i) {
+    Nvls& x = nvls_[static_cast<std::size_t>(v)];
+    const auto u = static_cast<std::size_t>(i);
+    const int reduced = *std::min_element(x.up_done.begin(), x.up_done.end());
+    if (x.down_started[u] >= reduced || x.down_drained[u] != x.down_started[u]) return;
+    ++x.down_started[u];
+    switch_flow(
+        x.gpus[u], false, x.chunk_bytes,
+        [self = shared_from_this(), v, i] {
+          Nvls& y = self->nvls_[static_cast<std::size_t>(v)];
+          if (++y.down_done[static_cast<std::size_t>(i)] == y.chunks) self->unit_done();
+        },
+        [self = shared_from_this(), v, i] {
+          ++self->nvls_[static_cast<std::size_t>(v)].down_drained[static_cast<std::size_t>(i)];
+          self->nvls_down(v, i);
+        });
+  }
+
+  // Rings.
+  void arm(int r, int i) {
+    rings_[r].armed[i] = 1;
+    advance(r, i);
+  }
+
+  void advance(int r, int i) {
+    Ring& ring = rings_[r];
+    const int k = ring.started[i];
+    if (fluid_) {
+      if (!ring.armed[i] || k > 0) return;
+      ring.started[i] = ring.steps;
+      // steps × (step latency + path latency), less the path latency the flow itself adds.
+      const int j = ring.next(i);
+      Time wait = step_latency_ * ring.steps;
+      Time path;
+      for (auto link : cluster_.route(ring.gpus[i], ring.gpus[j], ring.hash * 1024)) path += net_.link_latency(link);
+      if (ring.steps > 1) wait += path * (ring.steps - 1);
+      sim_.schedule_in(wait, [self = shared_from_this(), r, i] {
+        const Ring& g = self->rings_[r];
+        self->connect(g.gpus[i], g.gpus[g.next(i)], g.bytes * g.steps, g.hash, [self, r, i] {
+          Ring& h = self->rings_[r];
+          const int nj = h.next(i);
+          h.sent[i] = h.steps;
+          h.received[nj] = h.steps;
+          self->check_done(r, i);
+          self->check_done(r, nj);
+        });
+      });
+      return;
+    }
+    if (!ring.armed[i] || k >= ring.steps || ring.sent[i] != k || ring.received[i] < k) return;
+    ++ring.started[i];
+    after(true, [self = shared_from_this(), r, i] {
+      const Ring& g = self->rings_[r];
+      self->connect(g.gpus[i], g.gpus[g.next(i)], g.bytes, g.hash, [self, r, i] { self->ring_sent(r, i); });
+    });
+  }
+
+  void ring_sent(int r, int i) {
+    Ring& ring = rings_[r];
+    const int j = ring.next(i);
+    ++ring.sent[i];
+    ++ring.received[j];
+    check_done(r, i);
+    check_done(r, j);
+    advance(r, i);
+    advance(r, j);
+  }
+
+  void check_done(int r, int i) {
+    Ring& ring = rings_[r];
+    if (ring.done[i] || ring.sent[i] != ring.steps || ring.received[i] != ring.steps) return;
+    ring.done[i] = 1;
+    for (const auto& [dr, di] : ring.dependents[i]) {
+      if (--rings_[dr].pending[di] == 0) arm(dr, di);
+    }
+    unit_done();
+  }
+
+  // Trees.
+  void try_up(int t, int i) {
+    Tree& tree = trees_[t];
+    const auto u = static_cast<std::size_t>(i);
+    const int j = tree.up_started[u];
+    if (tree.parent[u] < 0 || j >= tree.chunks || tree.up_done[u] != j || tree.reduced(i) <= j) return;
+    ++tree.up_started[u];
+    after(true, [self = shared_from_this(), t, i] {
+      const Tree& x = self->trees_[t];
+      const auto v = static_cast<std::size_t>(i);
+      self->connect(x.gpus[v], x.gpus[static_cast<std::size_t>(x.parent[v])], x.chunk_bytes, x.hash,
+                    [self, t, i] { self->up_sent(t, i); });
+    });
+  }
+
+  void up_sent(int t, int i) {
+    Tree& tree = trees_[t];
+    const int p = tree.parent[static_cast<std::size_t>(i)];
+    ++tree.up_done[static_cast<std::size_t>(i)];
+    try_up(t, i);
+    try_up(t, p);
+    if (tree.parent[static_cast<std::size_t>(p)] < 0) {
+      for (int c : tree.children[static_cast<std::size_t>(p)]) try_down(t, c);
+    }
+    unit_done();
+  }
+
+  void try_down(int t, int i) {
+    Tree& tree = trees_[t];
+    const auto u = static_cast<std::size_t>(i);
+    const int j = tree.down_started[u];
+    if (j >= tree.chunks || tree.down_done[u] != j || tree.final_chunks(tree.parent[u]) <= j) return;
+    ++tree.down_started[u];
+    after(true, [self = shared_from_this(), t, i] {
+      const Tree& x = self->trees_[t];
+      const auto v = static_cast<std::size_t>(i);
+      self->connect(x.gpus[static_cast<std::size_t>(x.parent[v])], x.gpus[v], x.chunk_bytes, x.hash,
+                    [self, t, i] { self->down_sent(t, i); });
+    });
+  }
+
+  void down_sent(int t, int i) {
+    Tree& tree = trees_[t];
+    ++tree.down_done[static_cast<std::size_t>(i)];
+    try_down(t, i);
+    for (int c : tree.children[static_cast<std::size_t>(i)]) try_down(t, c);
+    unit_done();
+  }
+
+  void finish() {
+    auto done = std::move(on_done_);
+    on_done_ = nullptr;
+    if (done) done();
+  }
+
+  engine::Simulator& sim_;
+  engine::FlowNetwork& net_;
+  const hardware::Cluster& cluster_;
+  FlowTrace trace_;
+  Time step_latency_;
+  int flows_per_connection_;
+  bool fluid_ = false;
+  std::function<void()> on_done_;
+  std::vector<Ring> rings_;
+  std::vector<Tree> trees_;
+  std::vector<Direct> directs_;
+  std::vector<Nvls> nvls_;
+  std::vector<engine::LinkId> path_;  // route scratch, reused by every connect()
+  bool direct_stepped_ = true;
+  std::size_t units_left_ = 0;
+};
+
+}  // namespace ironlaw::comm::detail
