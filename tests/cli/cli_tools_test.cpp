@@ -249,7 +249,7 @@ TEST_CASE("validate prints every case with published, predicted and error column
     ++rows;
   }
   CHECK(headers == 4);  // seed003, nccl-h100, megatron-2021, torchtitan
-  CHECK(rows == 8 + 2 + 1 + 2);  // seed003's 8, nccl's 2, Megatron row 1, torchtitan 8B eager (tokens/s, memory)
+  CHECK(rows == 8 + 3 + 1 + 2);  // seed003's 8, nccl's 3 (1 node ring and NVLS, 16 nodes), Megatron row 1, torchtitan 8B eager (tokens/s, memory)
 }
 
 TEST_CASE("validate --case runs one case and rejects an unknown one", "[cli][validate]") {
