@@ -51,6 +51,9 @@ struct NodeSpec {
   LinkSpec pcie;              ///< PCIe switch ↔ GPU and ↔ NIC, per direction
   int nics = 8;               ///< compute NICs (one per GPU on DGX H100)
   LinkSpec nic;               ///< NIC ↔ leaf switch, per direction
+  /// Host CPU cores the node's input-pipeline workers share; 0 = not modelled (every loader
+  /// worker decodes at the speed of one dedicated core).
+  int cpu_cores = 0;
 };
 
 /// The network between nodes.
@@ -170,17 +173,30 @@ struct TrainingSpec {
 };
 
 struct DistributionSpec {
-  std::string distribution = "constant";  ///< constant | exponential | lognormal
+  /// constant (= fixed) | normal (truncated at 0) | exponential | lognormal | empirical
+  std::string distribution = "constant";
   double mean = 0;                        ///< [s]
   double cv = 0;                          ///< coefficient of variation
+  std::vector<double> samples;            ///< empirical: measured values [s], drawn uniformly
+};
+
+/// One GPU whose loader workers decode more slowly (e.g. a node with a throttled CPU).
+struct SlowLoaderSpec {
+  int gpu = -1;                  ///< global GPU index; −1 = none
+  DistributionSpec decode_time;  ///< replaces data.loader.decode_time on that GPU
 };
 
 struct DataSpec {
   double storage_bandwidth_per_node = 0;  ///< [B/s]; 0 = data loading not modelled
+  /// Cluster-wide shared file system limit every read also crosses [B/s]; 0 = none.
+  double shared_fs_bandwidth = 0;
   double sample_bytes = 0;
+  /// Label bytes per sample, copied to the last pipeline stage (with the inputs when pp = 1).
+  double label_bytes = 0;
   int workers_per_gpu = 1;
   int prefetch_batches = 2;
   DistributionSpec decode_time;
+  SlowLoaderSpec slow_loader;
 };
 
 struct ReliabilitySpec {

@@ -162,6 +162,19 @@ void validate_scenario(Scenario& sc, LoadState& st) {
   if (st.ok({"run.mode", "training.tokens"}) && sc.run.mode == "full" && !(t.tokens > 0)) {
     st.report("training.tokens", "must be set (> 0) when run.mode is full");
   }
+  const SlowLoaderSpec& slow = sc.data.slow_loader;
+  if (slow.gpu >= 0 && st.ok({"data.loader.slow_loader.gpu", "cluster.nodes", "cluster.topology.node.gpus"})) {
+    if (slow.gpu >= sc.gpus()) {
+      st.report("data.loader.slow_loader.gpu", "must be a GPU index below " + str(sc.gpus()) + ", got " + str(slow.gpu));
+    } else if (st.ok({"run.detail"}) && sc.run.detail != "full") {
+      st.report("data.loader.slow_loader.gpu", "one slow loader makes the data-parallel replicas differ; it needs "
+                                               "run.detail: full, got " + sc.run.detail);
+    }
+  }
+  if (st.ok({"data.loader.decode_time.distribution", "data.loader.decode_time.samples"}) &&
+      sc.data.decode_time.distribution == "empirical" && sc.data.decode_time.samples.empty()) {
+    st.report("data.loader.decode_time.distribution", "an empirical distribution needs samples: [list of times]");
+  }
   if (st.ok({"training.precision", "cluster.topology.device.peak_flops"}) &&
       sc.topology.device.peak_flops.count(t.precision) == 0) {
     st.report("training.precision",
