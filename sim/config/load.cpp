@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <utility>
 
+#include "config/layer_model.hpp"
 #include "config/reader.hpp"
 #include "config/validate.hpp"
 
@@ -166,6 +167,18 @@ void parse_published(Section s, PublishedFacts& p) {
 void parse_model(Section s, ModelSpec& m) {
   m.file = s.file();
   m.name = stem(s.file());
+  if (s.has("architecture")) {
+    auto list = std::make_shared<LayerModelSpec>();
+    list->file = s.file();
+    detail::parse_layer_card(s, *list);
+    m.name = list->name.empty() ? m.name : list->name;
+    m.source = list->source;
+    m.published = list->published;
+    m.layers = 0;
+    for (const auto& l : list->layers) m.layers += l.repeat;
+    m.layer_list = std::move(list);
+    return;
+  }
   s.text("name", m.name);
   s.text("source", m.source);
   s.integer("layers", m.layers, kShape);
@@ -359,6 +372,7 @@ void parse_data(Section s, DataSpec& d) {
   s.number("storage_bandwidth_per_node", d.storage_bandwidth_per_node, Dimension::bandwidth, kNonNegative);
   s.number("shared_fs_bandwidth", d.shared_fs_bandwidth, Dimension::bandwidth, kNonNegative);
   s.number("sample_bytes", d.sample_bytes, Dimension::bytes, kNonNegative);
+  s.number("decoded_bytes", d.decoded_bytes, Dimension::bytes, kNonNegative);
   s.number("label_bytes", d.label_bytes, Dimension::bytes, kNonNegative);
   {
     Section loader = s.section("loader");

@@ -9,6 +9,7 @@
 /// ceiling the roofline model may approach, not a utilisation of the training job.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -110,7 +111,9 @@ struct PublishedFacts {
   std::map<std::string, std::string> sources;  ///< fact name → citation
 };
 
-/// A transformer model card (models/*.yaml).
+struct LayerModelSpec;  // config/layer_model.hpp
+
+/// A transformer model card (models/*.yaml), or a card with `architecture: layer_list`.
 struct ModelSpec {
   std::string name;
   std::string file;
@@ -147,6 +150,10 @@ struct ModelSpec {
   double attention_dropout = 0;
   double hidden_dropout = 0;
   PublishedFacts published;
+  /// A model that is not a transformer (`architecture: layer_list`): its layer list; the
+  /// transformer fields above are then unused (0) except `layers`, the number of listed layers
+  /// with repeats expanded. nullptr for transformers.
+  std::shared_ptr<const LayerModelSpec> layer_list;
 };
 
 struct ParallelSpec {
@@ -191,6 +198,9 @@ struct DataSpec {
   /// Cluster-wide shared file system limit every read also crosses [B/s]; 0 = none.
   double shared_fs_bandwidth = 0;
   double sample_bytes = 0;
+  /// Bytes per sample after decoding, what the host→device copy carries (e.g. a float32
+  /// image crop); 0 = sample_bytes (the stored bytes are copied as they are).
+  double decoded_bytes = 0;
   /// Label bytes per sample, copied to the last pipeline stage (with the inputs when pp = 1).
   double label_bytes = 0;
   int workers_per_gpu = 1;

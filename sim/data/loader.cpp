@@ -107,7 +107,11 @@ DataPipeline::DataPipeline(engine::Simulator& sim, engine::FlowNetwork& net, con
   prefetch_ = static_cast<std::uint32_t>(data.prefetch_batches);
   const double sequences = static_cast<double>(sequences_per_batch);
   h2d_bandwidth_ = device.host_to_device_bandwidth;
-  batch_bytes_ = sequences * (data.sample_bytes + (resources.inputs_carry_labels ? data.label_bytes : 0.0));
+  if (!finite_non_negative(data.decoded_bytes)) throw std::invalid_argument("DataPipeline: decoded_bytes must be >= 0");
+  const double labels = resources.inputs_carry_labels ? data.label_bytes : 0.0;
+  const double decoded = data.decoded_bytes > 0 ? data.decoded_bytes : data.sample_bytes;
+  batch_bytes_ = sequences * (decoded + labels);
+  const double read_bytes = sequences * (data.sample_bytes + labels);
   h2d_time_ = device.host_to_device_bandwidth > 0 ? transfer_time(batch_bytes_, device.host_to_device_bandwidth)
                                                   : Time::zero();
 
@@ -133,9 +137,10 @@ DataPipeline::DataPipeline(engine::Simulator& sim, engine::FlowNetwork& net, con
     switch (g.role) {
       case GpuRole::inputs:
         g.bytes = batch_bytes_;
+        g.read_bytes = read_bytes;
         g.decode = static_cast<int>(gi) == data.slow_loader.gpu ? &slow_decode_ : &decode_;
         break;
-      case GpuRole::labels: g.bytes = sequences * data.label_bytes; break;
+      case GpuRole::labels: g.bytes = g.read_bytes = sequences * data.label_bytes; break;
       case GpuRole::none: break;
     }
     if (!resources.h2d_paths.empty() && device.host_to_device_bandwidth > 0) {
@@ -238,7 +243,7 @@ void DataPipeline::begin_load(std::uint32_t worker) {
   const auto node = gpu / static_cast<std::size_t>(gpus_per_node_);
   const std::array<engine::LinkId, 2> links{storage_links_[node], shared_fs_};
   const std::span<const engine::LinkId> path(links.data(), has_shared_fs_ ? 2 : 1);
-  w.flow = net_.start_flow(path, gpus_[gpu].bytes, [this, worker](engine::FlowId) { on_read_done(worker); });
+  w.flow = net_.start_flow(path, gpus_[gpu].read_bytes, [this, worker](engine::FlowId) { on_read_done(worker); });
 }
 
 void DataPipeline::on_read_done(std::uint32_t worker) {

@@ -24,6 +24,8 @@
 ///   out; a worker whose finished batch may not enter yet holds it and idles (back-pressure)
 ///   until a slot frees, then starts its next batch. The batch the GPU needs next can always
 ///   enter, so the pipeline cannot deadlock.
+/// - Storage reads carry `sample_bytes` per sample; the host→device copy carries
+///   `decoded_bytes` per sample (sample_bytes when 0), e.g. a decoded float32 image crop.
 /// - `request(gpu, cb)` asks for the GPU's next batch. When it is ready it is popped (freeing
 ///   a slot), copied host→device (copies of one GPU run one after another) and then `cb()`
 ///   runs. Without an H2D path a copy takes bytes / host_to_device_bandwidth. With one
@@ -147,9 +149,10 @@ class DataPipeline {
   bool enabled() const { return enabled_; }
   /// Number of GPUs.
   int gpus() const { return gpu_count_; }
-  /// Bytes of one input batch: sequences_per_batch × (sample_bytes [+ label_bytes]) [B].
+  /// Bytes one input batch copies to the device: sequences_per_batch × (decoded_bytes, or
+  /// sample_bytes when 0, [+ label_bytes]) [B].
   double batch_bytes() const { return batch_bytes_; }
-  /// Bytes one batch of `gpu` reads and copies, by its role (0 for `none`). O(1).
+  /// Bytes one batch of `gpu` copies to the device, by its role (0 for `none`). O(1).
   double batch_bytes(int gpu) const;
   /// The role of `gpu`. O(1).
   GpuRole role(int gpu) const;
@@ -203,7 +206,8 @@ class DataPipeline {
     engine::FlowId copy_flow = 0;
     std::vector<engine::LinkId> copy_path;  // empty: copies timed alone
     const Distribution* decode = nullptr;   // nullptr: no decode (labels)
-    double bytes = 0;                       // read and copied per batch
+    double read_bytes = 0;                  // read from storage per batch
+    double bytes = 0;                       // copied to the device per batch
     GpuRole role = GpuRole::inputs;
     Time copy_start;
     Time stall_since;

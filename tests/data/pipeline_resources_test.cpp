@@ -293,3 +293,24 @@ TEST_CASE("decode distributions: fixed, truncated normal, empirical", "[data][di
   emp.samples.clear();
   CHECK_THROWS_AS(Distribution(emp), std::invalid_argument);
 }
+
+TEST_CASE("storage reads the stored bytes, the copy carries the decoded bytes", "[data][decoded]") {
+  // 4 samples of 1e6 B stored (JPEG-like), 4e6 B each once decoded (a float32 crop).
+  // Read 4e6 B / 1e10 B/s = 0.4 ms; no decode time; copy 16e6 B / 4e10 B/s = 0.4 ms → 0.8 ms.
+  Simulator sim;
+  FlowNetwork net(sim);
+  DataSpec d;
+  d.storage_bandwidth_per_node = 1e10;
+  d.sample_bytes = 1e6;
+  d.decoded_bytes = 4e6;
+  d.workers_per_gpu = 1;
+  d.prefetch_batches = 1;
+  DeviceSpec dev;
+  dev.host_to_device_bandwidth = 4e10;
+  DataPipeline pipe(sim, net, d, dev, 1, 1, 4, 1);
+  CHECK(pipe.batch_bytes() == 16e6);
+  pipe.start();
+  const auto got = arrivals(sim, pipe, 0, 1);
+  REQUIRE(got.size() == 1);
+  CHECK(got[0] == 800 * kUs);
+}
