@@ -167,13 +167,17 @@ void validate_scenario(Scenario& sc, LoadState& st) {
     st.report("training.tokens", "must be set (> 0) when run.mode is full");
   }
   if (m.layer_list) {
-    // Layer-list models run under data parallelism only (ZeRO stages included).
+    // Layer-list models run under data parallelism only (ZeRO 0-2; FSDP gathers are per
+    // transformer unit).
     for (const auto& [key, value] : {std::pair<const char*, int>{"parallel.tp", p.tp}, {"parallel.pp", p.pp},
                                      {"parallel.cp", p.cp}, {"parallel.ep", p.ep}}) {
       if (st.ok({key}) && value != 1) {
         st.report(key, "a layer-list model (" + m.name + ") runs under data parallelism only; expected 1, got " +
                            str(value));
       }
+    }
+    if (st.ok({"parallel.zero"}) && p.zero > 2) {
+      st.report("parallel.zero", "a layer-list model (" + m.name + ") runs with ZeRO 0, 1 or 2; got " + str(p.zero));
     }
     if (st.ok({"training.activation_checkpointing"}) && t.activation_checkpointing != "none") {
       st.report("training.activation_checkpointing", "a layer-list model has no recompute policy; expected none, got " +

@@ -40,7 +40,8 @@ void split_root(const std::vector<workload::Op>& ops, std::vector<workload::Op>&
 /// A layer-list model (config/layer_model.hpp) under data parallelism alone: every listed layer
 /// is a unit of its own, with its forward and backward kernels; no embedding or head units.
 Costs build_layer_list_costs(const config::Scenario& s, const Layout& lay, OpTimer& timer, bool split_backward) {
-  const auto cost = workload::layer_model_cost(*s.model.layer_list, lay.microbatch_sequences, s.training.precision);
+  const auto cost = workload::layer_model_cost(*s.model.layer_list, lay.microbatch_sequences, s.training.precision,
+                                               &s.topology.device);
   Costs costs;
   double params = 0, widest = 0;
   for (const auto& layer : cost.layers) {

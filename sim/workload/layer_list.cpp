@@ -1,5 +1,7 @@
 #include "workload/layer_list.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <utility>
 
@@ -15,7 +17,31 @@ constexpr double kGateFlops = 10;
 struct Builder {
   int batch = 1;
   double bpe = 2;
+  const config::DeviceSpec* device = nullptr;
   LayerModelCost out;
+
+  /// Appends `op` to `ops`, split along k when its output tiles leave SMs idle (split-K).
+  void push(std::vector<Op>& ops, Op op) const {
+    if (device != nullptr && op.is_gemm() && device->sm_count > 0 && device->gemm_tile_m > 0 && device->gemm_tile_n > 0) {
+      const double tiles = std::ceil(op.m / device->gemm_tile_m) * std::ceil(op.n / device->gemm_tile_n);
+      const double splits = std::min(std::floor(device->sm_count / tiles), std::ceil(op.k / 512.0));
+      if (splits >= 2) {
+        const double partials = splits * op.m * op.n;
+        op.batch = splits;
+        op.k /= splits;
+        op.bytes += partials * 4;  // each slice writes its fp32 partial output
+        ops.push_back(op);
+        Op reduce;
+        reduce.name = op.name + "_splitk_reduce";
+        reduce.bytes = partials * 4 + op.m * op.n * bpe;
+        reduce.flops = partials;
+        reduce.role = op.role == OpRole::weight_grad ? OpRole::weight_grad : OpRole::plain;
+        ops.push_back(reduce);
+        return;
+      }
+    }
+    ops.push_back(std::move(op));
+  }
 
   [[noreturn]] void fail(const std::string& layer, const std::string& message) const {
     throw std::invalid_argument("layer " + layer + ": " + message);
@@ -42,9 +68,9 @@ struct Builder {
 
   /// A GEMM layer part: forward op, its dX and dW, and FLOP tallies (per sample).
   void add_gemm(LayerCost& c, const std::string& name, double m, double n, double k) {
-    c.forward.push_back(gemm(name, m, n, k, bpe, OpRole::plain));
-    c.backward.push_back(gemm(name + "_dx", m, k, n, bpe, OpRole::input_grad));
-    c.backward.push_back(gemm(name + "_dw", k, n, m, bpe, OpRole::weight_grad));
+    push(c.forward, gemm(name, m, n, k, bpe, OpRole::plain));
+    push(c.backward, gemm(name + "_dx", m, k, n, bpe, OpRole::input_grad));
+    push(c.backward, gemm(name + "_dw", k, n, m, bpe, OpRole::weight_grad));
     c.matmul_flops += 2 * m * n * k / batch;
     c.forward_flops += 2 * m * n * k / batch;
   }
@@ -137,12 +163,12 @@ struct Builder {
       add_gemm(c, name + "_input", b * t, gates * u, f);
       // The recurrence: step j needs step j−1's hidden state, so its GEMMs run one at a time.
       for (int j = 0; j < in.positions(); ++j) {
-        c.forward.push_back(gemm(name + "_recurrent", b, gates * u, u, bpe, OpRole::plain));
-        c.backward.push_back(gemm(name + "_recurrent_dh", b, u, gates * u, bpe, OpRole::input_grad));
+        push(c.forward, gemm(name + "_recurrent", b, gates * u, u, bpe, OpRole::plain));
+        push(c.backward, gemm(name + "_recurrent_dh", b, u, gates * u, bpe, OpRole::input_grad));
         c.matmul_flops += 2 * gates * u * u;
         c.forward_flops += 2 * gates * u * u;
       }
-      c.backward.push_back(gemm(name + "_recurrent_dw", u, gates * u, b * t, bpe, OpRole::weight_grad));
+      push(c.backward, gemm(name + "_recurrent_dw", u, gates * u, b * t, bpe, OpRole::weight_grad));
       add_vector(c, name + "_gates", b * t * gates * u, 3, 5, kGateFlops);
       return SampleShape{l.units, in.height, in.width};
     }
@@ -215,9 +241,11 @@ double LayerModelCost::matmul_flops_per_sample() const {
   return f;
 }
 
-LayerModelCost layer_model_cost(const config::LayerModelSpec& model, int batch, const std::string& precision) {
+LayerModelCost layer_model_cost(const config::LayerModelSpec& model, int batch, const std::string& precision,
+                                const config::DeviceSpec* device) {
   if (batch < 1) throw std::invalid_argument("layer_model_cost: batch must be >= 1");
   Builder b;
+  b.device = device;
   b.batch = batch;
   b.bpe = bytes_per_element(precision);
   b.out.batch = batch;

@@ -69,7 +69,14 @@ struct LayerModelCost {
 /// Costs of `model` for a batch of `batch` samples in `precision`. Throws std::invalid_argument
 /// for batch < 1, a layer that does not fit its input (e.g. a kernel larger than the padded
 /// image, an embedding not first), or an unknown kind. O(layers + recurrent steps).
-LayerModelCost layer_model_cost(const config::LayerModelSpec& model, int batch, const std::string& precision);
+///
+/// With a `device`, GEMMs whose m × n output fills fewer than the device's SMs with tiles are
+/// split along k as cuBLAS does (split-K): s = min(⌊SMs / tiles⌋, ⌈k / 512⌉) slices of k / s,
+/// timed as a batch of s GEMMs, followed by a reduction kernel reading the s fp32 partial
+/// outputs and writing the result. This matters for the weight gradients of convolutions
+/// (m · n = C_in·k² × filters, k = B·H·W in the hundred thousands); FLOPs are unchanged.
+LayerModelCost layer_model_cost(const config::LayerModelSpec& model, int batch, const std::string& precision,
+                                const config::DeviceSpec* device = nullptr);
 
 /// Memory per GPU under data parallelism: model_state_memory of all parameters (ZeRO stage
 /// `zero` over `dp` ranks) plus the activations one batch keeps for backward, every layer's

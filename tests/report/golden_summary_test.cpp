@@ -150,6 +150,10 @@ TEST_CASE("the megatron-2021 scenarios reproduce their golden summaries", "[gold
   check_goldens(shipped_scenarios("megatron-2021", false));
 }
 
+TEST_CASE("the input-pipeline scenarios reproduce their golden summaries", "[golden]") {
+  check_goldens(shipped_scenarios("data", false));
+}
+
 TEST_CASE("every shipped scenario has a golden summary and every golden a scenario", "[golden]") {
   std::vector<std::string> expected;
   for (const auto& sc : shipped_scenarios("", true)) expected.push_back(golden_path(sc));
@@ -158,7 +162,7 @@ TEST_CASE("every shipped scenario has a golden summary and every golden a scenar
   for (const auto& sc : shipped_scenarios("", true)) {
     INFO(sc);
     const std::string folder = fs::path(sc).parent_path().string();
-    CHECK((folder == "scenarios" || folder == "scenarios/megatron-2021"));
+    CHECK((folder == "scenarios" || folder == "scenarios/megatron-2021" || folder == "scenarios/data"));
   }
   if (updating()) return;
   std::vector<std::string> present;

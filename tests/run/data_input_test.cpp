@@ -99,7 +99,8 @@ TEST_CASE("a layer-list model trains under data parallelism with MFU from its ow
   CHECK(r.model_flops_per_step == Approx(2048 * 3 * cost.matmul_flops_per_sample()));
   // No loaders: the step is compute (8 microbatches' forward + backward) plus the gradient
   // all-reduce and optimizer; compute covers at least the sum of the kernels of 8 microbatches.
-  const double kernels = 8 * workload::layer_model_step_compute(cost, s.topology.device, "bf16").seconds();
+  const auto timed = workload::layer_model_cost(*s.model.layer_list, 32, "bf16", &s.topology.device);
+  const double kernels = 8 * workload::layer_model_step_compute(timed, s.topology.device, "bf16").seconds();
   CHECK(r.compute_s >= kernels);
   CHECK(r.data_stall_s == 0);
   // Model parallelism is refused for layer lists (exit 2 at the CLI).

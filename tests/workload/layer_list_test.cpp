@@ -168,3 +168,36 @@ TEST_CASE("a bad layer-list card is reported with file, line and key", "[workloa
   }
   std::filesystem::remove(path);
 }
+
+TEST_CASE("a weight gradient with few output tiles is split along k", "[workload][layer_list]") {
+  // conv 3×3, 64 → 128 channels on 56 × 56, batch 32: dW is m = 576, n = 128, k = 100,352.
+  // On the H100 (132 SMs, 128 × 256 tiles): 5 × 1 = 5 tiles → s = min(⌊132 / 5⌋ = 26,
+  // ⌈100352 / 512⌉ = 196) = 26 slices of k = 100352 / 26, one wave; then a reduction of the 26
+  // fp32 partial outputs. Without the device: one GEMM of k = 100,352.
+  config::LayerSpec conv;
+  conv.kind = "conv2d";
+  conv.filters = 128;
+  conv.kernel = 3;
+  conv.padding = 1;
+  conv.bias = false;
+  const auto device = h100_sxm();
+  const auto plain = layer_model_cost(one_layer(conv, "image", {64, 56, 56}), 32, "bf16");
+  const auto split = layer_model_cost(one_layer(conv, "image", {64, 56, 56}), 32, "bf16", &device);
+  const Op& dw = plain.layers[0].backward[1];
+  CHECK(dw.k == 100352);
+  const auto& ops = split.layers[0].backward;
+  const Op* sliced = nullptr;
+  const Op* reduce = nullptr;
+  for (const auto& op : ops) {
+    if (op.name == "conv2d0_dw") sliced = &op;
+    if (op.name == "conv2d0_dw_splitk_reduce") reduce = &op;
+  }
+  REQUIRE(sliced != nullptr);
+  REQUIRE(reduce != nullptr);
+  CHECK(sliced->batch == 26);
+  CHECK(sliced->k == Approx(100352.0 / 26));
+  CHECK(sliced->flops == dw.flops);
+  CHECK(reduce->bytes == 26.0 * 576 * 128 * 4 + 576.0 * 128 * 2);
+  // One wave of 130 tiles of k = 100352/26 instead of one wave of 5 tiles of k = 100,352.
+  CHECK(op_time(*sliced, device, "bf16").seconds() < op_time(dw, device, "bf16").seconds() / 20);
+}
