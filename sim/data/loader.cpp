@@ -13,6 +13,9 @@ namespace {
 
 bool finite_non_negative(double x) { return x >= 0 && std::isfinite(x); }
 
+/// A core's decoding rate in the flow network's units: core-nanoseconds of work per second.
+constexpr double kCoreNsPerSecond = 1e9;
+
 }  // namespace
 
 Distribution::Distribution(const config::DistributionSpec& spec) : mean_(spec.mean), cv_(spec.cv) {
@@ -126,7 +129,7 @@ DataPipeline::DataPipeline(engine::Simulator& sim, engine::FlowNetwork& net, con
   }
   if (resources.cpu_cores_per_node > 0) {
     for (int n = 0; n < nodes; ++n) {
-      cpu_links_.push_back(net_.add_link(static_cast<double>(resources.cpu_cores_per_node), Time::zero(),
+      cpu_links_.push_back(net_.add_link(static_cast<double>(resources.cpu_cores_per_node) * kCoreNsPerSecond, Time::zero(),
                                          "node" + std::to_string(n) + "/cpu"));
     }
   }
@@ -159,7 +162,7 @@ DataPipeline::DataPipeline(engine::Simulator& sim, engine::FlowNetwork& net, con
       for (std::uint32_t w = 0; w < workers_per_gpu_; ++w) {
         const std::string path = on_demand_ ? prefix + "main" : prefix + "worker" + std::to_string(w);
         Worker& worker = workers_.emplace_back(RngStream(seed, path));
-        if (resources.cpu_cores_per_node > 0) worker.core = net_.add_link(1.0, Time::zero(), path + "/core");
+        if (resources.cpu_cores_per_node > 0) worker.core = net_.add_link(kCoreNsPerSecond, Time::zero(), path + "/core");
       }
     }
   }
@@ -257,9 +260,12 @@ void DataPipeline::on_read_done(std::uint32_t worker) {
     w.event = sim_.schedule_in(decode, [this, worker] { on_decoded(worker); });
     return;
   }
-  // d core-seconds over the worker's core (1 core) and the node's cores (C): processor sharing.
+  // d of one core's work over the worker's core (1 core) and the node's cores (C): processor
+  // sharing. Work is counted in core-nanoseconds, so the flow network's completion tolerance
+  // (1e-3 of a unit) is a picosecond of decoding.
   const std::array<engine::LinkId, 2> links{w.core, cpu_links_[gpu / static_cast<std::size_t>(gpus_per_node_)]};
-  w.flow = net_.start_flow(links, decode.seconds(), [this, worker](engine::FlowId) { on_decoded(worker); });
+  w.flow = net_.start_flow(links, static_cast<double>(decode.count_ns()),
+                           [this, worker](engine::FlowId) { on_decoded(worker); });
 }
 
 void DataPipeline::on_decoded(std::uint32_t worker) {

@@ -15,8 +15,8 @@
 ///   of work per batch), then offers the batch to the GPU's prefetch queue.
 /// - Decoding runs on CPU cores. Without a core budget (Resources::cpu_cores_per_node == 0)
 ///   each worker has a core of its own: a decode of d seconds is one event d later. With a
-///   budget of C cores per node, a decode is a flow of d core-seconds over the worker's own
-///   "core" link (capacity 1 core) and the node's "node<N>/cpu" link (capacity C cores): with
+///   budget of C cores per node, a decode is a flow of d of core time (in core-ns) over the
+///   worker's own "core" link (capacity 1 core) and the node's "node<N>/cpu" link (C cores): with
 ///   W workers decoding at once each runs at min(1, C / W) of a core (processor sharing), so
 ///   more workers than cores slow each other down.
 /// - The prefetch queue holds at most `prefetch_batches` ready batches and hands them out in

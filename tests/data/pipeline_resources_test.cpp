@@ -314,3 +314,33 @@ TEST_CASE("storage reads the stored bytes, the copy carries the decoded bytes", 
   REQUIRE(got.size() == 1);
   CHECK(got[0] == 800 * kUs);
 }
+
+TEST_CASE("with more cores than workers, decoding on the core budget takes what it takes alone", "[data][cpu]") {
+  // 2 GPUs × 2 workers on 112 cores: every worker has a core of its own, so the batches arrive
+  // exactly when they do without a core budget (same draws, same order).
+  auto run = [](int cores) {
+    Simulator sim;
+    FlowNetwork net(sim);
+    DataSpec d = cpu_bound_data(2, 2);
+    d.decode_time.distribution = "lognormal";
+    d.decode_time.cv = 0.5;
+    Resources res;
+    res.cpu_cores_per_node = cores;
+    DataPipeline pipe(sim, net, d, DeviceSpec{}, 1, 2, 16, 3, res);
+    pipe.start();
+    std::vector<std::int64_t> got;
+    std::function<void(int, int)> ask = [&](int gpu, int left) {
+      pipe.request(gpu, [&, gpu, left] {
+        got.push_back(sim.now().count_ns());
+        if (left > 1) sim.schedule_in(Time::ns(5 * kMs), [&, gpu, left] { ask(gpu, left - 1); });
+      });
+    };
+    sim.schedule_at(Time::zero(), [&] { ask(0, 20); ask(1, 20); });
+    sim.run_until(Time::ns(2000 * kMs));
+    return got;
+  };
+  const auto alone = run(0);
+  const auto budget = run(112);
+  REQUIRE(alone.size() == 40);
+  CHECK(budget == alone);
+}
