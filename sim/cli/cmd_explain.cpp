@@ -156,11 +156,18 @@ void print_comparison(const Explained& a, const Explained& b) {
        pct(b.simulated_hours / b.published_hours));
   line("unexplained GPU-hours (published - simulated)", num(a.published_hours - a.simulated_hours),
        num(b.published_hours - b.simulated_hours));
-  std::printf("  The implied MFUs differ by a factor %.2f (%s / %s); the simulated ones (over simulated GPU-hours)\n"
-              "  by a factor %.2f. What the simulation explains of the ratio: %s; unexplained factor %.2f.\n",
-              b.implied_mfu / a.implied_mfu, b.name.c_str(), a.name.c_str(), b.run_mfu / a.run_mfu,
-              pct(std::log(b.run_mfu / a.run_mfu) / std::log(b.implied_mfu / a.implied_mfu)).c_str(),
-              (b.implied_mfu / a.implied_mfu) / (b.run_mfu / a.run_mfu));
+  const double implied_ratio = b.implied_mfu / a.implied_mfu;
+  const double simulated_ratio = b.run_mfu / a.run_mfu;
+  std::printf("  The published hours imply MFUs a factor %.2f apart (%s / %s); the simulated runs, a factor %.2f.\n",
+              implied_ratio, b.name.c_str(), a.name.c_str(), simulated_ratio);
+  if ((implied_ratio > 1) == (simulated_ratio > 1) && std::fabs(std::log(implied_ratio)) > 0) {
+    std::printf("  The simulation explains %s of that factor (in log terms); a factor %.2f stays unexplained.\n",
+                pct(std::log(simulated_ratio) / std::log(implied_ratio)).c_str(), implied_ratio / simulated_ratio);
+  } else {
+    std::printf("  The simulation orders them the other way round, so it explains none of it: a factor %.2f\n"
+                "  stays unexplained.\n",
+                implied_ratio / simulated_ratio);
+  }
 }
 
 double published_for(const config::Scenario& s, const char* option) {
