@@ -271,6 +271,25 @@ TEST_CASE("explain compares simulated with published GPU-hours", "[cli][explain]
   REQUIRE(r.exit_code == 0);
   CHECK(line_starting(r.out, "published GPU-hours").find("100") != std::string::npos);
   CHECK(r.out.find("simulated MFU") != std::string::npos);
+  CHECK(r.out.find("= simulated steps") != std::string::npos);
+  CHECK(r.out.find("unexplained (published - simulated)") != std::string::npos);
+  CHECK(r.out.find("Which cluster and batch") != std::string::npos);
+}
+
+TEST_CASE("explain with a whole run ends the waterfall at the allocated GPU-hours", "[cli][explain]") {
+  TempDir dir;
+  const Outcome r = run_ironlaw({"explain", repo_path("scenarios/gpt2-ddp-1node.yaml"), "--published-gpu-hours", "100",
+                                 "--set", "run.mode=full", "--set", "training.tokens=1 G", "--no-search"},
+                                dir.path());
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("= simulated whole run (allocated GPU-hours)") != std::string::npos);
+  CHECK(r.out.find("Which cluster and batch") == std::string::npos);
+  const Outcome bad = run_ironlaw({"explain", repo_path("scenarios/gpt2-ddp-1node.yaml"), "--published-gpu-hours", "100",
+                                   "--search-nodes", "0,2"},
+                                  dir.path());
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("--search-nodes") != std::string::npos);
 }
 
 TEST_CASE("--help of every subcommand exits 0 and documents it", "[cli][help]") {
