@@ -430,6 +430,10 @@ SweepTable H5Reader::sweep() const {
     }
     for (std::size_t r = 0; r < rows; ++r) table.rows[r].values.push_back(c.texts[r]);
   }
+  for (const auto& c : columns) {
+    if (c.name != kSweepStatusField || c.kind != GenericColumn::Kind::text) continue;
+    for (std::size_t r = 0; r < rows && r < c.texts.size(); ++r) table.rows[r].status = c.texts[r];
+  }
   for (const auto& metric : table.metric_names) {
     const GenericColumn& c = find(metric);
     for (std::size_t r = 0; r < rows; ++r) {

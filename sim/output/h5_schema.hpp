@@ -70,7 +70,7 @@ inline constexpr std::array<Field, 11> kStepFields{{
     {"other_s", 56, "s"},
     {"model_flops", 64, "FLOP"},
     {"hardware_flops", 72, "FLOP"},
-    {"tokens", 80, "token"},
+    {"tokens", 80, "tokens"},
 }};
 void pack_step(const StepRecord& record, unsigned char* out);
 StepRecord unpack_step(const unsigned char* in);

@@ -12,8 +12,8 @@ std::size_t TableColumn::size() const {
 std::string default_metric_unit(std::string_view metric_name) {
   static constexpr std::array<std::pair<std::string_view, std::string_view>, 16> known{{
       {"step_time_s", "s"},
-      {"tokens_per_s_per_gpu", "token/s"},
-      {"tokens_per_s", "token/s"},
+      {"tokens_per_s_per_gpu", "tokens/s"},
+      {"tokens_per_s", "tokens/s"},
       {"model_tflops_per_gpu", "TFLOP/s"},
       {"hardware_tflops_per_gpu", "TFLOP/s"},
       {"mfu", "1"},
