@@ -20,6 +20,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/machine_output.hpp"
 #include "config/load.hpp"
 #include "core/error.hpp"
 #include "core/records.hpp"
@@ -223,7 +224,9 @@ int cmd_sweep(const Args& args) {
       ("set", po::value(&sets)->composing(), "KEY=VALUE applied to every point")
       ("output,o", po::value(&out_path), "sweep HDF5 file (default: outputs/<name>-sweep.h5 beside the scenario's output)")
       ("jobs,j", po::value(&threads)->default_value(1), "points simulated at once")
-      ("no-progress", "no progress line on stderr even on a terminal");
+      ("no-progress", "no progress line on stderr even on a terminal")
+      ("csv", "print the rows as CSV (the varied keys, status, then every metric) instead of the table")
+      ("json", "print the rows as JSON ({\"varied_keys\", \"metrics\": [{name, unit}], \"rows\"}) instead of the table");
   Limits limits;
   add_limit_options(opts, limits, true);
   po::variables_map vm;
@@ -232,6 +235,8 @@ int cmd_sweep(const Args& args) {
   if (varies.empty()) throw InputError({}, "--vary", "at least one --vary KEY=V1,V2,... is required");
   if (threads < 1 || threads > 1024) throw InputError({}, "-j", "expected 1 to 1024 threads");
   if (vm.count("output") && out_path.empty()) throw InputError({}, "-o", "the output path is empty");
+  if (vm.count("csv") && vm.count("json")) throw InputError({}, "--csv", "give --csv or --json, not both");
+  const OutputFormat format = vm.count("csv") ? OutputFormat::csv : vm.count("json") ? OutputFormat::json : OutputFormat::text;
 
   // The keys first (unknown or repeated keys are bad input before anything is loaded), then
   // the scenario with the --set values alone: a broken base file is bad input, not a row.
@@ -357,28 +362,73 @@ int cmd_sweep(const Args& args) {
     }
   }
 
-  // Table to stdout.
-  const bool full = base.run.mode == "full";
-  for (const auto& a : axes) std::printf("%-16s ", a.key.c_str());
-  for (const auto& m : kShown) std::printf("%22s ", m.c_str());
-  std::printf("%12s %14s  %s\n", "days", "gpu_hours", "status");
-  std::size_t failed = 0;
-  for (const auto& p : points) {
-    for (const auto& v : p.values) std::printf("%-16s ", v.c_str());
-    if (p.status != "ok") {
-      ++failed;
-      for (std::size_t k = 0; k < kShown.size(); ++k) std::printf("%22s ", "-");
-      std::printf("%12s %14s  %s\n", "-", "-", p.status.c_str());
-      continue;
+  std::vector<std::string> metric_units(metric_names.size());
+  for (std::size_t k = 0; k < metric_names.size(); ++k) {
+    for (const auto& p : points) {
+      for (const auto& m : p.metrics)
+        if (m.name == metric_names[k]) metric_units[k] = m.unit;
+      if (!metric_units[k].empty()) break;
     }
-    for (const auto& m : kShown) std::printf("%22.6g ", metric_or_nan(p.metrics, m));
-    const bool whole = p.scenario.run.mode == "full";
-    std::printf("%12.4g %14.6g  ok\n", metric_or_nan(p.metrics, whole ? "wall_days" : "ideal_wall_days"),
-                metric_or_nan(p.metrics, whole ? "gpu_hours" : "ideal_gpu_hours"));
   }
-  std::printf(full ? "# days, gpu_hours: the whole-run layer (run.mode: full: failures, checkpoints, restarts)\n"
-                   : "# days, gpu_hours: training.tokens / simulated tokens/s, no failures or checkpoints "
-                     "(run.mode: full simulates them); nan when training.tokens is 0\n");
+  std::size_t failed = 0;
+  for (const auto& p : points) failed += p.status != "ok";
+  if (format == OutputFormat::csv) {
+    std::string header;
+    for (const auto& k : keys) header += csv_field(k) + ",";
+    header += "status";
+    for (const auto& m : metric_names) header += "," + csv_field(m);
+    std::printf("%s\n", header.c_str());
+    for (const auto& p : points) {
+      std::string line;
+      for (const auto& v : p.values) line += csv_field(v) + ",";
+      line += csv_field(p.status);
+      for (const auto& m : metric_names) line += "," + csv_number(metric_or_nan(p.metrics, m));
+      std::printf("%s\n", line.c_str());
+    }
+  } else if (format == OutputFormat::json) {
+    std::string out = "{\"scenario\": " + json_string(base.name) + ", \"varied_keys\": [";
+    for (std::size_t k = 0; k < keys.size(); ++k) out += (k ? ", " : "") + json_string(keys[k]);
+    out += "], \"metrics\": [";
+    for (std::size_t k = 0; k < metric_names.size(); ++k) {
+      out += (k ? ", " : "") + std::string("{\"name\": ") + json_string(metric_names[k]) +
+             ", \"unit\": " + json_string(metric_units[k]) + "}";
+    }
+    out += "], \"rows\": [";
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      const auto& p = points[i];
+      out += i ? ", " : "";
+      out += "{\"values\": {";
+      for (std::size_t k = 0; k < keys.size(); ++k) out += (k ? ", " : "") + json_string(keys[k]) + ": " + json_string(p.values[k]);
+      out += "}, \"status\": " + json_string(p.status) + ", \"metrics\": {";
+      for (std::size_t k = 0; k < metric_names.size(); ++k) {
+        out += (k ? ", " : "") + json_string(metric_names[k]) + ": " + json_number(metric_or_nan(p.metrics, metric_names[k]));
+      }
+      out += "}}";
+    }
+    out += "]}\n";
+    std::fputs(out.c_str(), stdout);
+  } else {
+    // Table to stdout.
+    const bool full = base.run.mode == "full";
+    for (const auto& a : axes) std::printf("%-16s ", a.key.c_str());
+    for (const auto& m : kShown) std::printf("%22s ", m.c_str());
+    std::printf("%12s %14s  %s\n", "days", "gpu_hours", "status");
+    for (const auto& p : points) {
+      for (const auto& v : p.values) std::printf("%-16s ", v.c_str());
+      if (p.status != "ok") {
+        for (std::size_t k = 0; k < kShown.size(); ++k) std::printf("%22s ", "-");
+        std::printf("%12s %14s  %s\n", "-", "-", p.status.c_str());
+        continue;
+      }
+      for (const auto& m : kShown) std::printf("%22.6g ", metric_or_nan(p.metrics, m));
+      const bool whole = p.scenario.run.mode == "full";
+      std::printf("%12.4g %14.6g  ok\n", metric_or_nan(p.metrics, whole ? "wall_days" : "ideal_wall_days"),
+                  metric_or_nan(p.metrics, whole ? "gpu_hours" : "ideal_gpu_hours"));
+    }
+    std::printf(full ? "# days, gpu_hours: the whole-run layer (run.mode: full: failures, checkpoints, restarts)\n"
+                     : "# days, gpu_hours: training.tokens / simulated tokens/s, no failures or checkpoints "
+                       "(run.mode: full simulates them); nan when training.tokens is 0\n");
+  }
 
   // /sweep: the varied values, the status and every summary metric per point.
   output::H5Writer writer(out_path);
@@ -393,7 +443,7 @@ int cmd_sweep(const Args& args) {
   }
   writer.write_sweep(keys, metric_names, rows);
   writer.commit();
-  std::printf("# wrote %s\n", out_path.c_str());
+  if (format == OutputFormat::text) std::printf("# wrote %s\n", out_path.c_str());
 
   for (const auto& p : points) {
     if (p.status == "ok") continue;

@@ -136,3 +136,88 @@ TEST_CASE("a repeated --vary key is refused before any point runs, naming the ke
   CHECK_FALSE(fs::exists(dir / "s.h5"));
   CHECK(r.out.empty());
 }
+
+namespace {
+
+std::vector<std::string> split_csv_line(const std::string& line) {
+  std::vector<std::string> out(1);
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+      out.back() += '"';
+      ++i;
+    } else if (c == '"') {
+      quoted = !quoted;
+    } else if (c == ',' && !quoted) {
+      out.emplace_back();
+    } else {
+      out.back() += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("sweep --csv prints every row of /sweep, the same values to the last bit", "[cli][sweep][csv]") {
+  TempDir dir;
+  const fs::path file = dir.write("s.yaml", tiny_scenario(dir / "out.h5"));
+  const Outcome r = run_ironlaw({"sweep", file.string(), "--vary", "parallel.pp=1,5", "-o", "s.h5", "--csv"}, dir.path());
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 11);
+  const auto t = H5Reader(dir / "s.h5").sweep();
+  const auto lines = lines_of(r.out);
+  REQUIRE(lines.size() == 1 + t.rows.size());
+  const auto header = split_csv_line(lines[0]);
+  REQUIRE(header.size() == 2 + t.metric_names.size());
+  CHECK(header[0] == "parallel.pp");
+  CHECK(header[1] == "status");
+  for (std::size_t row = 0; row < t.rows.size(); ++row) {
+    const auto fields = split_csv_line(lines[1 + row]);
+    REQUIRE(fields.size() == header.size());
+    CHECK(fields[0] == t.rows[row].values[0]);
+    CHECK(fields[1] == t.rows[row].status);
+    for (std::size_t m = 0; m < t.metric_names.size(); ++m) {
+      INFO(t.metric_names[m]);
+      CHECK(header[2 + m] == t.metric_names[m]);
+      const double v = t.rows[row].metrics[m];
+      if (std::isnan(v)) {
+        CHECK(fields[2 + m].empty());
+      } else {
+        CHECK(std::stod(fields[2 + m]) == v);
+      }
+    }
+  }
+}
+
+TEST_CASE("sweep --json and run --json/--csv carry the names, values and units", "[cli][sweep][json]") {
+  TempDir dir;
+  const fs::path file = dir.write("s.yaml", tiny_scenario(dir / "out.h5"));
+  const Outcome s = run_ironlaw({"sweep", file.string(), "--vary", "parallel.zero=0,1", "-o", "s.h5", "--json"}, dir.path());
+  INFO(s.out << s.err);
+  REQUIRE(s.exit_code == 0);
+  CHECK(s.out.rfind("{\"scenario\": \"tiny-cli\", \"varied_keys\": [\"parallel.zero\"]", 0) == 0);
+  CHECK(s.out.find("{\"name\": \"tokens_per_s_per_gpu\", \"unit\": \"tokens/s\"}") != std::string::npos);
+  CHECK(s.out.find("\"values\": {\"parallel.zero\": \"1\"}, \"status\": \"ok\"") != std::string::npos);
+
+  const Outcome csv = run_ironlaw({"run", file.string(), "-o", "r.h5", "--csv"}, dir.path());
+  INFO(csv.out << csv.err);
+  REQUIRE(csv.exit_code == 0);
+  const auto summary = H5Reader(dir / "r.h5").summary();
+  const auto lines = lines_of(csv.out);
+  REQUIRE(lines.size() == 1 + summary.size());
+  CHECK(lines[0] == "name,value,unit");
+  for (std::size_t i = 0; i < summary.size(); ++i) {
+    const auto fields = split_csv_line(lines[1 + i]);
+    REQUIRE(fields.size() == 3);
+    CHECK(fields[0] == summary[i].first);
+    CHECK(std::stod(fields[1]) == summary[i].second);
+  }
+  const Outcome json = run_ironlaw({"run", file.string(), "-o", "r2.h5", "--json"}, dir.path());
+  REQUIRE(json.exit_code == 0);
+  CHECK(json.out.rfind("{\"scenario\": \"tiny-cli\", \"metrics\": {\"step_time_s\": {\"value\": ", 0) == 0);
+  CHECK(json.out.find("\"mfu\": {\"value\": ") != std::string::npos);
+  const Outcome both = run_ironlaw({"run", file.string(), "-o", "r3.h5", "--json", "--csv"}, dir.path());
+  CHECK(both.exit_code == 2);
+}
