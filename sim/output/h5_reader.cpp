@@ -283,6 +283,11 @@ std::vector<std::string> H5Reader::units(const std::string& dataset_path) const 
   return read_strings_attribute(dataset.get(), schema::kUnitsAttribute, label_, dataset_path);
 }
 
+std::vector<std::string> H5Reader::descriptions(const std::string& dataset_path) const {
+  const H5Handle dataset = open_dataset(dataset_path);
+  return read_strings_attribute(dataset.get(), schema::kDescriptionsAttribute, label_, dataset_path);
+}
+
 std::vector<StepRecord> H5Reader::steps() const {
   const H5Handle dataset = open_dataset(schema::kSteps);
   const H5Handle type = schema::make_step_type(label_);

@@ -26,6 +26,8 @@ inline constexpr const char* kLinks = "/links";
 inline constexpr const char* kLinkNames = "/link_names";
 /// Attribute holding one unit string per compound field, in field order.
 inline constexpr const char* kUnitsAttribute = "units";
+/// One sentence per field of /summary and /sweep (metric_description), in field order.
+inline constexpr const char* kDescriptionsAttribute = "descriptions";
 
 /// One field of a packed row: name, byte offset in the row, unit.
 struct Field {

@@ -306,6 +306,9 @@ void H5Writer::write_summary(const std::vector<std::pair<std::string, double>>& 
   check_h5(H5Dwrite(dataset.get(), row.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()),
            label_, "cannot write /summary");
   write_strings_attribute(dataset.get(), schema::kUnitsAttribute, units, label_);
+  std::vector<std::string> descriptions;
+  for (const auto& name : names) descriptions.push_back(metric_description(name));
+  write_strings_attribute(dataset.get(), schema::kDescriptionsAttribute, descriptions, label_);
   summary_written_ = true;
 }
 
@@ -474,6 +477,11 @@ void H5Writer::write_sweep(const std::vector<std::string>& varied_keys,
   for (const auto& m : metric_names) metric_units.push_back(default_metric_unit(m));
   units.insert(units.end(), metric_units.begin(), metric_units.end());
   write_strings_attribute(dataset.get(), schema::kUnitsAttribute, units, label_);
+  std::vector<std::string> descriptions;
+  for (const auto& key : varied_keys) descriptions.push_back("the value of the scenario key " + key + " at this point");
+  descriptions.push_back(metric_description(kSweepStatusField));
+  for (const auto& m : metric_names) descriptions.push_back(metric_description(m));
+  write_strings_attribute(dataset.get(), schema::kDescriptionsAttribute, descriptions, label_);
   write_strings_attribute(dataset.get(), "varied_keys", varied_keys, label_);
   write_strings_attribute(dataset.get(), "metrics", metric_names, label_);
   sweep_written_ = true;

@@ -63,4 +63,9 @@ struct SweepTable {
 /// _hours → "h", _flops → "FLOP"), else "".
 std::string default_metric_unit(std::string_view metric_name);
 
+/// One sentence on what a summary or sweep metric measures (outputs/README.md says the same),
+/// written beside the units as the `descriptions` attribute; "" for a name it does not know.
+/// interruptions_<cause> is described by its cause. O(table size).
+std::string metric_description(std::string_view metric_name);
+
 }  // namespace ironlaw::output

@@ -221,3 +221,33 @@ TEST_CASE("sweep --json and run --json/--csv carry the names, values and units",
   const Outcome both = run_ironlaw({"run", file.string(), "-o", "r3.h5", "--json", "--csv"}, dir.path());
   CHECK(both.exit_code == 2);
 }
+
+TEST_CASE("/summary and /sweep describe every field beside its unit", "[cli][sweep][h5]") {
+  TempDir dir;
+  const fs::path file = dir.write("s.yaml", tiny_scenario(dir / "out.h5"));
+  const Outcome r = run_ironlaw({"run", file.string(), "-o", "r.h5", "--quiet"}, dir.path());
+  REQUIRE(r.exit_code == 0);
+  const H5Reader run(dir / "r.h5");
+  const auto summary = run.summary();
+  const auto descriptions = run.descriptions("/summary");
+  // Every metric the report layer writes has its sentence, so a new metric without one fails here.
+  REQUIRE(descriptions.size() == summary.size());
+  for (std::size_t i = 0; i < summary.size(); ++i) {
+    INFO(summary[i].first);
+    CHECK_FALSE(descriptions[i].empty());
+  }
+  CHECK(descriptions[0] == "simulated time of one training step (mean over the simulated steps)");
+
+  const Outcome s = run_ironlaw({"sweep", file.string(), "--vary", "parallel.pp=1,5", "-o", "s.h5"}, dir.path());
+  REQUIRE(s.exit_code == 11);
+  const H5Reader sweep(dir / "s.h5");
+  const auto t = sweep.sweep();
+  const auto sd = sweep.descriptions("/sweep");
+  REQUIRE(sd.size() == 2 + t.metric_names.size());
+  CHECK(sd[0] == "the value of the scenario key parallel.pp at this point");
+  CHECK(sd[1].rfind("ok, or why", 0) == 0);
+  for (std::size_t m = 0; m < t.metric_names.size(); ++m) {
+    INFO(t.metric_names[m]);
+    CHECK_FALSE(sd[2 + m].empty());
+  }
+}
