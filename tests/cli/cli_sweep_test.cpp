@@ -65,7 +65,7 @@ TEST_CASE("a sweep value out of its key's range is a row, not an abort", "[cli][
   CHECK(r.out.find("invalid: parallel.zero: expected 0, 1, 2 or 3, got 7") != std::string::npos);
 }
 
-TEST_CASE("--vary ranges expand A..B:STEP and mix with single values", "[cli][sweep]") {
+TEST_CASE("sweep ranges A..B:STEP expand and mix with single values", "[cli][sweep]") {
   TempDir dir;
   const fs::path file = dir.write("s.yaml", tiny_scenario(dir / "out.h5"));
   const Outcome r = run_ironlaw({"sweep", file.string(), "--vary", "parallel.zero=0..3:2,3", "-o", "s.h5"}, dir.path());

@@ -108,7 +108,7 @@ TEST_CASE("budget --preset gpt3-175b prints 6ND next to the published 314.5 ZFLO
   CHECK(line_starting(r.out, "published  ").find("314.5 ZFLOP") != std::string::npos);
 }
 
-TEST_CASE("budget takes an MFU as a fraction or a percentage with %, and rejects one outside (0, 1]",
+TEST_CASE("budget takes an MFU as a fraction or a percentage with %, and rejects one outside 0 to 1",
           "[cli][budget]") {
   TempDir dir;
   // At 100 % of the 989.5 TFLOP/s peak: 722.7 ZFLOP / (989.5e12 x 3600) = 202,880 GPU-hours.
@@ -324,7 +324,7 @@ TEST_CASE("an unknown subcommand, or none, is bad input", "[cli][help]") {
   CHECK(none.exit_code == 2);
 }
 
-TEST_CASE("--version prints the project version of CMakeLists.txt", "[cli][help]") {
+TEST_CASE("ironlaw --version prints the project version of CMakeLists.txt", "[cli][help]") {
   TempDir dir;
   const std::string cmake = read_file(repo_path("CMakeLists.txt"));
   const auto at = cmake.find("project(ironlaw VERSION ");
