@@ -108,15 +108,41 @@ TEST_CASE("budget --preset gpt3-175b prints 6ND next to the published 314.5 ZFLO
   CHECK(line_starting(r.out, "published  ").find("314.5 ZFLOP") != std::string::npos);
 }
 
-TEST_CASE("budget clamps an MFU above 1 and says so", "[cli][budget]") {
+TEST_CASE("budget takes an MFU as a fraction or a percentage with %, and rejects one outside 0 to 1",
+          "[cli][budget]") {
   TempDir dir;
-  const Outcome r = run_ironlaw({"budget", "--preset", "llama3-8b", "--mfu", "1.5"}, dir.path());
-  INFO(r.out << r.err);
-  REQUIRE(r.exit_code == 0);
-  CHECK(r.all().find("mfu 1.5 clamped to 1") != std::string::npos);
-  CHECK(r.out.find("MFU 1.00 is an ASSUMPTION") != std::string::npos);
   // At 100 % of the 989.5 TFLOP/s peak: 722.7 ZFLOP / (989.5e12 x 3600) = 202,880 GPU-hours.
-  CHECK(line_starting(r.out, "GPU-hours ").find("202,880 h") != std::string::npos);
+  for (const char* full : {"1", "100%", "100 %"}) {
+    const Outcome r = run_ironlaw({"budget", "--preset", "llama3-8b", "--mfu", full}, dir.path());
+    INFO(full << ": " << r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out.find("MFU 1.00 is an ASSUMPTION") != std::string::npos);
+    CHECK(line_starting(r.out, "GPU-hours ").find("202,880 h") != std::string::npos);
+  }
+  // 40 without % was once read as 40 and clamped to 1 with exit 0.
+  const Outcome pct = run_ironlaw({"budget", "--preset", "llama3-8b", "--mfu", "40"}, dir.path());
+  CHECK(pct.exit_code == 2);
+  CHECK(pct.err.find("--mfu 40%") != std::string::npos);
+  for (const char* bad : {"1.5", "0", "150%", "0%", "abc%"}) {
+    const Outcome r = run_ironlaw({"budget", "--preset", "llama3-8b", "--mfu", bad}, dir.path());
+    INFO(bad << ": " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("--mfu") != std::string::npos);
+    CHECK(r.out.empty());
+  }
+}
+
+TEST_CASE("budget --params without a preset demands the shape instead of keeping the 8B one", "[cli][budget]") {
+  TempDir dir;
+  const Outcome r = run_ironlaw({"budget", "--params", "70e9", "--tokens", "15 T"}, dir.path());
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("--layers, --width, --seq") != std::string::npos);
+  CHECK(r.out.empty());
+  const Outcome ok = run_ironlaw({"budget", "--params", "70e9", "--tokens", "15 T", "--layers", "80", "--width", "8192",
+                                  "--seq", "8192"}, dir.path());
+  INFO(ok.err);
+  REQUIRE(ok.exit_code == 0);
+  CHECK(ok.out.find("L = 80, d = 8,192, s = 8,192") != std::string::npos);
 }
 
 TEST_CASE("budget rejects an unknown preset and a malformed number", "[cli][budget][errors]") {
@@ -315,4 +341,30 @@ TEST_CASE("an unknown subcommand, or none, is bad input", "[cli][help]") {
   CHECK(unknown.err.find("unknown command \"simulate\"") != std::string::npos);
   const Outcome none = run_ironlaw({}, dir.path());
   CHECK(none.exit_code == 2);
+}
+
+TEST_CASE("ironlaw --version prints the project version of CMakeLists.txt", "[cli][help]") {
+  TempDir dir;
+  const std::string cmake = read_file(repo_path("CMakeLists.txt"));
+  const auto at = cmake.find("project(ironlaw VERSION ");
+  REQUIRE(at != std::string::npos);
+  const auto start = at + std::string("project(ironlaw VERSION ").size();
+  const std::string version = cmake.substr(start, cmake.find(' ', start) - start);
+  const Outcome r = run_ironlaw({"--version"}, dir.path());
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "ironlaw " + version + "\n");
+}
+
+TEST_CASE("help COMMAND prints what COMMAND --help prints", "[cli][help]") {
+  TempDir dir;
+  for (const char* command : {"run", "sweep", "budget", "collective"}) {
+    INFO(command);
+    const Outcome help = run_ironlaw({"help", command}, dir.path());
+    const Outcome direct = run_ironlaw({command, "--help"}, dir.path());
+    CHECK(help.exit_code == 0);
+    CHECK(help.out == direct.out);
+  }
+  const Outcome unknown = run_ironlaw({"help", "simulate"}, dir.path());
+  CHECK(unknown.exit_code == 2);
+  CHECK(unknown.err.find("unknown command \"simulate\"") != std::string::npos);
 }
