@@ -388,6 +388,11 @@ bool time_with_unit(Section& s, const std::string& key, const YAML::Node& node, 
     s.state().bad.insert(s.full(key));
     return false;
   }
+  if (const std::string problem = detail::bound_problem(s.full(key), *value); !problem.empty()) {
+    s.state().error(at, s.full(key), problem);
+    s.state().bad.insert(s.full(key));
+    return false;
+  }
   out = *value;
   return true;
 }
