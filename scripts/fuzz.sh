@@ -29,8 +29,13 @@ for target in scenario h5_reader; do
   seeds="$work/scenario-seeds" corpus="$work/scenario-corpus"
   if [ "$target" = h5_reader ]; then seeds="$work/h5-seeds" corpus="$work/h5-corpus"; fi
   log="$work/$target.log"
+  # libhdf5 mallocs what a damaged file's headers claim (terabytes); glibc returns NULL there and
+  # HDF5 reports an error (the Release binary exits 2), while ASan aborts unless told to behave
+  # like glibc. Our own allocations are bounded before they happen (resource estimate).
+  may_return_null=0
+  if [ "$target" = h5_reader ]; then may_return_null=1; fi
   echo "fuzz: $target for ${seconds} s"
-  if ! ASAN_OPTIONS="detect_leaks=1:suppressions=$root/fuzz/asan-hdf5.supp" LSAN_OPTIONS="suppressions=$root/fuzz/lsan-hdf5.supp" \
+  if ! ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=$may_return_null:suppressions=$root/fuzz/asan-hdf5.supp" LSAN_OPTIONS="suppressions=$root/fuzz/lsan-hdf5.supp" \
       UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
       "$build/fuzz_$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 \
       -print_final_stats=1 -artifact_prefix="$work/artifacts/$target-" "$corpus" "$seeds" > "$log" 2>&1; then

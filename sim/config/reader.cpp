@@ -258,6 +258,13 @@ class ShapeCheck : public YAML::EventHandler {
     if (++aliases_ > kMaxYamlAliases) {
       throw ShapeProblem{mark, "more than " + std::to_string(kMaxYamlAliases) + " aliases (*name)"};
     }
+    // yaml-cpp registers an anchor when its node opens, so an alias inside the anchored node
+    // itself (`&a [1, *a]`) makes the tree a cycle that every later walk would follow forever.
+    for (const Frame& f : stack_) {
+      if (f.anchor != 0 && f.anchor == anchor) {
+        throw ShapeProblem{mark, "an alias refers to a node that contains it (a cycle, e.g. &a [1, *a])"};
+      }
+    }
     const auto it = anchors_.find(anchor);
     const Size size = it == anchors_.end() ? Size{1, 0} : it->second;
     if (size.alias_depth + 1 > kMaxYamlAliasDepth) {
@@ -448,7 +455,7 @@ SourceLoc LoadState::where(const std::string& key) const {
 std::optional<YAML::Node> parse_yaml_value(const std::string& text, std::string* error) {
   SourceLoc at;
   if (const auto shape = check_yaml_shape(text, &at)) {
-    if (error) *error = "too large to read: " + *shape;
+    if (error) *error = "cannot be read: " + *shape;
     return std::nullopt;
   }
   try {
@@ -476,7 +483,7 @@ std::optional<Document> load_document(const std::string& path, LoadState& state,
   }
   SourceLoc shape_at{path, 0, 0};
   if (const auto shape = check_yaml_shape(text, &shape_at)) {
-    state.error(shape_at, key, "YAML too large to read: " + *shape);
+    state.error(shape_at, key, "YAML cannot be read: " + *shape);
     return std::nullopt;
   }
 
