@@ -1,7 +1,9 @@
 #include "output/h5_reader.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <system_error>
 
@@ -18,6 +20,42 @@ hsize_t element_count(hid_t space, std::string_view file, std::string_view what)
   return static_cast<hsize_t>(n);
 }
 
+/// Bytes of an in-memory copy of `elements` elements of `element_bytes` each, refused (with the
+/// path and the declared size) when the file cannot hold that much data. A damaged header may
+/// declare any dataspace, so a buffer is never sized from it alone: a dataset's stored bytes
+/// (H5Dget_storage_size) bound what it can expand to, allowing zlib's maximum deflate ratio
+/// (1032:1) times the widest conversion the reader asks for (1-byte integer to 8-byte int64);
+/// an attribute, never compressed, is bounded by the file's size. Overflow counts as too large.
+std::size_t checked_buffer_bytes(hid_t object, bool is_attribute, hsize_t elements,
+                                 std::size_t element_bytes, std::string_view file,
+                                 std::string_view what) {
+  constexpr std::uint64_t kMaxExpansion = 1032 * 8;
+  std::uint64_t stored = 0;
+  if (is_attribute) {
+    const hid_t owner = H5Iget_file_id(object);
+    if (owner < 0) throw_h5_error(file, what);
+    hsize_t size = 0;
+    const herr_t status = H5Fget_filesize(owner, &size);
+    H5Fclose(owner);
+    check_h5(status, file, what);
+    stored = size;
+  } else {
+    stored = H5Dget_storage_size(object);
+  }
+  const std::uint64_t limit =
+      stored > std::numeric_limits<std::uint64_t>::max() / kMaxExpansion ? std::numeric_limits<std::uint64_t>::max()
+                                                                        : stored * kMaxExpansion;
+  const bool overflow = element_bytes != 0 && elements > std::numeric_limits<std::uint64_t>::max() / element_bytes;
+  const std::uint64_t bytes = overflow ? 0 : elements * element_bytes;
+  if (overflow || bytes > limit || bytes > std::numeric_limits<std::size_t>::max()) {
+    throw std::runtime_error(std::string(file) + ": " + std::string(what) + ": declares " +
+                             std::to_string(elements) + " elements of " + std::to_string(element_bytes) +
+                             " bytes, more than its " + std::to_string(stored) +
+                             " stored bytes can hold (a damaged file)");
+  }
+  return static_cast<std::size_t>(bytes);
+}
+
 /// Reads the strings stored in a dataset or attribute (fixed-length or variable-length).
 std::vector<std::string> read_strings(hid_t object, bool is_attribute, std::string_view file,
                                       const std::string& what) {
@@ -32,9 +70,12 @@ std::vector<std::string> read_strings(hid_t object, bool is_attribute, std::stri
   const hsize_t n = element_count(space.get(), file, failure);
   std::vector<std::string> out;
   if (n == 0) return out;
-  out.reserve(n);
   const htri_t variable = H5Tis_variable_str(type.get());
   check_h5(variable, file, failure);
+  const std::size_t stored_width = variable > 0 ? 1 : H5Tget_size(type.get());
+  checked_buffer_bytes(object, is_attribute, n, std::max<std::size_t>(stored_width, sizeof(char*)), file,
+                       failure);
+  out.reserve(n);
   if (variable > 0) {
     const H5Handle memory = type_handle(H5Tcopy(H5T_C_S1), file, failure);
     check_h5(H5Tset_size(memory.get(), H5T_VARIABLE), file, failure);
@@ -56,7 +97,7 @@ std::vector<std::string> read_strings(hid_t object, bool is_attribute, std::stri
   }
   const std::size_t width = H5Tget_size(type.get());
   if (width == 0) throw_h5_error(file, failure);
-  std::vector<char> block(n * width, '\0');
+  std::vector<char> block(checked_buffer_bytes(object, is_attribute, n, width, file, failure), '\0');
   check_h5(is_attribute ? H5Aread(object, type.get(), block.data())
                         : H5Dread(object, type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, block.data()),
            file, failure);
@@ -160,7 +201,7 @@ std::vector<GenericColumn> read_compound(hid_t dataset, std::string_view file,
   }
   const H5Handle space = space_handle(H5Dget_space(dataset), file, failure);
   const hsize_t rows = element_count(space.get(), file, failure);
-  std::vector<unsigned char> block(rows * row_bytes);
+  std::vector<unsigned char> block(checked_buffer_bytes(dataset, false, rows, row_bytes, file, failure));
   if (rows > 0) {
     check_h5(H5Dread(dataset, memory.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, block.data()), file,
              failure);
@@ -293,7 +334,8 @@ std::vector<StepRecord> H5Reader::steps() const {
   const H5Handle type = schema::make_step_type(label_);
   const H5Handle space = space_handle(H5Dget_space(dataset.get()), label_, "cannot read /steps");
   const hsize_t rows = element_count(space.get(), label_, "cannot read /steps");
-  std::vector<unsigned char> block(rows * schema::kStepRowBytes);
+  std::vector<unsigned char> block(
+      checked_buffer_bytes(dataset.get(), false, rows, schema::kStepRowBytes, label_, "cannot read /steps"));
   if (rows > 0) {
     check_h5(H5Dread(dataset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, block.data()),
              label_, "cannot read /steps");
@@ -323,7 +365,9 @@ std::uint64_t H5Reader::event_count() const {
   if (!has(schema::kEvents)) return 0;
   const H5Handle dataset = open_dataset(schema::kEvents);
   const H5Handle space = space_handle(H5Dget_space(dataset.get()), label_, "cannot read /events");
-  return element_count(space.get(), label_, "cannot read /events");
+  const hsize_t rows = element_count(space.get(), label_, "cannot read /events");
+  checked_buffer_bytes(dataset.get(), false, rows, schema::kEventRowBytes, label_, "cannot read /events");
+  return rows;
 }
 
 void H5Reader::for_each_event_batch(
@@ -341,6 +385,8 @@ void H5Reader::for_each_event_batch(
   const H5Handle type = schema::make_event_type(label_);
   const H5Handle file_space = space_handle(H5Dget_space(dataset.get()), label_, failure);
   const hsize_t total = element_count(file_space.get(), label_, failure);
+  // Never allocated whole, but a damaged row count would make the batch loop run for ever.
+  checked_buffer_bytes(dataset.get(), false, total, schema::kEventRowBytes, label_, failure);
   std::vector<unsigned char> block(std::min<hsize_t>(batch_rows, total) * schema::kEventRowBytes);
   std::vector<EventRecord> batch;
   for (hsize_t start = 0; start < total; start += batch_rows) {
