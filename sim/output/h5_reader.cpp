@@ -109,6 +109,39 @@ std::vector<std::string> read_strings(hid_t object, bool is_attribute, std::stri
   return out;
 }
 
+/// A compound type as stored is trusted by HDF5's conversion, which copies each member from its
+/// stored offset: a damaged header whose members reach past the row, or whose unfiltered data is
+/// shorter than its rows, makes libhdf5 read out of bounds. Both are refused here first.
+void check_stored_layout(hid_t dataset, hid_t type, hsize_t rows, std::string_view file,
+                         const std::string& what) {
+  const std::string failure = "cannot read " + what;
+  const std::size_t row = H5Tget_size(type);
+  if (row == 0) throw_h5_error(file, failure);
+  const int members = H5Tget_nmembers(type);
+  if (members < 0) throw_h5_error(file, failure);
+  for (unsigned i = 0; i < static_cast<unsigned>(members); ++i) {
+    const H5Handle member = type_handle(H5Tget_member_type(type, i), file, failure);
+    const std::size_t offset = H5Tget_member_offset(type, i);
+    const std::size_t width = H5Tget_size(member.get());
+    if (width == 0 || offset > row || width > row - offset) {
+      throw std::runtime_error(std::string(file) + ": " + what + ": field " + std::to_string(i) +
+                               " lies outside its " + std::to_string(row) + "-byte row (a damaged file)");
+    }
+  }
+  const H5Handle dcpl = plist_handle(H5Dget_create_plist(dataset), file, failure);
+  const int filters = H5Pget_nfilters(dcpl.get());
+  if (filters < 0) throw_h5_error(file, failure);
+  if (filters == 0 && rows > 0) {
+    const std::uint64_t stored = H5Dget_storage_size(dataset);
+    const bool overflow = rows > std::numeric_limits<std::uint64_t>::max() / row;
+    if (overflow || stored < rows * row) {
+      throw std::runtime_error(std::string(file) + ": " + what + ": " + std::to_string(rows) + " rows of " +
+                               std::to_string(row) + " bytes but only " + std::to_string(stored) +
+                               " bytes stored (a damaged file)");
+    }
+  }
+}
+
 H5Handle open_attribute(hid_t object, const char* name, std::string_view file,
                         const std::string& owner) {
   const htri_t exists = H5Aexists(object, name);
@@ -201,6 +234,7 @@ std::vector<GenericColumn> read_compound(hid_t dataset, std::string_view file,
   }
   const H5Handle space = space_handle(H5Dget_space(dataset), file, failure);
   const hsize_t rows = element_count(space.get(), file, failure);
+  check_stored_layout(dataset, type.get(), rows, file, what);
   std::vector<unsigned char> block(checked_buffer_bytes(dataset, false, rows, row_bytes, file, failure));
   if (rows > 0) {
     check_h5(H5Dread(dataset, memory.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, block.data()), file,

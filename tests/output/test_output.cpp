@@ -499,6 +499,18 @@ TEST_CASE("reading a file that is not an ironlaw HDF5 file throws a clear error"
   CHECK_THROWS_WITH(H5Reader(foreign), Catch::Contains("not an ironlaw output file"));
 }
 
+TEST_CASE("damaged run files found by fuzzing are refused with a named error, never read out of bounds") {
+  // Each was a crash or an abort under ASan in fuzz_h5_reader; the files are kept in tests/corpus.
+  const std::filesystem::path corpus = std::filesystem::path(IRONLAW_SOURCE_DIR) / "tests/corpus/inputs";
+  // /summary's stored compound layout sent libhdf5's conversion past its buffer (SEGV).
+  const H5Reader summary_layout(corpus / "h5_summary_layout.h5");
+  CHECK_THROWS_WITH(summary_layout.summary(), Catch::Contains("h5_summary_layout.h5") &&
+                                                   Catch::Contains("damaged file"));
+  // /steps declared 541,165,879,297 rows of 88 bytes in a 19 KB file (a 47 TB allocation).
+  const H5Reader steps_rows(corpus / "h5_steps_rows_huge.h5");
+  CHECK_THROWS_WITH(steps_rows.steps(), Catch::Contains("/steps") && Catch::Contains("damaged file"));
+}
+
 TEST_CASE("summary units default from the metric name and can be given") {
   using ironlaw::output::default_metric_unit;
   CHECK(default_metric_unit("mfu") == "1");
