@@ -8,14 +8,20 @@
 // path is the same links the other way, 1.8 us.
 #include <catch2/catch.hpp>
 
+#include <sys/wait.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "config/load.hpp"
 #include "core/error.hpp"
+#include "output/h5_reader.hpp"
 #include "run/parameter_server.hpp"
 
 using namespace ironlaw;
@@ -191,4 +197,35 @@ TEST_CASE("parameter_server keys are validated like every key", "[ps][config]") 
         std::vector<std::string>{"data.storage_bandwidth_per_node: the input pipeline is not simulated under "
                                  "parameter_server; expected 0 (not modelled), got 1000000000 B/s"});
   CHECK(errors_of({"parameter_server.servers=0"}).size() == 1);
+}
+
+TEST_CASE("ironlaw run writes a parameter-server run: /summary, /run/ps_gradients, /run/ps_servers", "[ps][cli]") {
+  // 4 workers x 3 iterations x 1 server = 12 updates; staleness of the first round 0..3, then 3.
+  const std::string out = (std::filesystem::temp_directory_path() / "ironlaw_ps_cli_test.h5").string();
+  const std::string cmd = std::string(IRONLAW_BINARY) + " run " + kScenario +
+                          " --set cluster.topology.node.gpus=4 --set cluster.topology.node.nics=4"
+                          " --set training.global_batch_tokens=256 --set run.steps=3 --trace flow --quiet -o " + out;
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  const output::H5Reader reader(out);
+  std::map<std::string, double> summary;
+  for (const auto& [name, value] : reader.summary()) summary[name] = value;
+  CHECK(summary.at("ps_workers") == 4);
+  CHECK(summary.at("ps_servers") == 1);
+  CHECK(summary.at("ps_staleness_max") == 3);
+  CHECK(summary.at("ps_staleness_mean") == 3);
+  CHECK(summary.count("mfu") == 1);
+  CHECK(reader.run_mode() == "steps");
+  const auto gradients = reader.read_table("ps_gradients");
+  REQUIRE(gradients.at(3).name == "staleness");
+  const auto& stale = std::get<std::vector<std::int64_t>>(gradients.at(3).values);
+  CHECK(stale.size() == 12);
+  const auto servers = reader.read_table("ps_servers");
+  CHECK(std::get<std::vector<double>>(servers.at(5).values).at(0) == kS);  // pull_bytes
+  CHECK(reader.steps().size() == 3);
+  std::filesystem::remove(out);
+  // A sweep does not simulate this mode: refused, exit 2.
+  const std::string sweep = std::string(IRONLAW_BINARY) + " sweep " + kScenario +
+                            " --vary parameter_server.servers=1,2 > /dev/null 2>&1";
+  const int rc = std::system(sweep.c_str());
+  CHECK(WEXITSTATUS(rc) == 2);
 }
