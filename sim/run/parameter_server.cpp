@@ -241,6 +241,9 @@ class PsWorld {
     const int gpn = sc_.topology.node.gpus;
     // Each GPU's uplink (GPU → its PCIe switch) and each NIC's links to and from its leaf.
     std::vector<engine::LinkId> gpu_up(static_cast<std::size_t>(cluster_.gpus()), 0);
+    constexpr engine::LinkId kNone = ~engine::LinkId{0};
+    nic_out_.assign(plan_.servers.size(), kNone);
+    nic_in_.assign(plan_.servers.size(), kNone);
     for (engine::LinkId l = 0; l < net_.link_count(); ++l) {
       const auto [a, b] = cluster_.link_ends(l);
       const auto& va = cluster_.vertex(a);
@@ -252,15 +255,16 @@ class PsWorld {
         const auto& server = plan_.servers[s];
         if (va.kind == hardware::VertexKind::nic && va.node == server.node && va.index == server.nic &&
             vb.kind == hardware::VertexKind::leaf) {
-          nic_out_.resize(plan_.servers.size(), 0);
           nic_out_[s] = l;
         }
         if (vb.kind == hardware::VertexKind::nic && vb.node == server.node && vb.index == server.nic &&
             va.kind == hardware::VertexKind::leaf) {
-          nic_in_.resize(plan_.servers.size(), 0);
           nic_in_[s] = l;
         }
       }
+    }
+    for (std::size_t s = 0; s < plan_.servers.size(); ++s) {
+      if (nic_out_[s] == kNone || nic_in_[s] == kNone) throw std::logic_error("parameter server: its NIC has no leaf link");
     }
     const int nics = sc_.topology.node.nics;
     for (auto& server : plan_.servers) {
@@ -461,14 +465,14 @@ class PsWorld {
     r.tokens_per_s = span > 0 ? plan_.tokens_per_worker * workers_ * steps_ / span : 0;
     for (int s = 0; s < servers_; ++s) {
       const auto si = static_cast<std::size_t>(s);
-      const auto out = net_.link_stats(nic_out_.empty() ? 0 : nic_out_[si]);
-      const auto in = net_.link_stats(nic_in_.empty() ? 0 : nic_in_[si]);
+      const auto out = net_.link_stats(nic_out_[si]);
+      const auto in = net_.link_stats(nic_in_[si]);
       const double cap = sc_.topology.node.nic.bandwidth * span;
-      if (!nic_out_.empty() && cap > 0 && out.bytes / cap > r.server_nic_out_utilisation) {
+      if (cap > 0 && out.bytes / cap > r.server_nic_out_utilisation) {
         r.server_nic_out_utilisation = out.bytes / cap;
         r.server_nic_out_bytes = out.bytes;
       }
-      if (!nic_in_.empty() && cap > 0 && in.bytes / cap > r.server_nic_in_utilisation) {
+      if (cap > 0 && in.bytes / cap > r.server_nic_in_utilisation) {
         r.server_nic_in_utilisation = in.bytes / cap;
         r.server_nic_in_bytes = in.bytes;
       }

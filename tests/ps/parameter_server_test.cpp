@@ -229,3 +229,27 @@ TEST_CASE("ironlaw run writes a parameter-server run: /summary, /run/ps_gradient
   const int rc = std::system(sweep.c_str());
   CHECK(WEXITSTATUS(rc) == 2);
 }
+
+TEST_CASE("a colocated server reaches its own node's workers over PCIe, the others over its NIC", "[ps]") {
+  // Two nodes of 2 GPUs, one server colocated on node 0 (NIC 0). Workers 0 and 1 share its node:
+  // their pulls and pushes cross only their own PCIe link (51 GB/s, 250 ns), alone on it. Workers
+  // 2 and 3 share the server's NIC (47 GB/s): 2·S/B + 1.8 us each way.
+  const auto sc = world(2, {"cluster.nodes=2", "parameter_server.placement=colocated",
+                            "training.global_batch_tokens=256"});
+  const auto plan = run::plan_parameter_servers(sc);
+  REQUIRE(plan.worker_gpus.size() == 4);
+  CHECK(plan.servers[0].node == 0);
+  const Time compute = Time::ms(1);
+  NullSink sink;
+  const auto r = run::simulate_parameter_server(sc, std::vector<Time>(4, compute), sink, run::TraceLevel::none);
+  const std::int64_t local = ceil_ns(kS / 51e9) + 250;
+  const std::int64_t remote = ceil_ns(2 * kS / kNic) + kLatencyNs;
+  for (const auto& g : r.gradients) {
+    if (g.iteration != 0) continue;
+    INFO("worker " << g.worker);
+    const std::int64_t phase = g.worker < 2 ? local : remote;
+    CHECK(std::llabs(g.push_done.count_ns() - (2 * phase + compute.count_ns())) <= 2);
+  }
+  // Only the two remote workers' traffic crosses the server's NIC: 2 x 10 pulls of S.
+  CHECK(r.server_nic_out_bytes == Approx(2 * 10 * kS));
+}
