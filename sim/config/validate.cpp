@@ -208,6 +208,13 @@ void validate_parameter_server(const Scenario& sc, LoadState& st) {
   if (st.ok({"run.mode"}) && sc.run.mode != "steps") {
     st.report("run.mode", "parameter_server simulates steps only; expected steps, got " + sc.run.mode);
   }
+  // Keys of the data-parallel step that this mode has no use for: written, they are refused.
+  for (const char* key : {"parallel.order", "parallel.bucket_size", "parallel.pp_schedule", "parallel.virtual_stages",
+                          "parallel.sequence_parallel", "run.detail", "run.collectives", "training.batch_ramp"}) {
+    if (st.locations.count(key) > 0) {
+      st.report(key, "not simulated under parameter_server (it belongs to the data-parallel step); remove it");
+    }
+  }
   if (st.ok({"data.storage_bandwidth_per_node"}) && sc.data.storage_bandwidth_per_node > 0) {
     st.report("data.storage_bandwidth_per_node", "the input pipeline is not simulated under parameter_server; "
                                                  "expected 0 (not modelled), got " + whole(sc.data.storage_bandwidth_per_node) + " B/s");

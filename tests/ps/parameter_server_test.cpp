@@ -197,6 +197,9 @@ TEST_CASE("parameter_server keys are validated like every key", "[ps][config]") 
         std::vector<std::string>{"data.storage_bandwidth_per_node: the input pipeline is not simulated under "
                                  "parameter_server; expected 0 (not modelled), got 1000000000 B/s"});
   CHECK(errors_of({"parameter_server.servers=0"}).size() == 1);
+  CHECK(errors_of({"run.detail=full"}) ==
+        std::vector<std::string>{"run.detail: not simulated under parameter_server (it belongs to the data-parallel "
+                                 "step); remove it"});
 }
 
 TEST_CASE("ironlaw run writes a parameter-server run: /summary, /run/ps_gradients, /run/ps_servers", "[ps][cli]") {
