@@ -48,6 +48,80 @@ StepRange parse_steps(const std::string& text) {
 /// Busy seconds per (row key, kind), summed over events.
 using Table = std::map<std::int64_t, std::array<double, kEventKindCount>>;
 
+/// `--by stall`: the data-stall records (sim/data/loader.hpp) summed by cause over the window,
+/// with the rank that stalled longest, and the host→device copies beside them (the GPU also
+/// waits for its batch's copy once the batch is ready; that wait is not counted as a stall).
+int stall_breakdown(const output::H5Reader& reader, std::int64_t window_start, std::int64_t window_end, bool csv) {
+  const auto names = reader.event_names();
+  struct Cause {
+    const char* record;
+    const char* label;
+  };
+  static constexpr std::array<Cause, 4> kCauses{{
+      {"data_stall/storage_read", "storage read"},
+      {"data_stall/decode", "decode/augment (CPU)"},
+      {"data_stall/no_worker", "no worker started it"},
+      {"data_stall", "unattributed (older file)"},
+  }};
+  std::array<double, kCauses.size()> total{};
+  std::map<std::int32_t, double> per_rank;
+  double h2d = 0;
+  std::map<std::int32_t, bool> data_ranks;
+  reader.for_each_event_batch([&](const std::vector<EventRecord>& batch) {
+    for (const auto& e : batch) {
+      if (e.end_ns <= window_start || e.start_ns >= window_end) continue;
+      const double d = static_cast<double>(std::min(e.end_ns, window_end) - std::max(e.start_ns, window_start)) * 1e-9;
+      const std::string& name = e.name < names.size() ? names[e.name] : std::string();
+      if (e.kind == EventKind::data && name == "h2d") {
+        h2d += d;
+        data_ranks[e.rank] = true;
+      }
+      if (e.kind != EventKind::stall) continue;
+      data_ranks[e.rank] = true;
+      for (std::size_t c = 0; c < kCauses.size(); ++c) {
+        if (name == kCauses[c].record) total[c] += d;
+      }
+      per_rank[e.rank] += d;
+    }
+  });
+  double all = 0;
+  for (double t : total) all += t;
+  const double ranks = static_cast<double>(std::max<std::size_t>(1, data_ranks.size()));
+  const double window_s = static_cast<double>(window_end - window_start) * 1e-9;
+  if (csv) {
+    std::printf("cause,stall_s,per_rank_s,share_of_stall,share_of_time\n");
+  } else {
+    std::printf("data stalls by cause, summed over %zu rank(s) that load data; window %.6f s\n", data_ranks.size(),
+                window_s);
+    std::printf("%-28s %14s %12s %10s %10s\n", "cause", "stall_s (all)", "per_rank_s", "of stall", "of time");
+  }
+  auto row = [&](const std::string& label, double t) {
+    const double pr = t / ranks;
+    const double of_stall = all > 0 ? t / all : 0;
+    const double of_time = window_s > 0 ? pr / window_s : 0;
+    if (csv) std::printf("%s,%.9g,%.9g,%.6f,%.6f\n", label.c_str(), t, pr, of_stall, of_time);
+    else std::printf("%-28s %14.6f %12.6f %9.1f%% %9.1f%%\n", label.c_str(), t, pr, 100 * of_stall, 100 * of_time);
+  };
+  for (std::size_t c = 0; c < kCauses.size(); ++c) {
+    if (total[c] > 0 || c < 3) row(kCauses[c].label, total[c]);
+  }
+  row("all data stalls", all);
+  if (csv) {
+    std::printf("h2d copy (not a stall),%.9g,%.9g,,%.6f\n", h2d, h2d / ranks, window_s > 0 ? h2d / ranks / window_s : 0);
+  } else {
+    std::printf("%-28s %14.6f %12.6f %10s %9.1f%%\n", "h2d copy (not in the stall)", h2d, h2d / ranks, "",
+                window_s > 0 ? 100 * h2d / ranks / window_s : 0);
+    if (!per_rank.empty()) {
+      const auto worst = std::max_element(per_rank.begin(), per_rank.end(),
+                                          [](const auto& a, const auto& b) { return a.second < b.second; });
+      std::printf("longest-stalled rank: %d (%.6f s)\n", worst->first, worst->second);
+    } else {
+      std::printf("no data stall was recorded in this window\n");
+    }
+  }
+  return kExitOk;
+}
+
 /// The analysis itself; cmd_analyze turns what a damaged file makes the reader throw into an
 /// input error.
 int analyze(const Args& args) {
@@ -56,14 +130,14 @@ int analyze(const Args& args) {
   opts.add_options()
       ("help,h", "show this help")
       ("file", po::value(&path), "HDF5 output of ironlaw run")
-      ("by", po::value(&by)->default_value(by), "kind | rank | step | link")
+      ("by", po::value(&by)->default_value(by), "kind | rank | step | link | stall (data stalls by cause)")
       ("steps", po::value(&steps_text), "only steps A..B-1 (A:B), or one step (A)")
       ("csv", "comma-separated output");
   po::variables_map vm;
   if (!parse_command_line(args, opts, "file", vm)) return kExitOk;
   if (path.empty()) throw InputError({}, "OUT.h5", "an HDF5 file written by `ironlaw run` is required");
-  if (by != "kind" && by != "rank" && by != "step" && by != "link") {
-    throw InputError({}, "--by", "expected kind, rank, step or link, got \"" + by + "\"");
+  if (by != "kind" && by != "rank" && by != "step" && by != "link" && by != "stall") {
+    throw InputError({}, "--by", "expected kind, rank, step, link or stall, got \"" + by + "\"");
   }
   const bool csv = vm.count("csv") > 0;
 
@@ -132,6 +206,7 @@ int analyze(const Args& args) {
   if (reader->event_count() == 0) {
     throw InputError({path, 0, 0}, "--by", "the file holds no /events (it was run with --trace none or step); rerun with --trace op");
   }
+  if (by == "stall") return stall_breakdown(*reader, window_start, window_end, csv);
   Table table;
   std::int64_t ranks_seen = 0;
   std::map<std::int32_t, bool> ranks;

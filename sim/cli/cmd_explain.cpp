@@ -12,6 +12,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/run_ps.hpp"
 #include "config/load.hpp"
 #include "core/error.hpp"
 #include "core/records.hpp"
@@ -208,6 +209,7 @@ int cmd_explain(const Args& args) {
   std::vector<double> published;
   for (const auto& s : scenarios) {
     training::refuse_unsimulated(s);
+    refuse_parameter_server(s, "explain");
     if (!(s.training.tokens > 0))
       throw InputError(s.where("training.tokens"), "training.tokens", "explain needs the run length in tokens");
   }

@@ -13,6 +13,7 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/machine_output.hpp"
+#include "cli/run_ps.hpp"
 #include "core/error.hpp"
 #include "config/failures.hpp"
 #include "config/load.hpp"
@@ -146,7 +147,11 @@ int cmd_run(const Args& args) {
   if (scenario.output.path.empty()) throw InputError(scenario.where("output.path"), "output.path", "no output path");
   // Layout problems, limits and unwritable outputs are input errors: found before any file is
   // created and before anything is built.
-  check_scenario_limits(scenario, run::resolve_layout(scenario), limits);
+  if (scenario.parameter_server.enabled) {
+    check_ps_limits(scenario, limits);
+  } else {
+    check_scenario_limits(scenario, run::resolve_layout(scenario), limits);
+  }
   training::refuse_unsimulated(scenario);
 
   const std::filesystem::path target(scenario.output.path);
@@ -162,6 +167,13 @@ int cmd_run(const Args& args) {
   }
   output::H5Writer writer(target);
   writer.write_scenario(scenario.resolved_yaml, scenario.seed, scenario.name);
+  if (scenario.parameter_server.enabled) {
+    const PsPrint print = vm.count("csv")     ? PsPrint::csv
+                          : vm.count("json")  ? PsPrint::json
+                          : vm.count("quiet") ? PsPrint::quiet
+                                              : PsPrint::text;
+    return run_parameter_server(scenario, writer, trace, print, target.string(), chrome_path);
+  }
   const run::SimulationResult result = run::simulate(scenario, writer, trace);
   if (result.out_of_memory) {
     std::cerr << "ironlaw run: " << scenario.name << ": out of memory: the layout needs "

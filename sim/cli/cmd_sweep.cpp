@@ -20,6 +20,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/run_ps.hpp"
 #include "cli/machine_output.hpp"
 #include "config/load.hpp"
 #include "core/error.hpp"
@@ -257,6 +258,7 @@ int cmd_sweep(const Args& args) {
     keys.push_back(key);
   }
   const config::Scenario base = config::load_scenario(scenario_path, sets);
+  refuse_parameter_server(base, "sweep");
   std::vector<Axis> axes;
   for (const auto& v : varies) axes.push_back(parse_vary(v, base));
 

@@ -114,6 +114,7 @@ void parse_node(Section s, NodeSpec& n) {
   parse_link(s.section("nic", Rule{.required = true}), n.nic);
   s.number("nvswitch_reduce_bandwidth", n.nvswitch_reduce_bandwidth, Dimension::bandwidth, kOptionalHardware);
   s.integer("cpu_cores", n.cpu_cores, kOptionalHardware);
+  s.number("host_memory_bandwidth", n.host_memory_bandwidth, Dimension::bandwidth, kOptionalHardware);
   s.finish();
 }
 
@@ -471,6 +472,16 @@ void parse_reliability(Section s, ReliabilitySpec& r) {
   s.finish();
 }
 
+void parse_parameter_server(Section s, ParameterServerSpec& ps) {
+  s.integer("servers", ps.servers, kPositive);
+  s.choice("placement", ps.placement, {"dedicated", "colocated"});
+  s.integer("server_nodes", ps.server_nodes, kPositive);
+  s.choice("mode", ps.mode, {"async", "sync"});
+  s.number("min_shard_bytes", ps.min_shard_bytes, Dimension::bytes, kPositive);
+  s.number("sparse_rows_per_batch", ps.sparse_rows_per_batch, Dimension::count, kNonNegative);
+  s.finish();
+}
+
 void parse_scenario(Section& root, Scenario& sc) {
   sc.name = stem(root.file());
   root.text("name", sc.name);
@@ -486,6 +497,8 @@ void parse_scenario(Section& root, Scenario& sc) {
   parse_training(root.section("training", Rule{.required = true}), sc.training);
   parse_data(root.section("data"), sc.data);
   parse_reliability(root.section("reliability"), sc.reliability);
+  sc.parameter_server.enabled = root.has("parameter_server");
+  parse_parameter_server(root.section("parameter_server"), sc.parameter_server);
   {
     Section run = root.section("run");
     run.integer("steps", sc.run.steps, kPositive);

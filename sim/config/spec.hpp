@@ -71,6 +71,9 @@ struct NodeSpec {
   /// Host CPU cores the node's input-pipeline workers share; 0 = not modelled (every loader
   /// worker decodes at the speed of one dedicated core).
   int cpu_cores = 0;
+  /// Achievable host (CPU) memory bandwidth of the node [B/s]: what a parameter server's
+  /// optimizer update streams at; 0 = not given (parameter_server needs it).
+  double host_memory_bandwidth = 0;
 };
 
 /// The network between nodes.
@@ -287,6 +290,24 @@ struct RunSpec {
   std::string collectives = "fluid";
 };
 
+/// Asynchronous (or synchronous) parameter-server training in the style of TensorFlow's
+/// ParameterServerStrategy (sim/run/parameter_server.hpp): servers hold the weights, sharded;
+/// every GPU outside the server nodes is one worker that pulls, computes and pushes.
+struct ParameterServerSpec {
+  bool enabled = false;                  ///< the scenario has a parameter_server section
+  int servers = 1;                       ///< server tasks (each a process on one node, one NIC)
+  std::string placement = "dedicated";   ///< dedicated | colocated
+  /// dedicated: the last server_nodes nodes of the cluster hold servers only (no workers).
+  int server_nodes = 1;
+  std::string mode = "async";            ///< async (no barrier) | sync (all gradients, then one update)
+  /// A variable is split into min(servers, ⌊bytes / min_shard_bytes⌋) shards (TensorFlow's
+  /// MinSizePartitioner; its default min_shard_bytes is 256 KiB) [B].
+  double min_shard_bytes = 256.0 * 1024;
+  /// Distinct embedding rows one worker's batch touches, over all embedding layers; 0 = every
+  /// lookup of the batch a distinct row (an upper bound), capped at the table's rows.
+  double sparse_rows_per_batch = 0;
+};
+
 struct OutputSpec {
   std::string path;            ///< resolved absolute or cwd-relative path; "" = no file
   std::string trace = "step";  ///< none | step | op | flow
@@ -304,6 +325,7 @@ struct Scenario {
   DataSpec data;
   ReliabilitySpec reliability;
   RunSpec run;
+  ParameterServerSpec parameter_server;
   OutputSpec output;
   /// The fully resolved scenario (includes inlined, overrides applied) as YAML text; stored
   /// in /scenario of the output so a run can be reproduced from its file alone.

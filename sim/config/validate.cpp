@@ -112,6 +112,11 @@ const std::vector<KeyBound>& key_bounds() {
       {"data.loader.slow_loader.decode_time.samples", 0, 3600, true, "at most 1 h to decode one sample"},
       {"data.loader.decode_time.cv", 0, 100, true, "coefficient of variation"},
       {"checkpoint.storage_bandwidth", 1e6, 1e20, true, "1 MB/s to 1e20 B/s, 0: not modelled"},
+      {"node.host_memory_bandwidth", 1e6, 1e20, false, "1 MB/s to 1e20 B/s"},
+      {"parameter_server.servers", 1, 65536, false, "parameter-server tasks"},
+      {"parameter_server.server_nodes", 1, 1'048'576, false, "nodes that hold servers"},
+      {"parameter_server.min_shard_bytes", 1, 1e12, false, "1 B to 1 TB per variable shard"},
+      {"parameter_server.sparse_rows_per_batch", 0, 1e12, true, "embedding rows one batch touches, 0: every lookup"},
       {"run.steps", 1, 1e6, false, "simulated steps (the command line may lower it further: --max-steps)"},
   };
   return table;
@@ -184,6 +189,77 @@ void validate_topology(const TopologySpec& t, LoadState& st, const std::string& 
               "must divide node.gpus (" + str(t.node.gpus) + "), got " + str(t.node.gpus_per_pcie_switch));
   }
 }
+
+namespace {
+
+/// parameter_server: where the servers go, what the workers are, and the keys of the
+/// data-parallel path it does not simulate (refused, never accepted and ignored).
+void validate_parameter_server(const Scenario& sc, LoadState& st) {
+  const ParameterServerSpec& ps = sc.parameter_server;
+  const ParallelSpec& p = sc.parallel;
+  const std::string mode_note = "parameter_server runs one single-GPU replica per worker";
+  for (const auto& [key, value] : {std::pair<const char*, int>{"parallel.tp", p.tp}, {"parallel.pp", p.pp},
+                                   {"parallel.cp", p.cp}, {"parallel.ep", p.ep}, {"parallel.zero", p.zero}}) {
+    const int expected = std::string(key) == "parallel.zero" ? 0 : 1;
+    if (st.ok({key}) && value != expected) {
+      st.report(key, mode_note + "; expected " + str(expected) + ", got " + str(value));
+    }
+  }
+  if (st.ok({"run.mode"}) && sc.run.mode != "steps") {
+    st.report("run.mode", "parameter_server simulates steps only; expected steps, got " + sc.run.mode);
+  }
+  // Keys of the data-parallel step that this mode has no use for: written, they are refused.
+  for (const char* key : {"parallel.order", "parallel.bucket_size", "parallel.pp_schedule", "parallel.virtual_stages",
+                          "parallel.sequence_parallel", "run.detail", "run.collectives", "training.batch_ramp"}) {
+    if (st.locations.count(key) > 0) {
+      st.report(key, "not simulated under parameter_server (it belongs to the data-parallel step); remove it");
+    }
+  }
+  if (st.ok({"data.storage_bandwidth_per_node"}) && sc.data.storage_bandwidth_per_node > 0) {
+    st.report("data.storage_bandwidth_per_node", "the input pipeline is not simulated under parameter_server; "
+                                                 "expected 0 (not modelled), got " + whole(sc.data.storage_bandwidth_per_node) + " B/s");
+  }
+  if (!st.ok({"parameter_server.servers", "parameter_server.server_nodes", "parameter_server.placement",
+              "cluster.nodes", "cluster.topology.node.gpus", "cluster.topology.node.nics"})) {
+    return;
+  }
+  if (ps.placement == "dedicated" && ps.server_nodes >= sc.nodes) {
+    st.report("parameter_server.server_nodes", "dedicated server nodes must leave at least one worker node of the " +
+                                                   str(sc.nodes) + ", got " + str(ps.server_nodes));
+    return;
+  }
+  const int host_nodes = ps.placement == "dedicated" ? ps.server_nodes : sc.nodes;
+  if (static_cast<long long>(host_nodes) * sc.topology.node.nics < ps.servers) {
+    st.report("parameter_server.servers", "at most one server per NIC: " + str(host_nodes) + " node(s) x " +
+                                              str(sc.topology.node.nics) + " NICs hold " +
+                                              std::to_string(static_cast<long long>(host_nodes) * sc.topology.node.nics) +
+                                              " servers, got " + str(ps.servers));
+  }
+  if (st.ok({"cluster.topology.node.host_memory_bandwidth"}) && !(sc.topology.node.host_memory_bandwidth > 0)) {
+    st.report("cluster.topology.node.host_memory_bandwidth",
+              "parameter_server applies updates at the server node's host memory bandwidth; the topology must give "
+              "node.host_memory_bandwidth");
+  }
+  const long long worker_nodes = ps.placement == "dedicated" ? sc.nodes - ps.server_nodes : sc.nodes;
+  const long long workers = worker_nodes * sc.topology.node.gpus;
+  const TrainingSpec& t = sc.training;
+  if (st.ok({"training.global_batch_tokens", "training.sequence_length", "parallel.microbatch_size"}) &&
+      divides(t.sequence_length, t.global_batch_tokens)) {
+    const double sequences = t.global_batch_tokens / t.sequence_length;
+    const double per_step = static_cast<double>(workers) * p.microbatch_size;
+    if (!divides(per_step, sequences)) {
+      st.report("training.global_batch_tokens",
+                whole(t.global_batch_tokens) + " tokens = " + whole(sequences) + " sequences, not a multiple of "
+                    "workers*microbatch_size = " + std::to_string(workers) + "*" + str(p.microbatch_size) + " = " +
+                    whole(per_step) + " (parameter_server: one worker per GPU outside the server nodes)");
+    } else if (sequences / per_step > kMaxMicrobatches) {
+      st.report("training.global_batch_tokens", whole(sequences / per_step) + " microbatches per worker step; at most " +
+                                                    whole(kMaxMicrobatches) + " are simulated");
+    }
+  }
+}
+
+}  // namespace
 
 void validate_scenario(Scenario& sc, LoadState& st) {
   if (st.ok({"name"}) && (sc.name.empty() || sc.name.find('/') != std::string::npos)) {
@@ -262,7 +338,7 @@ void validate_scenario(Scenario& sc, LoadState& st) {
     if (!divides(t.sequence_length, batch)) {
       st.report("training.global_batch_tokens",
                 "must be a multiple of training.sequence_length (" + str(t.sequence_length) + "), got " + whole(batch));
-    } else if (dp_known && st.ok({"parallel.microbatch_size"})) {
+    } else if (dp_known && !sc.parameter_server.enabled && st.ok({"parallel.microbatch_size"})) {
       const double sequences = batch / t.sequence_length;
       const double per_step = static_cast<double>(p.dp) * p.microbatch_size;
       if (!divides(per_step, sequences)) {
@@ -304,6 +380,7 @@ void validate_scenario(Scenario& sc, LoadState& st) {
                                                 "; 1 for images and vectors), got " + str(t.sequence_length));
     }
   }
+  if (sc.parameter_server.enabled) validate_parameter_server(sc, st);
   const SlowLoaderSpec& slow = sc.data.slow_loader;
   if (slow.gpu >= 0 && st.ok({"data.loader.slow_loader.gpu", "cluster.nodes", "cluster.topology.node.gpus"})) {
     if (slow.gpu >= sc.gpus()) {

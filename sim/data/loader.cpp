@@ -136,6 +136,8 @@ DataPipeline::DataPipeline(engine::Simulator& sim, engine::FlowNetwork& net, con
   gpus_.resize(gpu_count);
   for (std::size_t gi = 0; gi < gpu_count; ++gi) {
     Gpu& g = gpus_[gi];
+    // Batches in flight: next_hand … next_load − 1, at most prefetch + workers of them.
+    g.phases.resize(static_cast<std::size_t>(prefetch_) + workers_per_gpu_ + 1);
     g.role = resources.roles.empty() ? GpuRole::inputs : resources.roles[gi];
     switch (g.role) {
       case GpuRole::inputs:
@@ -183,7 +185,9 @@ void DataPipeline::set_sink(RecordSink* sink) {
   sink_ = sink;
   if (sink_ == nullptr) return;
   sink_resource_ = sink_->intern_resource("data");
-  sink_stall_name_ = sink_->intern_name("data_stall");
+  sink_stall_no_worker_ = sink_->intern_name("data_stall/no_worker");
+  sink_stall_read_ = sink_->intern_name("data_stall/storage_read");
+  sink_stall_decode_ = sink_->intern_name("data_stall/decode");
   sink_h2d_name_ = sink_->intern_name("h2d");
 }
 
@@ -243,6 +247,7 @@ void DataPipeline::begin_load(std::uint32_t worker) {
   const std::size_t gpu = worker / workers_per_gpu_;
   w.batch = gpus_[gpu].next_load++;
   w.state = WorkerState::reading;
+  phases_of(gpus_[gpu], w.batch) = Phases{sim_.now(), Time::max(), Time::max()};
   const auto node = gpu / static_cast<std::size_t>(gpus_per_node_);
   const std::array<engine::LinkId, 2> links{storage_links_[node], shared_fs_};
   const std::span<const engine::LinkId> path(links.data(), has_shared_fs_ ? 2 : 1);
@@ -254,6 +259,7 @@ void DataPipeline::on_read_done(std::uint32_t worker) {
   w.flow = 0;
   w.state = WorkerState::decoding;
   const std::size_t gpu = worker / workers_per_gpu_;
+  phases_of(gpus_[gpu], w.batch).decode_start = sim_.now();
   const Distribution* dist = gpus_[gpu].decode;
   const Time decode = dist != nullptr ? dist->draw_sum(w.rng, sequences_) : Time::zero();
   if (cpu_links_.empty()) {
@@ -274,6 +280,7 @@ void DataPipeline::on_decoded(std::uint32_t worker) {
   w.flow = 0;
   const std::size_t gpu = worker / workers_per_gpu_;
   Gpu& g = gpus_[gpu];
+  phases_of(g, w.batch).decoded = sim_.now();
   if (w.batch >= g.next_hand + static_cast<std::int64_t>(prefetch_)) {
     w.state = WorkerState::blocked;  // its slot still holds batch − prefetch: wait for the pop
     w.blocked_since = sim_.now();
@@ -316,10 +323,7 @@ void DataPipeline::serve(std::size_t gpu) {
         g.stats.stall += stall;
         ++g.stats.stalls;
         if (stall > g.stats.max_stall) g.stats.max_stall = stall;
-        if (sink_ != nullptr) {
-          sink_->on_event(EventRecord{static_cast<std::int32_t>(gpu), sink_resource_, EventKind::stall,
-                                      sink_stall_name_, g.stall_since.count_ns(), now.count_ns(), 0, 0});
-        }
+        if (sink_ != nullptr) record_stall(gpu, g.next_hand, g.stall_since, now);
       }
     }
     ready_flags_[slot] = 0;
@@ -341,6 +345,28 @@ void DataPipeline::serve(std::size_t gpu) {
     }
     if (!copying(g)) start_copy(gpu);
   }
+}
+
+void DataPipeline::record_stall(std::size_t gpu, std::int64_t batch, Time since, Time now) {
+  const Phases p = phases_of(gpus_[gpu], batch);
+  // The awaited batch went through: not started → read → decode → ready (= now). Each part of
+  // [since, now) is charged to the phase the batch was in; a phase that had not begun by now
+  // contributes nothing, so the parts cover the stall exactly.
+  const Time read = std::min(p.read_start, now);
+  const Time decode = std::min(std::max(p.decode_start, read), now);
+  const Time done = std::min(std::max(p.decoded, decode), now);
+  auto part = [&](Time a, Time b, std::uint32_t name) {
+    a = std::max(a, since);
+    b = std::min(b, now);
+    if (b > a) {
+      sink_->on_event(EventRecord{static_cast<std::int32_t>(gpu), sink_resource_, EventKind::stall, name,
+                                  a.count_ns(), b.count_ns(), 0, 0});
+    }
+  };
+  part(since, read, sink_stall_no_worker_);
+  part(read, decode, sink_stall_read_);
+  part(decode, done, sink_stall_decode_);
+  part(done, now, sink_stall_no_worker_);
 }
 
 void DataPipeline::start_copy(std::size_t gpu) {

@@ -162,9 +162,14 @@ class DataPipeline {
   /// The storage link of `node` (only when enabled). O(1).
   engine::LinkId storage_link(int node) const { return storage_links_.at(static_cast<std::size_t>(node)); }
 
-  /// Optional record sink: each finished stall emits an EventKind::stall record
-  /// (name "data_stall") and each host→device copy an EventKind::data record (name "h2d"),
-  /// on resource "data", rank = global GPU index. nullptr (the default) records nothing.
+  /// Optional record sink: each finished stall emits EventKind::stall records split by what
+  /// the awaited batch was doing during the stall, which together cover the stall exactly:
+  /// "data_stall/no_worker" (no worker had started it yet: all were busy with earlier
+  /// batches, or, with workers_per_gpu 0, the load starts only now), "data_stall/storage_read"
+  /// (its storage read in progress), "data_stall/decode" (its decode/augment on the CPU in
+  /// progress, including time lost to other workers on shared cores); each host→device copy
+  /// an EventKind::data record (name "h2d"), on resource "data", rank = global GPU index.
+  /// nullptr (the default) records nothing.
   void set_sink(RecordSink* sink);
 
   /// Starts every worker loading at now() (warm-up before the first step, like a DataLoader
@@ -198,8 +203,16 @@ class DataPipeline {
     WorkerState state = WorkerState::idle;
   };
 
+  /// When a batch's load phases began (Time::max() = not yet): for the stall's causes.
+  struct Phases {
+    Time read_start = Time::max();
+    Time decode_start = Time::max();
+    Time decoded = Time::max();
+  };
+
   struct Gpu {
     std::vector<Callback> requests;  // FIFO; the first `popped` have their batch
+    std::vector<Phases> phases;      // batch % phases.size(); covers every batch in flight
     std::int64_t next_load = 0;      // next batch index a worker takes
     std::int64_t next_hand = 0;      // next batch index handed out
     engine::EventId copy_event = engine::kNoEvent;
@@ -226,6 +239,11 @@ class DataPipeline {
   void after_admit(std::uint32_t worker);
   void serve(std::size_t gpu);
   void start_copy(std::size_t gpu);
+  /// Emits the records of `gpu`'s stall [since, now) on batch `batch`, split by cause.
+  void record_stall(std::size_t gpu, std::int64_t batch, Time since, Time now);
+  Phases& phases_of(Gpu& g, std::int64_t batch) {
+    return g.phases[static_cast<std::size_t>(batch) % g.phases.size()];
+  }
   void on_copied(std::size_t gpu);
   bool copying(const Gpu& g) const { return g.copy_event != engine::kNoEvent || g.copy_flow != 0; }
 
@@ -253,7 +271,9 @@ class DataPipeline {
   std::vector<std::uint8_t> ready_flags_; // gpu·prefetch_ + batch % prefetch_
   RecordSink* sink_ = nullptr;
   std::uint32_t sink_resource_ = 0;
-  std::uint32_t sink_stall_name_ = 0;
+  std::uint32_t sink_stall_no_worker_ = 0;
+  std::uint32_t sink_stall_read_ = 0;
+  std::uint32_t sink_stall_decode_ = 0;
   std::uint32_t sink_h2d_name_ = 0;
 };
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "workload/layer_list.hpp"
 #include "workload/model_cost.hpp"
 
 namespace ironlaw::run {
@@ -57,7 +58,12 @@ ResourceEstimate estimate_resources(const config::Scenario& s, const Layout& l) 
 
   const auto peak = s.topology.device.peak_flops.find(s.training.precision);
   if (peak != s.topology.device.peak_flops.end() && peak->second > 0 && s.topology.device.max_gemm_fraction > 0) {
-    const double per_token = workload::flops_per_token(s.model, s.training.sequence_length).six_n_active;
+    // A layer-list model has no transformer shape: its training FLOPs per sample, per token.
+    const double per_token =
+        s.model.layer_list
+            ? workload::layer_model_cost(*s.model.layer_list, 1, s.training.precision).model_flops_per_sample() /
+                  s.training.sequence_length
+            : workload::flops_per_token(s.model, s.training.sequence_length).six_n_active;
     const double rate = peak->second * s.topology.device.max_gemm_fraction;
     e.min_simulated_s = per_token * l.tokens_per_step / gpus / rate * s.run.steps;
     e.time_driver = "cluster.topology.device.peak_flops." + s.training.precision +

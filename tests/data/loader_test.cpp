@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
+#include <tuple>
 #include <vector>
 
 #include "core/records.hpp"
@@ -355,16 +356,20 @@ TEST_CASE("stalls and host-to-device copies are emitted as records", "[data]") {
   sim.run_until(Time::ms(20));
   // Two GPUs share the link: each batch of GPU 1 is read at 5e9 B/s while GPU 0's worker
   // reads too (0.8 ms) until GPU 0's queue fills; stall records must add up to the stats.
+  // A stall is split into records by cause that meet end to end: an episode starts where
+  // the previous record did not end.
   std::int64_t stall_ns = 0;
   int stalls = 0;
   int copies = 0;
+  std::int64_t last_stall_end = -1;
   for (const auto& e : sink.events) {
     CHECK(e.rank == 1);
     CHECK(sink.resources[e.resource] == "data");
     if (e.kind == ironlaw::EventKind::stall) {
-      CHECK(sink.names[e.name] == "data_stall");
+      CHECK(sink.names[e.name].rfind("data_stall/", 0) == 0);
       stall_ns += e.end_ns - e.start_ns;
-      ++stalls;
+      if (e.start_ns != last_stall_end) ++stalls;
+      last_stall_end = e.end_ns;
     } else {
       CHECK(e.kind == ironlaw::EventKind::data);
       CHECK(sink.names[e.name] == "h2d");
@@ -379,6 +384,42 @@ TEST_CASE("stalls and host-to-device copies are emitted as records", "[data]") {
   CHECK(stall_ns == gpu.cumulative_stall.back());
   // First batch: read 0.8 ms (shared with GPU 0's worker) + 4 ms decode.
   CHECK(gpu.stall_of(0) == 4'800 * kUs);
+  // ... and its records say so: the first stall [0, 4.8 ms) is 0.8 ms of storage read, then
+  // 4 ms of decode.
+  std::vector<std::pair<std::string, std::int64_t>> first_stall;
+  for (const auto& e : sink.events) {
+    if (e.kind == ironlaw::EventKind::stall && e.end_ns <= 4'800 * kUs) {
+      first_stall.emplace_back(sink.names[e.name], e.end_ns - e.start_ns);
+    }
+  }
+  CHECK(first_stall == std::vector<std::pair<std::string, std::int64_t>>{{"data_stall/storage_read", 800 * kUs},
+                                                                         {"data_stall/decode", 4'000 * kUs}});
+}
+
+TEST_CASE("a stall is charged to what its batch was doing: storage read, then decode", "[data]") {
+  // One worker, prefetch 1 (reference_data: a batch reads 4e6 B at 1e10 B/s = 0.4 ms, then
+  // decodes 4 x 1 ms). b0 loads 0 → 4.4 ms and enters the queue; b1 loads 4.4 → 8.8 ms and is
+  // held (queue full). At 10 ms the GPU asks for three batches: b0 is popped, which admits b1
+  // and starts b2 (read 10 → 10.4 ms, decode 10.4 → 14.4 ms); b1 is popped; the third request
+  // waits 10 → 14.4 ms: 0.4 ms of storage read, then 4 ms of decode, nothing else.
+  Simulator sim;
+  FlowNetwork net(sim);
+  MemorySink sink;
+  DataPipeline pipe(sim, net, reference_data(1, 1), reference_device(), 1, 1, kSequences, 1);
+  pipe.set_sink(&sink);
+  pipe.start();
+  sim.schedule_at(Time::ms(10), [&] {
+    for (int i = 0; i < 3; ++i) pipe.request(0, [] {});
+  });
+  sim.run_until(Time::ms(30));
+  std::vector<std::tuple<std::string, std::int64_t, std::int64_t>> stalls;
+  for (const auto& e : sink.events) {
+    if (e.kind == ironlaw::EventKind::stall) stalls.emplace_back(sink.names[e.name], e.start_ns, e.end_ns);
+  }
+  using Row = std::tuple<std::string, std::int64_t, std::int64_t>;
+  CHECK(stalls == std::vector<Row>{Row{"data_stall/storage_read", 10 * kMs, 10'400 * kUs},
+                                   Row{"data_stall/decode", 10'400 * kUs, 14'400 * kUs}});
+  CHECK(pipe.stats(0).stall == Time::us(4'400));
 }
 
 TEST_CASE("several outstanding requests of one GPU are served in order, copies one at a time", "[data]") {

@@ -31,6 +31,7 @@
 #include "config/load.hpp"
 #include "core/records.hpp"
 #include "report/metrics.hpp"
+#include "run/parameter_server.hpp"
 #include "run/simulation.hpp"
 
 using namespace ironlaw;
@@ -98,6 +99,22 @@ std::string golden_summary(const std::string& relative) {
     return out + layout + "not simulated by this test: " + skip->second + "\n";
   }
   NullSink sink;
+  if (s.parameter_server.enabled) {
+    // A parameter-server scenario runs its own mode (sim/run/parameter_server.hpp).
+    const auto ps = run::simulate_parameter_server(s, sink, run::TraceLevel::none);
+    char head[200];
+    std::snprintf(head, sizeof head, "parameter_server: %s, %zu workers, %zu servers, %zu shards\n",
+                  s.parameter_server.mode.c_str(), ps.plan.worker_gpus.size(), ps.plan.servers.size(),
+                  ps.plan.shards.size());
+    out += head;
+    out += line("worker_compute_ns", "%.0f", static_cast<double>(ps.worker_compute.count_ns()));
+    out += line("makespan_ns", "%.0f", static_cast<double>(ps.makespan.count_ns()));
+    out += line("events", "%.0f", static_cast<double>(ps.events_executed));
+    out += line("flows", "%.0f", static_cast<double>(ps.flows_started));
+    out += line("server_nic_out_utilisation", "%.6f", ps.server_nic_out_utilisation);
+    out += line("staleness_max", "%.0f", ps.staleness_max);
+    return out;
+  }
   run::SimulationResult r;
   try {
     r = run::simulate(s, sink, run::TraceLevel::none);

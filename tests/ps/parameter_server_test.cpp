@@ -1,0 +1,258 @@
+// The parameter-server run mode (sim/run/parameter_server.hpp) against hand derivations.
+//
+// The world of most cases: the MNIST MLP, 101,770 float32 parameters, so one pull or push moves
+// S = 407,080 B; one server on node 1 (NIC 0), N workers on node 0 (node.gpus = node.nics = N),
+// both nodes under one leaf of the DGX H100 leaf/spine topology: NIC 47 GB/s, PCIe 51 GB/s,
+// host memory 240 GB/s. A server → worker path is NIC→leaf (0.5 us + 300 ns switch), leaf→NIC
+// (0.5 us), NIC→PCIe switch (250 ns), PCIe switch→GPU (250 ns): 1.8 us of latency; the push
+// path is the same links the other way, 1.8 us.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "config/load.hpp"
+#include "core/error.hpp"
+#include "output/h5_reader.hpp"
+#include "run/parameter_server.hpp"
+
+using namespace ironlaw;
+
+namespace {
+
+const std::string kScenario = IRONLAW_SOURCE_DIR "/tests/ps/data/mnist-ps.yaml";
+constexpr double kS = 101770.0 * 4;       // bytes of one pull or push
+constexpr double kNic = 47e9;             // B/s
+constexpr std::int64_t kLatencyNs = 1800; // one path's latencies
+constexpr double kHostBw = 240e9;         // B/s
+
+config::Scenario world(int workers, const std::vector<std::string>& more = {}) {
+  std::vector<std::string> sets{"cluster.topology.node.gpus=" + std::to_string(workers),
+                                "cluster.topology.node.nics=" + std::to_string(workers),
+                                "training.global_batch_tokens=" + std::to_string(64 * workers)};
+  sets.insert(sets.end(), more.begin(), more.end());
+  return config::load_scenario(kScenario, sets);
+}
+
+std::int64_t ceil_ns(double seconds) { return static_cast<std::int64_t>(std::ceil(seconds * 1e9 - 1e-6)); }
+
+std::vector<std::string> errors_of(const std::vector<std::string>& sets) {
+  try {
+    config::load_scenario(kScenario, sets);
+  } catch (const InputError& e) {
+    std::vector<std::string> out;
+    for (const auto& d : e.diagnostics()) out.push_back(d.key + ": " + d.message);
+    return out;
+  }
+  return {"(no error)"};
+}
+
+}  // namespace
+
+TEST_CASE("a single worker's gradients are never stale", "[ps]") {
+  const auto sc = world(1);
+  NullSink sink;
+  // Through the whole path: the worker's compute from the one-GPU step of the cost model.
+  const auto r = run::simulate_parameter_server(sc, sink, run::TraceLevel::none);
+  REQUIRE(r.plan.worker_gpus.size() == 1);
+  CHECK(r.worker_compute > Time::zero());
+  REQUIRE(r.gradients.size() == 10);  // 10 iterations x 1 server
+  for (const auto& g : r.gradients) CHECK(g.staleness == 0);
+  CHECK(r.staleness_max == 0);
+  CHECK(r.staleness_mean == 0);
+}
+
+TEST_CASE("N equal asynchronous workers apply gradients N-1 updates stale", "[ps]") {
+  // Hand derivation: with one server applying in arrival order and equal workers, the order of
+  // updates is round-robin; between a worker's pull (right after its own update) and its next
+  // update every one of the other N-1 workers' updates lands exactly once. The first round
+  // (left out of the statistics) is 0, 1, ..., N-1 in start order.
+  for (const int n : {2, 4, 8}) {
+    INFO("workers " << n);
+    const auto sc = world(n);
+    const std::vector<Time> compute(static_cast<std::size_t>(n), Time::ms(1));
+    NullSink sink;
+    const auto r = run::simulate_parameter_server(sc, compute, sink, run::TraceLevel::none);
+    CHECK(r.staleness_mean == n - 1);
+    CHECK(r.staleness_p50 == n - 1);
+    CHECK(r.staleness_p99 == n - 1);
+    CHECK(r.staleness_max == n - 1);
+    CHECK(r.staleness_samples == static_cast<std::size_t>(n * 9));
+    std::vector<std::int64_t> first;
+    for (const auto& g : r.gradients) {
+      if (g.iteration == 0) first.push_back(g.staleness);
+    }
+    std::sort(first.begin(), first.end());
+    std::vector<std::int64_t> expected(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) expected[static_cast<std::size_t>(i)] = i;
+    CHECK(first == expected);
+  }
+}
+
+TEST_CASE("the server NIC carries every pull and saturates at bytes over bandwidth", "[ps]") {
+  const int n = 4;
+  const auto sc = world(n);
+  const Time compute = Time::ms(1);
+  const std::vector<Time> computes(n, compute);
+  NullSink sink;
+  const auto r = run::simulate_parameter_server(sc, computes, sink, run::TraceLevel::none);
+  // Every worker pulls S from the one server 10 times: 4 x 10 x 407,080 B out of its NIC, and as
+  // much pushed into it.
+  CHECK(r.server_nic_out_bytes == Approx(n * 10 * kS));
+  CHECK(r.server_nic_in_bytes == Approx(n * 10 * kS));
+  CHECK(r.server_nic_out_utilisation == Approx(n * 10 * kS / (kNic * r.makespan.seconds())));
+  // First round: the four pulls share the server's NIC (the narrowest shared link): they all end
+  // after 4·S/B plus the path's latency; then 1 ms of compute; then the four pushes share the
+  // NIC the other way, 4·S/B + 1.8 us again.
+  const std::int64_t phase = ceil_ns(n * kS / kNic) + kLatencyNs;
+  for (const auto& g : r.gradients) {
+    if (g.iteration != 0) continue;
+    CHECK(g.pull_start == Time::zero());
+    CHECK(std::llabs(g.push_done.count_ns() - (2 * phase + compute.count_ns())) <= 2);
+  }
+}
+
+TEST_CASE("a synchronous step is the slowest worker's compute plus the transfers and the update", "[ps]") {
+  const int n = 4;
+  const auto sc = world(n, {"parameter_server.mode=sync", "run.steps=3"});
+  // Worker 0 is the straggler: 5 ms against 1 ms.
+  const std::vector<Time> compute{Time::ms(5), Time::ms(1), Time::ms(1), Time::ms(1)};
+  NullSink sink;
+  const auto r = run::simulate_parameter_server(sc, compute, sink, run::TraceLevel::none);
+  // By hand, per step: 4 pulls sharing the server NIC, 4·S/B + 1.8 us; the straggler's 5 ms; its
+  // push alone on the path (47 GB/s NIC the narrowest), S/B + 1.8 us (the other three pushed and
+  // were accumulated long before); its accumulation (12 B/param) and the one SGD update
+  // (12 B/param) at 240 GB/s.
+  const std::int64_t pulls = ceil_ns(n * kS / kNic) + kLatencyNs;
+  const std::int64_t push = ceil_ns(kS / kNic) + kLatencyNs;
+  const std::int64_t accumulate = ceil_ns(101770.0 * 12 / kHostBw);
+  const std::int64_t update = ceil_ns(101770.0 * 12 / kHostBw);
+  const std::int64_t step = pulls + Time::ms(5).count_ns() + push + accumulate + update;
+  REQUIRE(r.steps_records.size() == 3);
+  for (const auto& s : r.steps_records) {
+    INFO("step " << s.step);
+    CHECK(std::llabs((s.end_ns - s.start_ns) - step) <= 3);
+  }
+  CHECK(std::llabs(r.makespan.count_ns() - 3 * step) <= 9);
+  CHECK(r.staleness_max == 0);  // every worker pulls the weights of the last update
+}
+
+TEST_CASE("a sparse model pulls and pushes only the embedding rows its batch touches", "[ps]") {
+  // DLRM-style card: 6,432,181 x 16 table, dense MLP 416-512-256-1 = 345,089 parameters. A worker
+  // batch of 64 samples x 26 lookups touches at most 1,664 rows: 16 float32 values + an 8-byte id
+  // each, beside the dense parameters whole.
+  const auto sc = config::load_scenario(IRONLAW_SOURCE_DIR "/scenarios/ps/dlrm-ps-async.yaml",
+                                        {"parameter_server.servers=1", "parallel.microbatch_size=64",
+                                         "training.global_batch_tokens=" + std::to_string(32 * 64 * 26)});
+  const auto plan = run::plan_parameter_servers(sc);
+  REQUIRE(plan.servers.size() == 1);
+  CHECK(plan.params == 103259985.0);
+  CHECK(plan.servers[0].dense_params == 345089.0);
+  CHECK(plan.servers[0].touched_rows == 64.0 * 26);
+  CHECK(plan.servers[0].pull_bytes == 345089.0 * 4 + 64.0 * 26 * (16 * 4 + 8));
+  // An explicit figure replaces the upper bound.
+  const auto measured = config::load_scenario(
+      IRONLAW_SOURCE_DIR "/scenarios/ps/dlrm-ps-async.yaml",
+      {"parameter_server.servers=1", "parameter_server.sparse_rows_per_batch=1000"});
+  CHECK(run::plan_parameter_servers(measured).servers[0].touched_rows == 1000.0);
+}
+
+TEST_CASE("variables are sharded by size over the servers, round-robin", "[ps]") {
+  // MinSizePartitioner with 256 KiB shards: dense1 (100,480 params = 401,920 B) is cut into
+  // min(servers, 401,920 / 262,144 = 1) = 1 shard; with min_shard_bytes 100,000 into
+  // min(2, 4) = 2; dense2 (1,290 params) stays whole and goes to the next server.
+  const auto one = run::plan_parameter_servers(world(2, {"parameter_server.servers=2"}));
+  REQUIRE(one.shards.size() == 2);
+  CHECK(one.shards[0].server == 0);
+  CHECK(one.shards[1].server == 1);
+  const auto split =
+      run::plan_parameter_servers(world(2, {"parameter_server.servers=2", "parameter_server.min_shard_bytes=100000"}));
+  REQUIRE(split.shards.size() == 3);
+  CHECK(split.shards[0].params == 100480.0 / 2);
+  CHECK(split.servers[0].dense_params == 100480.0 / 2 + 1290);
+  CHECK(split.servers[1].dense_params == 100480.0 / 2);
+}
+
+TEST_CASE("parameter_server keys are validated like every key", "[ps][config]") {
+  CHECK(errors_of({"parameter_server.mode=lazy"}).size() == 1);
+  const auto unknown = errors_of({"parameter_server.sever_nodes=1"});
+  REQUIRE(unknown.size() == 1);
+  CHECK(unknown[0].find("server_nodes") != std::string::npos);  // did you mean
+  CHECK(errors_of({"parameter_server.server_nodes=2"}) ==
+        std::vector<std::string>{"parameter_server.server_nodes: dedicated server nodes must leave at least one "
+                                 "worker node of the 2, got 2"});
+  CHECK(errors_of({"parameter_server.servers=9"}) ==
+        std::vector<std::string>{"parameter_server.servers: at most one server per NIC: 1 node(s) x 8 NICs hold 8 "
+                                 "servers, got 9"});
+  CHECK(errors_of({"parallel.tp=2"}).size() >= 1);
+  CHECK(errors_of({"data.storage_bandwidth_per_node=1 GB/s"}) ==
+        std::vector<std::string>{"data.storage_bandwidth_per_node: the input pipeline is not simulated under "
+                                 "parameter_server; expected 0 (not modelled), got 1000000000 B/s"});
+  CHECK(errors_of({"parameter_server.servers=0"}).size() == 1);
+  CHECK(errors_of({"run.detail=full"}) ==
+        std::vector<std::string>{"run.detail: not simulated under parameter_server (it belongs to the data-parallel "
+                                 "step); remove it"});
+}
+
+TEST_CASE("ironlaw run writes a parameter-server run: /summary, /run/ps_gradients, /run/ps_servers", "[ps][cli]") {
+  // 4 workers x 3 iterations x 1 server = 12 updates; staleness of the first round 0..3, then 3.
+  const std::string out = (std::filesystem::temp_directory_path() / "ironlaw_ps_cli_test.h5").string();
+  const std::string cmd = std::string(IRONLAW_BINARY) + " run " + kScenario +
+                          " --set cluster.topology.node.gpus=4 --set cluster.topology.node.nics=4"
+                          " --set training.global_batch_tokens=256 --set run.steps=3 --trace flow --quiet -o " + out;
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  const output::H5Reader reader(out);
+  std::map<std::string, double> summary;
+  for (const auto& [name, value] : reader.summary()) summary[name] = value;
+  CHECK(summary.at("ps_workers") == 4);
+  CHECK(summary.at("ps_servers") == 1);
+  CHECK(summary.at("ps_staleness_max") == 3);
+  CHECK(summary.at("ps_staleness_mean") == 3);
+  CHECK(summary.count("mfu") == 1);
+  CHECK(reader.run_mode() == "steps");
+  const auto gradients = reader.read_table("ps_gradients");
+  REQUIRE(gradients.at(3).name == "staleness");
+  const auto& stale = std::get<std::vector<std::int64_t>>(gradients.at(3).values);
+  CHECK(stale.size() == 12);
+  const auto servers = reader.read_table("ps_servers");
+  CHECK(std::get<std::vector<double>>(servers.at(5).values).at(0) == kS);  // pull_bytes
+  CHECK(reader.steps().size() == 3);
+  std::filesystem::remove(out);
+  // A sweep does not simulate this mode: refused, exit 2.
+  const std::string sweep = std::string(IRONLAW_BINARY) + " sweep " + kScenario +
+                            " --vary parameter_server.servers=1,2 > /dev/null 2>&1";
+  const int rc = std::system(sweep.c_str());
+  CHECK(WEXITSTATUS(rc) == 2);
+}
+
+TEST_CASE("a colocated server reaches its own node's workers over PCIe, the others over its NIC", "[ps]") {
+  // Two nodes of 2 GPUs, one server colocated on node 0 (NIC 0). Workers 0 and 1 share its node:
+  // their pulls and pushes cross only their own PCIe link (51 GB/s, 250 ns), alone on it. Workers
+  // 2 and 3 share the server's NIC (47 GB/s): 2·S/B + 1.8 us each way.
+  const auto sc = world(2, {"cluster.nodes=2", "parameter_server.placement=colocated",
+                            "training.global_batch_tokens=256"});
+  const auto plan = run::plan_parameter_servers(sc);
+  REQUIRE(plan.worker_gpus.size() == 4);
+  CHECK(plan.servers[0].node == 0);
+  const Time compute = Time::ms(1);
+  NullSink sink;
+  const auto r = run::simulate_parameter_server(sc, std::vector<Time>(4, compute), sink, run::TraceLevel::none);
+  const std::int64_t local = ceil_ns(kS / 51e9) + 250;
+  const std::int64_t remote = ceil_ns(2 * kS / kNic) + kLatencyNs;
+  for (const auto& g : r.gradients) {
+    if (g.iteration != 0) continue;
+    INFO("worker " << g.worker);
+    const std::int64_t phase = g.worker < 2 ? local : remote;
+    CHECK(std::llabs(g.push_done.count_ns() - (2 * phase + compute.count_ns())) <= 2);
+  }
+  // Only the two remote workers' traffic crosses the server's NIC: 2 x 10 pulls of S.
+  CHECK(r.server_nic_out_bytes == Approx(2 * 10 * kS));
+}
