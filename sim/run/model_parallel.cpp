@@ -18,7 +18,7 @@ TensorParallel::TensorParallel(StepBuilder& b)
 
 void TensorParallel::add_group(int first) { streams_.emplace(first, b_.add_stream("tp" + std::to_string(first))); }
 
-TaskId TensorParallel::all_reduce(const std::vector<int>& group, const std::vector<TaskId>& inputs) {
+TaskId TensorParallel::all_reduce(const std::vector<int>& group, const std::vector<TaskId>& inputs, bool fp8_gather) {
   std::vector<int> global;
   for (int l : group) global.push_back(b_.ranks()[static_cast<std::size_t>(l)]);
   const StreamId stream = streams_.at(global.front());
@@ -33,7 +33,9 @@ TaskId TensorParallel::all_reduce(const std::vector<int>& group, const std::vect
   // (the ops between them already run on 1/tp of the tokens: model_ops).
   const TaskId rs = b_.collective(CollectiveOp::reduce_scatter, global, bytes, reduce_scatter_name_, group, stream);
   for (TaskId t : inputs) b_.depend(t, rs);
-  const TaskId ag = b_.collective(CollectiveOp::all_gather, std::move(global), bytes, all_gather_name_, group, stream);
+  const double gathered =
+      fp8_gather ? bytes / workload::bytes_per_element(b_.world().scenario.training.precision) : bytes;
+  const TaskId ag = b_.collective(CollectiveOp::all_gather, std::move(global), gathered, all_gather_name_, group, stream);
   b_.depend(rs, ag);
   return ag;
 }
@@ -170,6 +172,18 @@ PassRunner::PassTasks PassRunner::run(const std::vector<int>& group, const PartL
     }
   }
   std::vector<TaskId> async_gates(group.size(), kNoTask);  // collectives beside the current (wgrad) part
+  // Float8 TP (torchao's Float8ColwiseParallel / Float8RowwiseParallel, as torchtitan applies
+  // them under Float8): the activations are cast to fp8 before the sequence-parallel all-gather
+  // that feeds a Float8 linear layer (forward), and the output gradients before the one that
+  // feeds a row-parallel layer's backward. Two gathers feed no Float8 layer: the last layer's
+  // last in forward (the LM head's input) and the first layer's last in backward (the
+  // embedding's gradient).
+  const auto& s = b_.world().scenario;
+  const bool fp8_tp = s.training.precision == "fp8" && s.parallel.sequence_parallel;
+  int last_sync = -1;
+  for (std::size_t i = 0; i < parts.size(); ++i)
+    if (parts[i].after == After::sync || parts[i].after == After::sync_async) last_sync = static_cast<int>(i);
+  const bool backward = key.part == PassPart::backward;
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const Part& part = parts[i];
     std::vector<TaskId> tasks(group.size());
@@ -195,7 +209,9 @@ PassRunner::PassTasks PassRunner::run(const std::vector<int>& group, const PartL
         b_.depend(tasks[g], gates[g]);
       }
     } else if (part.after != After::none) {
-      const TaskId c = tp_.all_reduce(group, tasks);
+      const bool feeds_bf16 = static_cast<int>(i) == last_sync &&
+                              (backward ? key.unit == 0 : key.unit == s.model.layers - 1);
+      const TaskId c = tp_.all_reduce(group, tasks, fp8_tp && !feeds_bf16);
       for (std::size_t g = 0; g < group.size(); ++g) (part.after == After::sync ? gates : async_gates)[g] = c;
     }
   }

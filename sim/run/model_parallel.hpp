@@ -25,9 +25,10 @@ class TensorParallel {
   /// Creates the stream of the TP group whose first member is global rank `first`.
   void add_group(int first);
   /// The all-reduce over `group` (local indices of one TP group) of what `inputs` computed;
-  /// under sequence parallelism its reduce-scatter and all-gather. Returns the last collective
-  /// (what the next part waits for).
-  TaskId all_reduce(const std::vector<int>& group, const std::vector<TaskId>& inputs);
+  /// under sequence parallelism its reduce-scatter and all-gather, the all-gather of 1-byte
+  /// elements when `fp8_gather` (Float8 TP). Returns the last collective (what the next part
+  /// waits for).
+  TaskId all_reduce(const std::vector<int>& group, const std::vector<TaskId>& inputs, bool fp8_gather = false);
 
  private:
   StepBuilder& b_;

@@ -114,3 +114,29 @@ TEST_CASE("under sequence parallelism the norms and residual adds run on 1/tp of
   CHECK(bytes(split, "qkv") == bytes(plain, "qkv"));
   CHECK(bytes(split, "attn_core") == bytes(plain, "attn_core"));
 }
+
+TEST_CASE("under Float8 TP the sequence-parallel all-gathers that feed fp8 linear layers move one byte per element",
+          "[run][timeline][tp][sequence-parallel][recipe]") {
+  // torchao's Float8ColwiseParallel casts the activations to fp8 before the all-gather (and
+  // Float8RowwiseParallel the output gradients before theirs): 32,768 B instead of 65,536, in
+  // (2−1)/2 · 32,768 / 16.384 GB/s = 1 us. The reduce-scatters stay bf16. In forward, the
+  // embedding's and every layer's gathers feed a Float8 linear, except the last layer's last,
+  // which feeds the LM head (not converted by torchtitan): 6 fp8 gathers, then one bf16.
+  auto t = std::make_unique<Trace>();
+  t->scenario = config::load_scenario(
+      kTimeline, {"parallel.tp=2", "parallel.dp=1", "training.global_batch_tokens=512", "parallel.sequence_parallel=true",
+                  "cluster.topology.device.peak_flops.fp8=1e19", "training.precision=fp8"});
+  t->result = run::simulate(t->scenario, t->sink, run::TraceLevel::op);
+  const EventRecord head = t->first("lm_head", EventKind::forward);
+  std::vector<EventRecord> forward;
+  for (const auto& e : t->named("tp all_gather"))
+    if (e.rank == 0 && e.end_ns <= head.start_ns) forward.push_back(e);
+  REQUIRE(forward.size() == 7);
+  for (std::size_t i = 0; i < 6; ++i) {
+    INFO("gather " << i);
+    CHECK(forward[i].bytes == 32768.0);
+    CHECK(ns(forward[i].end_ns - forward[i].start_ns) == Approx(1 * kUs).margin(3));
+  }
+  CHECK(forward[6].bytes == 65536.0);
+  for (const auto& e : t->named("tp reduce_scatter")) CHECK(e.bytes == 65536.0);
+}
