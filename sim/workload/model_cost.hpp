@@ -371,7 +371,7 @@ double activation_bytes_per_layer(const config::ModelSpec& model, const config::
 /// choice for PP): `unsharded` holds every parameter of the stage gathered (linear weights at
 /// gathered_linear_bytes, the rest at pb) and its gradients accumulated unsharded in the reduce
 /// dtype (FSDP2 upcasts them to reduce_dtype while gradient sync is off), and the transient
-/// keeps the reduce-scatter input of one layer only. A bound for the worst stage, not a
+/// keeps one layer's fresh gradients (pb) and its reduce-scatter input (rb) only. A bound for the worst stage, not a
 /// placement of stages. Not counted: the CUDA
 /// context and NCCL buffers (outside the framework's allocator) and allocator fragmentation.
 MemoryBreakdown memory_per_gpu(const config::ModelSpec& model, const config::TrainingSpec& training,

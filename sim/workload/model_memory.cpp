@@ -153,7 +153,9 @@ MemoryBreakdown memory_per_gpu(const config::ModelSpec& model, const config::Tra
       const double other = (p.norm + p.embedding + p.position + p.lm_head) / (parallel.tp * parallel.pp);
       const double linear = std::max(0.0, params_local - other);
       m.unsharded = linear * gathered_linear_bytes(training) + other * pb + params_local * rb;
-      m.transient += layer_params * rb;  // one layer's reduce-scatter input (FSDP2 copy-in)
+      // One layer's gradients as autograd produces them (pb), before FSDP2 adds them to the
+      // accumulated ones, and after the last microbatch its reduce-scatter input (rb).
+      m.transient += layer_params * (pb + rb);
     } else {
       // FSDP/ZeRO-3 working set: the gathered parameters of the layer computing and of the one
       // prefetched, the unsharded gradients of one layer, and the reduce-scatter input they

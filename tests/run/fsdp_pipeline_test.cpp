@@ -213,6 +213,12 @@ TEST_CASE("under pipeline parallelism ZeRO-3 holds the stage's weights gathered 
     const auto m = workload::memory_per_gpu(model, t, p, 4, 2);
     CHECK(m.unsharded == Approx(linear * 1.0 + rest * 2.0 + (linear + rest) * 4.0).epsilon(1e-12));
     CHECK(m.unsharded == Approx(20601122816.0).epsilon(1e-12));
+    // Beyond what ZeRO-1 keeps around one layer (its recomputed activations), one layer's fresh
+    // bf16 gradients and its fp32 reduce-scatter input: 218,103,808 · (2 + 4) bytes.
+    config::ParallelSpec z1 = p;
+    z1.zero = 1;
+    const auto base = workload::memory_per_gpu(model, t, z1, 4, 2);
+    CHECK(m.transient - base.transient == Approx(layer * 6.0).epsilon(1e-12));
   }
   SECTION("without pipeline parallelism nothing stays gathered for the step") {
     p.pp = 1;
