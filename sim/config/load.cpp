@@ -358,6 +358,8 @@ void parse_training(Section s, TrainingSpec& t) {
   s.choice("activation_checkpointing", t.activation_checkpointing, {"none", "selective", "full", "op"});
   s.choice("framework", t.framework, {"fused", "eager", "compile"});
   s.flag("flash_attention", t.flash_attention);
+  s.choice("reduce_dtype", t.reduce_dtype, {"fp32", "bf16", "fp16"});
+  s.flag("fp8_all_gather", t.fp8_all_gather);
   parse_batch_ramp(s, t.batch_ramp);
   s.finish();
 }

@@ -207,6 +207,15 @@ struct TrainingSpec {
   /// blocks, the loss eager).
   std::string framework = "fused";
   bool flash_attention = true;
+  /// Element type of the gradient collectives (DDP's all-reduced buckets, ZeRO's and FSDP's
+  /// reduce-scatters): FSDP's MixedPrecisionPolicy reduce_dtype, torchtitan's
+  /// training.mixed_precision_reduce (float32 by default). "" = the parameters' precision
+  /// (parameter_bytes). fp32 | bf16 | fp16.
+  std::string reduce_dtype;
+  /// ZeRO-3/FSDP all-gathers the linear layers' weights as fp8 (torchtitan's
+  /// float8.enable_fsdp_float8_all_gather): 1 byte per weight on the wire and unsharded;
+  /// norms, embedding and LM head stay in the parameters' precision. Needs precision fp8, zero 3.
+  bool fp8_all_gather = false;
   /// Batch-size ramp (full runs): stages in increasing until_tokens; the last one runs to the
   /// end. Empty = global_batch_tokens throughout.
   std::vector<BatchRampStage> batch_ramp;

@@ -394,6 +394,11 @@ void validate_scenario(Scenario& sc, LoadState& st) {
       sc.data.decode_time.distribution == "empirical" && sc.data.decode_time.samples.empty()) {
     st.report("data.loader.decode_time.distribution", "an empirical distribution needs samples: [list of times]");
   }
+  if (t.fp8_all_gather && st.ok({"training.fp8_all_gather", "training.precision", "parallel.zero"}) &&
+      (t.precision != "fp8" || p.zero != 3)) {
+    st.report("training.fp8_all_gather", "gathers fp8 weights of ZeRO-3/FSDP: needs training.precision fp8 and "
+                                         "parallel.zero 3, got " + t.precision + " and zero " + str(p.zero));
+  }
   if (st.ok({"training.precision", "cluster.topology.device.peak_flops"}) &&
       sc.topology.device.peak_flops.count(t.precision) == 0) {
     st.report("training.precision",

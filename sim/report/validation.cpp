@@ -204,9 +204,8 @@ ValidationPlan torchtitan_plan(const std::string& data_dir) {
                            try {
                              r = run::simulate(s, sink, run::TraceLevel::none);
                            } catch (const InputError&) {
-                             // A published layout the run layer refuses (ZeRO-3 composed with
-                             // pipeline parallelism): reported as not simulated, never bent into
-                             // another layout.
+                             // A published layout the run layer refuses: reported as not
+                             // simulated, never bent into another layout.
                              return std::vector<ValidationRow>{
                                  {label + " tokens/s (layout not simulated)", row.tokens_per_gpu, nan, "tok/s/GPU", src},
                                  {label + " memory (layout not simulated)", row.memory_gib, nan, "GiB", src}};

@@ -9,15 +9,21 @@ using comm::CollectiveOp;
 
 namespace {
 
-/// What the strategies share: the size and label of a unit, and collective names.
+/// What the strategies share: the bytes and label of a unit, and collective names.
 struct Units {
   explicit Units(StepBuilder& b)
-      : b_(b), L_(b.world().scenario.model.layers), elem_(workload::parameter_bytes(b.world().scenario.training.precision)) {}
+      : b_(b), L_(b.world().scenario.model.layers),
+        elem_(workload::parameter_bytes(b.world().scenario.training.precision)),
+        reduce_(workload::reduce_bytes(b.world().scenario.training)) {}
 
-  double bytes(int u) const {
-    const Costs& c = b_.costs();
-    return (u < L_ ? c.layer(u).params : u == L_ ? c.embed_params : c.head_params) * elem_;
-  }
+  double params(int u) const { return unit_params(b_.costs(), L_, u); }
+  /// Bytes of the unit's parameters as stored and as ZeRO 1/2 all-gather them.
+  double bytes(int u) const { return params(u) * elem_; }
+  /// Bytes of the unit's gradients in the reduce dtype (training.reduce_dtype).
+  double grad_bytes(int u) const { return params(u) * reduce_; }
+  /// Bytes a ZeRO-3 all-gather of the unit moves: its linear weights at gathered_linear_bytes
+  /// (1 under fp8 all-gather), the rest (norms; embedding and LM head) at the parameters' bytes.
+  double gather_bytes(int u) const { return unit_gather_bytes(b_.costs(), b_.world().scenario.training, L_, u); }
   std::string label(int u) const {
     return u < L_ ? "layer" + std::to_string(u) : u == L_ ? std::string("embedding") : std::string("head");
   }
@@ -29,7 +35,7 @@ struct Units {
  private:
   StepBuilder& b_;
   int L_;
-  double elem_;
+  double elem_, reduce_;
 };
 
 /// ZeRO 0, 1 and 2: gradient buckets reduced as backward fills them.
@@ -45,7 +51,7 @@ class Buckets : public DataParallelStrategy {
     double filled = 0;
     int bucket = 0;
     for (std::size_t i = 0; i < g.units.size(); ++i) {
-      filled += u.bytes(g.units[i]);
+      filled += u.grad_bytes(g.units[i]);
       if (filled >= bucket_bytes || i + 1 == g.units.size()) {
         const TaskId c = b.collective(op_, g.group, filled, u.name(op_, "bucket" + std::to_string(bucket++)), g.members,
                                       g.all_reduce);
@@ -76,27 +82,72 @@ class ShardedOptimizer final : public Buckets {
   }
 };
 
-/// ZeRO 3 (FSDP). pp == 1 here (resolve_layout).
+/// ZeRO 3 (FSDP), in the two ways torchtitan runs FSDP2: without pipeline parallelism every
+/// unit is gathered before each forward and again before each backward and its gradients are
+/// reduce-scattered after each backward; with pp > 1 (reshard_after_forward=False, and the
+/// pipeline stage's post-backward deferred to the last microbatch) each unit is gathered once
+/// per step, before its first forward, the microbatches reuse the gathered weights, and the
+/// gradients, accumulated unsharded, are reduce-scattered once the chunk's last backward is
+/// done.
 class FullyShardedZero3 final : public DataParallelStrategy {
  public:
   std::vector<TaskId> reduce_gradients(StepBuilder& b, const ReductionGroup& g) const override {
+    return b.layout().pp > 1 ? gather_once(b, g) : gather_per_pass(b, g);
+  }
+
+ private:
+  static TaskId gather(StepBuilder& b, const Units& u, const ReductionGroup& g, int unit) {
+    return b.collective(CollectiveOp::all_gather, g.group, u.gather_bytes(unit),
+                        u.name(CollectiveOp::all_gather, u.label(unit)), g.members, g.all_gather);
+  }
+  static TaskId reduce_scatter(StepBuilder& b, const Units& u, const ReductionGroup& g, int unit) {
+    return b.collective(CollectiveOp::reduce_scatter, g.group, u.grad_bytes(unit),
+                        u.name(CollectiveOp::reduce_scatter, u.label(unit)), g.members, g.reduce_scatter);
+  }
+
+  /// pp > 1: one gather per unit, in the order of first use, each waiting until the first task
+  /// of the unit two before it is done (prefetch depth one: under ZeRO-3 that task is FSDP's
+  /// copy-out, which frees that gather's buffer, FsdpCopies); one reduce-scatter per unit after
+  /// the last backward of its chunk.
+  static std::vector<TaskId> gather_once(StepBuilder& b, const ReductionGroup& g) {
+    const Units u(b);
+    UnitTasks& t = b.units();
+    for (std::size_t i = 0; i < g.first_use.size(); ++i) {
+      const auto [unit, mb] = g.first_use[i];
+      const TaskId ag = gather(b, u, g, unit);
+      for (int mem : g.members) {
+        b.depend(ag, t.at(t.fwd_first, mem, mb, unit));
+        if (i >= 2) {
+          const auto [earlier, earlier_mb] = g.first_use[i - 2];
+          b.depend(t.at(t.fwd_first, mem, earlier_mb, earlier), ag);
+        }
+      }
+    }
+    std::vector<TaskId> done;
+    for (std::size_t i = 0; i < g.units.size(); ++i) {
+      const TaskId rs = reduce_scatter(b, u, g, g.units[i]);
+      for (int mem : g.members) b.depend(t.at(t.bwd_last, mem, g.last_microbatch, g.chunk_end[i]), rs);
+      done.push_back(rs);
+    }
+    return done;
+  }
+
+  /// pp == 1: gathered before every forward and every backward, reduce-scattered after every
+  /// backward.
+  static std::vector<TaskId> gather_per_pass(StepBuilder& b, const ReductionGroup& g) {
     const Units u(b);
     UnitTasks& t = b.units();
     const int L = u.layers();
     const int m = b.layout().microbatches;
     std::vector<TaskId> done;
-    auto gather = [&](int unit) {
-      return b.collective(CollectiveOp::all_gather, g.group, u.bytes(unit), u.name(CollectiveOp::all_gather, u.label(unit)),
-                          g.members, g.all_gather);
-    };
     for (int k = 0; k < m; ++k) {
-      // Forward: embedding, the layers, the head; each gather waits until compute has reached
-      // the unit two before it (prefetch depth one).
+      // Forward: embedding, the layers, the head; each gather waits until the first task of the
+      // unit two before it is done (prefetch depth one; see gather_once).
       std::vector<int> fwd_units{L};
       for (int l = 0; l < L; ++l) fwd_units.push_back(l);
       fwd_units.push_back(L + 1);
       for (std::size_t i = 0; i < fwd_units.size(); ++i) {
-        const TaskId ag = gather(fwd_units[i]);
+        const TaskId ag = gather(b, u, g, fwd_units[i]);
         for (int mem : g.members) {
           b.depend(ag, t.at(t.fwd_first, mem, k, fwd_units[i]));
           if (i >= 2) b.depend(t.at(t.fwd_first, mem, k, fwd_units[i - 2]), ag);
@@ -104,14 +155,13 @@ class FullyShardedZero3 final : public DataParallelStrategy {
       }
       for (std::size_t i = 0; i < g.units.size(); ++i) {
         const int unit = g.units[i];
-        const TaskId ag = gather(unit);
+        const TaskId ag = gather(b, u, g, unit);
         for (int mem : g.members) {
           b.depend(ag, t.at(t.bwd_first, mem, k, unit));
           b.depend(t.at(t.fwd_first, mem, k, L + 1), ag);  // backward gathers follow the forward
           if (i >= 2) b.depend(t.at(t.bwd_first, mem, k, g.units[i - 2]), ag);
         }
-        const TaskId rs = b.collective(CollectiveOp::reduce_scatter, g.group, u.bytes(unit),
-                                       u.name(CollectiveOp::reduce_scatter, u.label(unit)), g.members, g.reduce_scatter);
+        const TaskId rs = reduce_scatter(b, u, g, unit);
         for (int mem : g.members) b.depend(t.at(t.bwd_last, mem, k, unit), rs);
         done.push_back(rs);
       }
@@ -121,6 +171,19 @@ class FullyShardedZero3 final : public DataParallelStrategy {
 };
 
 }  // namespace
+
+double unit_params(const Costs& costs, int layers, int u) {
+  return u < layers ? costs.layer(u).params : u == layers ? costs.embed_params : costs.head_params;
+}
+
+double unit_gather_bytes(const Costs& costs, const config::TrainingSpec& training, int layers, int u) {
+  const double pb = workload::parameter_bytes(training.precision);
+  if (u < layers) {
+    const LayerCosts& l = costs.layer(u);
+    return l.linear_params * workload::gathered_linear_bytes(training) + (l.params - l.linear_params) * pb;
+  }
+  return unit_params(costs, layers, u) * pb;
+}
 
 std::unique_ptr<DataParallelStrategy> make_data_parallel(int zero) {
   if (zero == 0) return std::make_unique<Buckets>(CollectiveOp::all_reduce);
@@ -150,24 +213,39 @@ void build_data_parallel(StepBuilder& b, const DataParallelStrategy& strategy, c
     g.all_reduce = b.add_stream(tag + "/all_reduce");
     // The units this pipeline rank holds, in the order backward finishes them: the last
     // microbatch's backward of each chunk completes its gradients (GPipe runs the backwards
-    // last in first out, so that is microbatch 0 there).
+    // last in first out, so that is microbatch 0 there). Units without kernels (a layer
+    // list's flatten, its absent embedding and head) hold no parameters and have no backward
+    // to wait for.
     const int stage = c[Dim::pp];
     const auto order = schedule.order(stage, lay.pp, lay.microbatches, lay.virtual_stages);
     g.last_microbatch = order.back().microbatch;
+    UnitTasks& t = b.units();
+    const int first = g.members.front();
+    std::vector<bool> used(static_cast<std::size_t>(lay.chunks()), false);
     for (const auto& slot : order) {
-      if (slot.pass != completing || slot.microbatch != g.last_microbatch) continue;
       const int chunk = slot.local_chunk * lay.pp + stage;
-      if (chunk == lay.chunks() - 1) g.units.push_back(L + 1);
-      for (int l = lay.first_layer(chunk) + lay.chunk_layers[static_cast<std::size_t>(chunk)] - 1;
-           l >= lay.first_layer(chunk); --l)
-        g.units.push_back(l);
-      if (chunk == 0) g.units.push_back(L);
+      const int begin = lay.first_layer(chunk), end = begin + lay.chunk_layers[static_cast<std::size_t>(chunk)];
+      if (slot.pass == Pass::forward && !used[static_cast<std::size_t>(chunk)]) {
+        // The chunk's first forward: the units in the order it runs them.
+        used[static_cast<std::size_t>(chunk)] = true;
+        std::vector<int> forward;
+        if (chunk == 0) forward.push_back(L);
+        for (int l = begin; l < end; ++l) forward.push_back(l);
+        if (chunk == lay.chunks() - 1) forward.push_back(L + 1);
+        for (int unit : forward)
+          if (t.at(t.fwd_first, first, slot.microbatch, unit) != kNoTask) g.first_use.emplace_back(unit, slot.microbatch);
+      }
+      if (slot.pass != completing || slot.microbatch != g.last_microbatch) continue;
+      std::vector<int> backward;
+      if (chunk == lay.chunks() - 1) backward.push_back(L + 1);
+      for (int l = end - 1; l >= begin; --l) backward.push_back(l);
+      if (chunk == 0) backward.push_back(L);
+      std::erase_if(backward, [&](int unit) { return t.at(t.bwd_last, first, g.last_microbatch, unit) == kNoTask; });
+      for (int unit : backward) {
+        g.units.push_back(unit);
+        g.chunk_end.push_back(backward.back());
+      }
     }
-    // Units without kernels (a layer list's flatten, its absent embedding and head) hold no
-    // parameters and have no backward to wait for.
-    std::erase_if(g.units, [&](int unit) {
-      return b.units().at(b.units().bwd_last, g.members.front(), g.last_microbatch, unit) == kNoTask;
-    });
     const std::vector<TaskId> grads_done = strategy.reduce_gradients(b, g);
     // Optimizer over the parameters this rank owns, once its gradients are reduced.
     std::vector<TaskId> opt;

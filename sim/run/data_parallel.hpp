@@ -8,8 +8,13 @@
 ///   and the updated parameters are all-gathered after it;
 /// - ZeRO 3 (FSDP): each unit's parameters all-gathered before its forward and again before
 ///   its backward, one unit ahead of compute (at most two units unsharded), and its gradients
-///   reduce-scattered after its backward.
+///   reduce-scattered after its backward; with pipeline parallelism (torchtitan's FSDP2 with
+///   reshard_after_forward=False) each unit gathered once per step before its first forward
+///   and its accumulated gradients reduce-scattered after its chunk's last backward.
+/// Gradients travel in training.reduce_dtype; ZeRO-3 gathers linear weights in fp8 under
+/// training.fp8_all_gather.
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "run/pipeline_schedule.hpp"
@@ -23,6 +28,11 @@ struct ReductionGroup {
   std::vector<int> members;  ///< their simulated local indices
   std::vector<int> units;    ///< the units the representative holds, in the order backward completes them
   int last_microbatch = 0;   ///< the microbatch whose backward completes the gradients
+  /// Per entry of `units`: the unit whose backward ends its chunk's pass of last_microbatch
+  /// (the chunk's last unit in backward order).
+  std::vector<int> chunk_end;
+  /// (unit, microbatch) of the representative's units in the order their first forward runs.
+  std::vector<std::pair<int, int>> first_use;
   StreamId all_gather = 0, reduce_scatter = 0, all_reduce = 0;  ///< the group's collective streams
 };
 
@@ -35,6 +45,14 @@ class DataParallelStrategy {
   /// What follows the optimizer (ZeRO 1/2: the parameter all-gather). `optimizer`: its tasks.
   virtual void after_optimizer(StepBuilder&, const ReductionGroup&, const std::vector<TaskId>&) const {}
 };
+
+/// The parameters unit `u` holds on one rank: 0 … layers−1 the layers, `layers` the embedding,
+/// layers+1 the head. O(1).
+double unit_params(const Costs& costs, int layers, int u);
+/// Bytes a ZeRO-3 all-gather of unit `u` moves (and leaves gathered): a layer's linear weights
+/// at gathered_linear_bytes (1 under fp8 all-gather), its norm gains and the embedding and head
+/// at parameter_bytes. O(1).
+double unit_gather_bytes(const Costs& costs, const config::TrainingSpec& training, int layers, int u);
 
 /// The strategy of ZeRO stage `zero` (0–3); throws std::invalid_argument otherwise.
 std::unique_ptr<DataParallelStrategy> make_data_parallel(int zero);

@@ -98,8 +98,6 @@ Layout resolve_layout(const config::Scenario& s) {
     refused.push_back({s.where(key), key, what});
   };
   if (p.ep > 1 && s.model.experts <= 1) refuse("parallel.ep", "expert parallelism needs a mixture-of-experts model");
-  if (p.zero == 3 && p.pp > 1)
-    refuse("parallel.zero", "ZeRO-3 with pipeline parallelism is not simulated; use zero 1 (Megatron's distributed optimizer)");
   if (!refused.empty()) throw InputError(std::move(refused));
 
   // Placement: strides follow parallel.order, innermost first.

@@ -2,19 +2,42 @@
 
 #include <algorithm>
 
+#include "run/data_parallel.hpp"
+
 namespace ironlaw::run::detail {
 
 using comm::CollectiveOp;
 
-TensorParallel::TensorParallel(StepBuilder& b) : b_(b), name_(b.name("tp all_reduce")) {}
+TensorParallel::TensorParallel(StepBuilder& b)
+    : b_(b), name_(b.name("tp all_reduce")), sequence_parallel_(b.world().scenario.parallel.sequence_parallel) {
+  if (sequence_parallel_) {
+    reduce_scatter_name_ = b.name("tp reduce_scatter");
+    all_gather_name_ = b.name("tp all_gather");
+  }
+}
 
 void TensorParallel::add_group(int first) { streams_.emplace(first, b_.add_stream("tp" + std::to_string(first))); }
 
-TaskId TensorParallel::all_reduce(const std::vector<int>& group) {
+TaskId TensorParallel::all_reduce(const std::vector<int>& group, const std::vector<TaskId>& inputs, bool fp8_gather) {
   std::vector<int> global;
   for (int l : group) global.push_back(b_.ranks()[static_cast<std::size_t>(l)]);
   const StreamId stream = streams_.at(global.front());
-  return b_.collective(CollectiveOp::all_reduce, std::move(global), b_.costs().activation_bytes, name_, group, stream);
+  const double bytes = b_.costs().activation_bytes;
+  if (!sequence_parallel_) {
+    const TaskId c = b_.collective(CollectiveOp::all_reduce, std::move(global), bytes, name_, group, stream);
+    for (TaskId t : inputs) b_.depend(t, c);
+    return c;
+  }
+  // Megatron SP: the reduce-scatter that leaves each rank its 1/tp of the sequence, then the
+  // all-gather that restores it for the next TP region, back to back on the group's stream
+  // (the ops between them already run on 1/tp of the tokens: model_ops).
+  const TaskId rs = b_.collective(CollectiveOp::reduce_scatter, global, bytes, reduce_scatter_name_, group, stream);
+  for (TaskId t : inputs) b_.depend(t, rs);
+  const double gathered =
+      fp8_gather ? bytes / workload::bytes_per_element(b_.world().scenario.training.precision) : bytes;
+  const TaskId ag = b_.collective(CollectiveOp::all_gather, std::move(global), gathered, all_gather_name_, group, stream);
+  b_.depend(rs, ag);
+  return ag;
 }
 
 ExpertParallel::ExpertParallel(StepBuilder& b) : b_(b), name_(b.name("ep all_to_all")) {}
@@ -72,10 +95,95 @@ std::pair<TaskId, TaskId> ContextParallel::ring_attention(int local, const Part&
   return {first, last};
 }
 
+FsdpCopies::FsdpCopies(StepBuilder& b)
+    : b_(b), timer_(b.world().scenario.topology.device, b.world().scenario.training.precision, b.world().sink) {
+  const auto& s = b.world().scenario;
+  on_ = s.parallel.zero == 3 && b.layout().dp * b.layout().cp > 1 && !s.model.layer_list;
+  pipelined_ = b.layout().pp > 1;
+}
+
+const TimedOps& FsdpCopies::ops(int unit, Kind kind) {
+  auto it = cache_.find({unit, kind});
+  if (it != cache_.end()) return it->second;
+  const auto& s = b_.world().scenario;
+  const int L = s.model.layers;
+  const double params = unit_params(b_.costs(), L, unit);
+  const double pb = workload::parameter_bytes(s.training.precision);
+  const double rb = workload::reduce_bytes(s.training);
+  auto copy = [](std::string name, double bytes) {
+    workload::Op op;
+    op.name = std::move(name);
+    op.bytes = bytes;
+    return op;
+  };
+  std::vector<workload::Op> list;
+  const bool upcasting = rb != pb;
+  switch (kind) {
+    case copy_out: list.push_back(copy("fsdp_copy_out", 2.0 * unit_gather_bytes(b_.costs(), s.training, L, unit))); break;
+    case copy_in: list.push_back(copy("fsdp_copy_in", params * (pb + rb))); break;
+    case upcast:
+    case upcast_last:
+      if (upcasting) list.push_back(copy("fsdp_grad_upcast", params * (pb + rb)));
+      break;
+    case accumulate:
+    case accumulate_last:
+      list.push_back(copy("fsdp_grad_accumulate", params * (upcasting ? pb + 2.0 * rb : 3.0 * pb)));
+      break;
+  }
+  if (kind == upcast_last || kind == accumulate_last) list.push_back(copy("fsdp_copy_in", params * 2.0 * rb));
+  return cache_.emplace(std::make_pair(unit, static_cast<int>(kind)), timer_.whole(list)).first->second;
+}
+
+const TimedOps* FsdpCopies::before(int local, const PassKey& key) {
+  if (!on_) return nullptr;
+  // With PP the unit stays gathered for the step: one copy-out, before its first forward.
+  // Without: before each forward and before the first backward-direction pass of each microbatch.
+  if (pipelined_ && key.part != PassPart::forward) return nullptr;
+  const int gather = pipelined_ ? 0 : 2 * key.microbatch + (key.part == PassPart::forward ? 0 : 1);
+  if (!gathered_.emplace(local, gather, key.unit).second) return nullptr;
+  const TimedOps& t = ops(key.unit, copy_out);
+  return t.ops.empty() ? nullptr : &t;
+}
+
+const TimedOps* FsdpCopies::after(int local, const PassKey& key, const PartList& parts) {
+  if (!on_ || key.part != PassPart::backward) return nullptr;
+  const bool produces = std::any_of(parts.begin(), parts.end(), [](const Part& p) {
+    return std::any_of(p.ops.ops.begin(), p.ops.ops.end(), [](const workload::Op& op) {
+      return op.role == workload::OpRole::weight_grad || op.role == workload::OpRole::vocab_embedding_grad;
+    });
+  });
+  if (!produces) return nullptr;
+  Kind kind = copy_in;
+  if (pipelined_) {
+    const int seen = gradients_[{local, key.unit}]++;
+    const bool last = seen + 1 == b_.layout().microbatches;
+    kind = seen == 0 ? (last ? upcast_last : upcast) : (last ? accumulate_last : accumulate);
+  }
+  const TimedOps& t = ops(key.unit, kind);
+  return t.ops.empty() ? nullptr : &t;
+}
+
 PassRunner::PassTasks PassRunner::run(const std::vector<int>& group, const PartList& parts, EventKind kind,
                                       std::uint32_t name, std::vector<TaskId>& gates, const PassKey& key) {
   PassTasks out{std::vector<TaskId>(group.size(), kNoTask), std::vector<TaskId>(group.size(), kNoTask)};
+  if (!parts.empty()) {
+    if (const TimedOps* copy = fsdp_.before(group.front(), key)) {
+      for (std::size_t g = 0; g < group.size(); ++g) out.first[g] = out.last[g] = b_.compute(group[g], kind, *copy, name);
+    }
+  }
   std::vector<TaskId> async_gates(group.size(), kNoTask);  // collectives beside the current (wgrad) part
+  // Float8 TP (torchao's Float8ColwiseParallel / Float8RowwiseParallel, as torchtitan applies
+  // them under Float8): the activations are cast to fp8 before the sequence-parallel all-gather
+  // that feeds a Float8 linear layer (forward), and the output gradients before the one that
+  // feeds a row-parallel layer's backward. Two gathers feed no Float8 layer: the last layer's
+  // last in forward (the LM head's input) and the first layer's last in backward (the
+  // embedding's gradient).
+  const auto& s = b_.world().scenario;
+  const bool fp8_tp = s.training.precision == "fp8" && s.parallel.sequence_parallel;
+  int last_sync = -1;
+  for (std::size_t i = 0; i < parts.size(); ++i)
+    if (parts[i].after == After::sync || parts[i].after == After::sync_async) last_sync = static_cast<int>(i);
+  const bool backward = key.part == PassPart::backward;
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const Part& part = parts[i];
     std::vector<TaskId> tasks(group.size());
@@ -101,13 +209,17 @@ PassRunner::PassTasks PassRunner::run(const std::vector<int>& group, const PartL
         b_.depend(tasks[g], gates[g]);
       }
     } else if (part.after != After::none) {
-      const TaskId c = tp_.all_reduce(group);
-      for (TaskId t : tasks) b_.depend(t, c);
+      const bool feeds_bf16 = static_cast<int>(i) == last_sync &&
+                              (backward ? key.unit == 0 : key.unit == s.model.layers - 1);
+      const TaskId c = tp_.all_reduce(group, tasks, fp8_tp && !feeds_bf16);
       for (std::size_t g = 0; g < group.size(); ++g) (part.after == After::sync ? gates : async_gates)[g] = c;
     }
   }
   for (std::size_t g = 0; g < group.size(); ++g)
     if (async_gates[g] != kNoTask) gates[g] = async_gates[g];
+  if (const TimedOps* copy = fsdp_.after(group.front(), key, parts)) {
+    for (std::size_t g = 0; g < group.size(); ++g) out.last[g] = b_.compute(group[g], kind, *copy, name);
+  }
   return out;
 }
 

@@ -4,6 +4,9 @@
 /// parallelism (ring attention), each adding its own tasks, and the PassRunner that lays a
 /// pass's parts (step_costs: ops cut where communication must happen) on the ranks of one TP
 /// group and asks the right parallelism for the task after each part.
+#include <map>
+#include <set>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -13,18 +16,25 @@ namespace ironlaw::run::detail {
 
 /// Megatron tensor parallelism: the all-reduce of one microbatch's activations (or their
 /// gradients) over a TP group, on a stream of the group's own, so that the group's
-/// collectives run one at a time and in order.
+/// collectives run one at a time and in order. Under parallel.sequence_parallel (Megatron SP,
+/// Korthikanti et al. 2022 §4.2.2) each all-reduce is a reduce-scatter and an all-gather of
+/// the same buffer: the same bytes on a ring, as two collectives.
 class TensorParallel {
  public:
   explicit TensorParallel(StepBuilder& b);
   /// Creates the stream of the TP group whose first member is global rank `first`.
   void add_group(int first);
-  /// The all-reduce over `group` (local indices of one TP group).
-  TaskId all_reduce(const std::vector<int>& group);
+  /// The all-reduce over `group` (local indices of one TP group) of what `inputs` computed;
+  /// under sequence parallelism its reduce-scatter and all-gather, the all-gather of 1-byte
+  /// elements when `fp8_gather` (Float8 TP). Returns the last collective (what the next part
+  /// waits for).
+  TaskId all_reduce(const std::vector<int>& group, const std::vector<TaskId>& inputs, bool fp8_gather = false);
 
  private:
   StepBuilder& b_;
   std::uint32_t name_;
+  bool sequence_parallel_;
+  std::uint32_t reduce_scatter_name_ = 0, all_gather_name_ = 0;
   std::map<int, StreamId> streams_;  // by the group's first global rank
 };
 
@@ -61,10 +71,48 @@ class ContextParallel {
   std::uint32_t name_;
 };
 
+/// FSDP's (ZeRO-3's) memory-bound copies around its collectives, on the compute stream of the
+/// ranks that gather, at the device's achieved HBM bandwidth (workload::op_time), as FSDP2 runs
+/// them (FSDP2's _fsdp_collectives.py, PyTorch 2.5–2.6):
+/// - copy-out before the pass that follows a gather (foreach_all_gather_copy_out:
+///   split_with_sizes_copy from the all-gather output into the unsharded parameters, in the
+///   default stream): reads and writes the gathered bytes, 2 · unit_gather_bytes;
+/// - without PP, after each backward that produces the unit's gradients, the reduce-scatter
+///   copy-in (foreach_reduce_scatter_copy_in: the unsharded gradients cast into the flat input
+///   in the reduce dtype): pb + rb per parameter;
+/// - with PP (gradient sync off until the last microbatch), after each such backward the
+///   accumulation of the unsharded gradients: with a reduce dtype other than the parameters'
+///   FSDP2 upcasts the first (pb read, rb written) and adds the later ones (pb + rb read, rb
+///   written); in the parameters' dtype autograd adds them (2·pb read, pb written) — and after the
+///   last microbatch's, the copy-in (rb read, rb written).
+/// Not timed: the all-gather copy-in of the shard (1/dp of the copy-out, on FSDP2's copy-in
+/// stream). A pass produces a unit's gradients when it holds a weight-gradient or
+/// embedding-gradient op (the fused backward, or the W pass of a split one).
+class FsdpCopies {
+ public:
+  explicit FsdpCopies(StepBuilder& b);
+  /// The copy-out that precedes pass `key` on the TP group led by local rank `local`, or nullptr.
+  const TimedOps* before(int local, const PassKey& key);
+  /// The copies that follow pass `key` (with parts `parts`) on `local`'s group, or nullptr.
+  const TimedOps* after(int local, const PassKey& key, const PartList& parts);
+
+ private:
+  enum Kind { copy_out, copy_in, upcast, accumulate, upcast_last, accumulate_last };
+  const TimedOps& ops(int unit, Kind kind);
+
+  StepBuilder& b_;
+  bool on_ = false;
+  bool pipelined_ = false;
+  OpTimer timer_;
+  std::map<std::pair<int, int>, TimedOps> cache_;           // (unit, kind)
+  std::set<std::tuple<int, int, int>> gathered_;             // (local, gather index, unit)
+  std::map<std::pair<int, int>, int> gradients_;             // (local, unit) → passes seen
+};
+
 /// Lays passes on the ranks of a TP group.
 class PassRunner {
  public:
-  explicit PassRunner(StepBuilder& b) : b_(b), tp_(b), ep_(b), cp_(b) {}
+  explicit PassRunner(StepBuilder& b) : b_(b), tp_(b), ep_(b), cp_(b), fsdp_(b) {}
 
   TensorParallel& tensor_parallel() { return tp_; }
 
@@ -86,6 +134,7 @@ class PassRunner {
   TensorParallel tp_;
   ExpertParallel ep_;
   ContextParallel cp_;
+  FsdpCopies fsdp_;
 };
 
 }  // namespace ironlaw::run::detail

@@ -77,6 +77,7 @@ Costs build_costs(const config::Scenario& s, const Layout& lay, const config::Tr
   const double elem = workload::parameter_bytes(s.training.precision);
   const double tokens_local = static_cast<double>(seqs) * local.sequence_length;
   const auto shape = workload::count_params(s.model);
+  const bool sp = s.parallel.sequence_parallel && lay.tp > 1;  // Megatron sequence parallelism
   OpTimer::Cuts cuts;
   cuts.tensor_parallel = lay.tp > 1;
   cuts.expert_parallel = lay.ep > 1;
@@ -99,16 +100,17 @@ Costs build_costs(const config::Scenario& s, const Layout& lay, const config::Tr
   Costs costs;
   // One layer's parameters on a rank: attention, MLP (routed experts split over EP) and norms.
   auto layer_costs = [&](LayerCosts& lc, int layer) {
-    lc.forward = timer.parts(workload::layer_forward_ops(s.model, local, seqs, lay.tp, layer, lay.ep), cuts);
-    const auto backward = workload::layer_backward_ops(s.model, local, seqs, lay.tp, layer, lay.ep);
+    lc.forward = timer.parts(workload::layer_forward_ops(s.model, local, seqs, lay.tp, layer, lay.ep, sp), cuts);
+    const auto backward = workload::layer_backward_ops(s.model, local, seqs, lay.tp, layer, lay.ep, sp);
     lc.backward = timer.parts(backward, cuts);
     split(backward, lc.input_grad, lc.weight_grad);
-    lc.recompute = timer.parts(workload::layer_recompute_ops(s.model, local, seqs, lay.tp, layer, lay.ep), cuts);
+    lc.recompute = timer.parts(workload::layer_recompute_ops(s.model, local, seqs, lay.tp, layer, lay.ep, sp), cuts);
     config::ModelSpec one = s.model;
     one.layers = 1;
     if (s.model.experts > 1) one.dense_layers = workload::is_moe_layer(s.model, layer) ? 0 : 1;
     const auto p = workload::count_params(one);
-    lc.params = (p.attention + p.mlp - p.routed_experts + p.routed_experts / lay.ep) / lay.tp + p.norm / 2;
+    lc.linear_params = (p.attention + p.mlp - p.routed_experts + p.routed_experts / lay.ep) / lay.tp;
+    lc.params = lc.linear_params + p.norm / 2;
   };
   const auto moe_layers = workload::moe_layer_indices(s.model);
   const bool any_dense = static_cast<int>(moe_layers.size()) < s.model.layers;
@@ -117,8 +119,8 @@ Costs build_costs(const config::Scenario& s, const Layout& lay, const config::Tr
   for (int l = 0; l < s.model.layers; ++l)
     costs.is_moe.push_back(workload::is_moe_layer(s.model, l) ? 1 : 0);
   std::vector<workload::Op> ef, hf, eb, hb;
-  split_root(workload::head_forward_ops(s.model, local, seqs, lay.tp), ef, hf);
-  split_root(workload::head_backward_ops(s.model, local, seqs, lay.tp), eb, hb);
+  split_root(workload::head_forward_ops(s.model, local, seqs, lay.tp, sp), ef, hf);
+  split_root(workload::head_backward_ops(s.model, local, seqs, lay.tp, sp), eb, hb);
   costs.embed_forward = timer.parts(ef, cuts);
   costs.head_forward = timer.parts(hf, cuts);
   costs.head_backward = timer.parts(hb, cuts);

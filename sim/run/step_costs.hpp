@@ -144,6 +144,7 @@ struct LayerCosts {
   PartList forward, recompute, backward;
   PartList input_grad, weight_grad;
   double params = 0;  // held by one rank: split over TP, routed experts over EP
+  double linear_params = 0;  // the part of params in linear layers (not the norms)
 };
 
 struct Costs {

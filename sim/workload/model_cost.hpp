@@ -166,15 +166,19 @@ struct Op {
 /// 2·(d + d_v) (seed 003's 4·d per cell when d_v = d), k = d + d_v, bytes = Q, K, V, O + fp32
 /// row statistics (no s² term); no flash → attn_scores (full s × s, the mask applied
 /// afterwards), attn_softmax (s² read + written), attn_dropout (attention_dropout > 0 only),
-/// attn_values. Elementwise ops: bytes = elements · (reads + writes) · bytes_per_element; they
-/// run on all t·h elements on every TP rank (no sequence parallelism). Under
+/// attn_values. Elementwise ops: bytes = elements · (reads + writes) · bytes_per_element; those
+/// outside the TP regions (the norms, hidden dropouts and residual adds; the final norm) run on
+/// all t·h elements on every TP rank, or on t·h/tp under `sequence_parallel` (Megatron SP,
+/// Korthikanti et al. 2022 §4.2.2: the sequence split between the reduce-scatter and the
+/// all-gather that replace each TP all-reduce). Under
 /// training.framework eager the ops PyTorch runs as several kernels cost what those kernels
 /// move: RMSNorm 8 kernels, (28 + 4·bpe) B per element; rotary 6 kernels (q and k), (16 + 2·bpe)
 /// B; SwiGLU 2 kernels, 5·bpe B per element of the FFN; cross-entropy over fp32 copies of the
 /// logits (also under compile, which torchtitan applies per transformer block, not to the
 /// loss); fused and compile: one pass each. Under the fp8 recipe every linear layer's GEMM has
 /// dtype "fp8" (operands 1 B, output bpe) and is preceded by "<name>_cast" (input and weight:
-/// amax read + cast read/write 1 B, 4 kernels); the other GEMMs get dtype "bf16".
+/// amax read + cast read/write 1 B, 4 kernels; the weight not under training.fp8_all_gather,
+/// where FSDP gathers it already cast); the other GEMMs get dtype "bf16".
 /// Dropout (ModelSpec attention_dropout / hidden_dropout; 0 = none, as in Llama-style
 /// training) is a fused memory-bound kernel that reads its input and writes its output and a
 /// 1-byte keep mask: bytes = elements · (2·bytes_per_element + 1). hidden_dropout_attn and
@@ -186,7 +190,7 @@ struct Op {
 /// and the all-to-alls belong to the comm layer. Throws std::invalid_argument unless
 /// 0 ≤ layer < layers, ep ≥ 1 and ep divides experts.
 std::vector<Op> layer_forward_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
-                                  int sequences, int tp, int layer = 0, int ep = 1);
+                                  int sequences, int tp, int layer = 0, int ep = 1, bool sequence_parallel = false);
 /// Backward ops of the same layer, in reverse order: every GEMM becomes its input-gradient and
 /// weight-gradient GEMMs (2× forward FLOPs); elementwise ops ≈ 2× bytes (and FLOPs), except a
 /// dropout's backward ("<name>_bwd"), which reads the output gradient and the mask and writes
@@ -199,16 +203,16 @@ std::vector<Op> layer_forward_ops(const config::ModelSpec& model, const config::
 /// experts) and "moe_dispatch_bwd" (after it: the input gradients travel home), each an
 /// all-to-all of the same bytes as its forward.
 std::vector<Op> layer_backward_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
-                                   int sequences, int tp, int layer = 0, int ep = 1);
+                                   int sequences, int tp, int layer = 0, int ep = 1, bool sequence_parallel = false);
 /// Forward ops that run once per microbatch outside the layers: embedding lookup (gather t
 /// rows of h, plus t position rows when learned; written t·h), final norm, LM head GEMM
 /// (m = t, n = V/tp, k = h; vocab-parallel), cross-entropy (reads the logits, writes fp32
 /// probabilities: t·V/tp·(bytes_per_element + 4)). Backward of these: `head_backward_ops`
 /// (cross-entropy backward: read fp32 probabilities, write dlogits; the rest by the layer rules).
 std::vector<Op> head_forward_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
-                                 int sequences, int tp);
+                                 int sequences, int tp, bool sequence_parallel = false);
 std::vector<Op> head_backward_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
-                                  int sequences, int tp);
+                                  int sequences, int tp, bool sequence_parallel = false);
 /// Forward ops recomputed in backward under the activation-checkpointing policy
 /// (none: empty; selective: the attention core, attn_dropout included; full: the whole layer
 /// forward, dropouts included, MoE markers included as "recompute_moe_dispatch" /
@@ -217,7 +221,7 @@ std::vector<Op> head_backward_ops(const config::ModelSpec& model, const config::
 /// w3 (half of the fused SwiGLU up GEMM; GELU MLP: the down projection) — never the attention
 /// core).
 std::vector<Op> layer_recompute_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
-                                    int sequences, int tp, int layer = 0, int ep = 1);
+                                    int sequences, int tp, int layer = 0, int ep = 1, bool sequence_parallel = false);
 
 /// Whether layer `layer` (0-based) is a mixture-of-experts layer: experts > 1 and
 /// layer ≥ dense_layers. Throws std::invalid_argument unless 0 ≤ layer < layers.
@@ -297,6 +301,14 @@ double bytes_per_element(const std::string& precision);
 /// Bytes per stored weight or gradient under `precision`: fp32 4, otherwise 2 (fp8 training
 /// keeps bf16 weights and casts to fp8 per GEMM, as Transformer Engine does).
 double parameter_bytes(const std::string& precision);
+/// Bytes per gradient element in the gradient collectives: 4 under training.reduce_dtype fp32,
+/// 2 under bf16/fp16, parameter_bytes(precision) when reduce_dtype is unset.
+double reduce_bytes(const config::TrainingSpec& training);
+/// Bytes per gathered weight of a linear layer under ZeRO-3/FSDP: 1 under
+/// training.fp8_all_gather (torchao's fp8 all-gather hands the fp8 weight to the GEMM),
+/// otherwise parameter_bytes(precision). Norm gains, embedding and LM head gather at
+/// parameter_bytes.
+double gathered_linear_bytes(const config::TrainingSpec& training);
 
 /// Memory per GPU by term [bytes].
 struct MemoryBreakdown {
@@ -308,7 +320,11 @@ struct MemoryBreakdown {
   /// activation checkpointing, and under ZeRO-3/FSDP the gathered parameters of the layer
   /// computing and of the one prefetched plus the unsharded gradients of one layer.
   double transient = 0;
-  double total() const { return weights + gradients + optimizer + activations + transient; }
+  /// ZeRO-3/FSDP composed with pipeline parallelism (parameters not resharded after forward,
+  /// as torchtitan runs it): the stage's gathered weights and its unsharded gradients,
+  /// accumulated over the microbatches, held for the whole step.
+  double unsharded = 0;
+  double total() const { return weights + gradients + optimizer + activations + transient + unsharded; }
 };
 
 /// Weights, gradients and optimizer state of `params_local` parameters (already divided by
@@ -348,9 +364,15 @@ double activation_bytes_per_layer(const config::ModelSpec& model, const config::
 /// Activations: activation_bytes_per_layer × ⌈layers / pp⌉ × in_flight_microbatches, plus the
 /// loss buffers of one microbatch (s·b·V/tp·loss_bytes_per_logit; the last stage's), with b =
 /// parallel.microbatch_size. Transient: under recompute one layer's activations without it;
-/// under ZeRO-3 with dp > 1 two layers' gathered parameters and one layer's unsharded gradients
-/// (3·pb per parameter) and the gathered root unit (embedding + LM head, parameters and
-/// gradients). A bound for the worst stage, not a placement of stages. Not counted: the CUDA
+/// under ZeRO-3 with dp > 1 two layers' gathered parameters (gathered_linear_bytes each) and one
+/// layer's unsharded gradients (pb) and the gathered root unit (embedding + LM head, parameters and
+/// gradients), and the reduce-scatter input of one layer in the reduce dtype (FSDP2 copies the
+/// unsharded gradients into it). ZeRO-3 with pp > 1 (no reshard after forward, torchtitan's
+/// choice for PP): `unsharded` holds every parameter of the stage gathered (linear weights at
+/// gathered_linear_bytes, the rest at pb) and its gradients accumulated unsharded in the reduce
+/// dtype (FSDP2 upcasts them to reduce_dtype while gradient sync is off), and the transient
+/// keeps one layer's fresh gradients (pb) and its reduce-scatter input (rb) only. A bound for the worst stage, not a
+/// placement of stages. Not counted: the CUDA
 /// context and NCCL buffers (outside the framework's allocator) and allocator fragmentation.
 MemoryBreakdown memory_per_gpu(const config::ModelSpec& model, const config::TrainingSpec& training,
                                const config::ParallelSpec& parallel, int dp, int in_flight_microbatches);

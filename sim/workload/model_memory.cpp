@@ -141,15 +141,30 @@ MemoryBreakdown memory_per_gpu(const config::ModelSpec& model, const config::Tra
     m.transient += activation_bytes_per_layer(model, none, parallel, parallel.microbatch_size);
   }
   if (parallel.zero >= 3 && dp > 1) {
-    // FSDP/ZeRO-3 working set: the gathered parameters of the layer computing and of the one
-    // prefetched, and the unsharded gradients of one layer before their reduce-scatter.
     const double layer_params = (p.attention + p.mlp - p.routed_experts + p.routed_experts / parallel.ep) /
                                 model.layers / parallel.tp;
     const double pb = parameter_bytes(training.precision);
-    m.transient += layer_params * (2.0 * pb + pb);
-    // The root unit (embedding, final norm, LM head) is gathered around the loss with its
-    // gradient: FSDP wraps it apart from the blocks (torchtitan: fully_shard on the model).
-    m.transient += (p.embedding + p.lm_head) / parallel.tp * (pb + pb);
+    const double rb = reduce_bytes(training);
+    if (parallel.pp > 1) {
+      // No reshard after forward (torchtitan with PP): every unit of the stage stays gathered
+      // from its first forward to the reduce-scatters after the last backward, and its
+      // gradients accumulate unsharded in the reduce dtype. The linear weights are what
+      // params_local holds beyond the norms, embedding and LM head.
+      const double other = (p.norm + p.embedding + p.position + p.lm_head) / (parallel.tp * parallel.pp);
+      const double linear = std::max(0.0, params_local - other);
+      m.unsharded = linear * gathered_linear_bytes(training) + other * pb + params_local * rb;
+      // One layer's gradients as autograd produces them (pb), before FSDP2 adds them to the
+      // accumulated ones, and after the last microbatch its reduce-scatter input (rb).
+      m.transient += layer_params * (pb + rb);
+    } else {
+      // FSDP/ZeRO-3 working set: the gathered parameters of the layer computing and of the one
+      // prefetched, the unsharded gradients of one layer, and the reduce-scatter input they
+      // are copied into in the reduce dtype.
+      m.transient += layer_params * (2.0 * gathered_linear_bytes(training) + pb + rb);
+      // The root unit (embedding, final norm, LM head) is gathered around the loss with its
+      // gradient: FSDP wraps it apart from the blocks (torchtitan: fully_shard on the model).
+      m.transient += (p.embedding + p.lm_head) / parallel.tp * (pb + pb);
+    }
   }
   return m;
 }

@@ -44,6 +44,9 @@ struct Microbatch {
   double tokens = 0;     ///< sequences · s
   double tp = 1;
   double ep = 1;
+  /// Megatron sequence parallelism: the ops between the TP regions (norms, dropout, residual
+  /// adds) run on 1/sp of the tokens; sp = tp under parallel.sequence_parallel, otherwise 1.
+  double sp = 1;
   bool flash = true;
   bool attention_dropout = false;  ///< dropout on the attention probabilities
   bool hidden_dropout = false;     ///< dropout on the attention and MLP block outputs
@@ -52,10 +55,13 @@ struct Microbatch {
   /// applies per transformer block (torch.compile on each block, not on the head and loss).
   bool eager_loss = false;
   bool fp8_linear = false;         ///< linear layers in fp8 (torchtitan Float8 / Transformer Engine)
+  /// The fp8 weights come from FSDP's fp8 all-gather (training.fp8_all_gather): cast once per
+  /// gather on the shard, not per GEMM.
+  bool fp8_gathered_weights = false;
 };
 
 Microbatch microbatch(const config::ModelSpec& model, const config::TrainingSpec& training, int sequences,
-                      int tp, int ep = 1) {
+                      int tp, int ep = 1, bool sequence_parallel = false) {
   if (sequences <= 0) throw std::invalid_argument("sequences per microbatch must be positive");
   if (tp <= 0) throw std::invalid_argument("tp must be positive");
   if (ep <= 0 || model.experts % ep != 0) {
@@ -72,19 +78,22 @@ Microbatch microbatch(const config::ModelSpec& model, const config::TrainingSpec
   mb.tokens = mb.sequences * mb.s;
   mb.tp = tp;
   mb.ep = ep;
+  mb.sp = sequence_parallel ? tp : 1;
   mb.flash = training.flash_attention;
   mb.attention_dropout = model.attention_dropout > 0;
   mb.hidden_dropout = model.hidden_dropout > 0;
   mb.eager = training.framework == "eager";
   mb.eager_loss = training.framework == "eager" || training.framework == "compile";
   mb.fp8_linear = training.precision == "fp8";
+  mb.fp8_gathered_weights = mb.fp8_linear && training.fp8_all_gather;
   return mb;
 }
 
 /// A linear layer (m×k)·(k×n): under the fp8 recipe its GEMM runs on fp8 operands (1 B each,
 /// output in the training precision), preceded by the casts of its input and weight: an amax
 /// reduction (read) and a scaled cast (read, write 1 B) of each, 5 B per bf16 element, as
-/// torchtitan's dynamic tensorwise Float8 does.
+/// torchtitan's dynamic tensorwise Float8 does. Under fp8 all-gather the weight arrives in fp8
+/// (torchao casts the shard before FSDP gathers it): only the input is cast.
 void linear(std::vector<Op>& ops, const Microbatch& mb, std::string name, double m, double n, double k,
             double batch = 1, OpRole role = OpRole::plain) {
   if (!mb.fp8_linear) {
@@ -94,8 +103,9 @@ void linear(std::vector<Op>& ops, const Microbatch& mb, std::string name, double
   Op cast;
   cast.name = name + "_cast";
   cast.fp8_cast = true;
-  cast.bytes = batch * (m * k + k * n) * (2.0 * mb.bpe + 1.0);
-  cast.flops = batch * (m * k + k * n) * 2.0;
+  const double weight = mb.fp8_gathered_weights ? 0.0 : k * n;
+  cast.bytes = batch * (m * k + weight) * (2.0 * mb.bpe + 1.0);
+  cast.flops = batch * (m * k + weight) * 2.0;
   cast.kernels = 4;
   ops.push_back(cast);
   Op g = gemm(std::move(name), m, n, k, batch, mb.bpe, role);
@@ -261,7 +271,8 @@ std::vector<Op> forward_ops(const Microbatch& mb, bool moe) {
   const double norm_flops = sh.rmsnorm ? kRmsnormFlops : kLayernormFlops;
   std::vector<Op> ops;
 
-  ops.push_back(norm(mb, "norm_attn", t * h, norm_flops));
+  const double outside = t * h / mb.sp;  // elements outside the TP regions, per rank
+  ops.push_back(norm(mb, "norm_attn", outside, norm_flops));
   attention_projections(mb, norm_flops, ops);
   if (sh.relative_positions) {
     // Projection of the s relative-position encodings, shared by the sequences of the
@@ -288,17 +299,17 @@ std::vector<Op> forward_ops(const Microbatch& mb, bool moe) {
   // Row-parallel output projection: k = a·d_v / tp local features in, h out (partial sums that
   // the TP all-reduce — comm layer — adds up).
   linear(ops, mb, "attn_out", t, h, sh.heads * sh.v_head_dim / tp, 1, OpRole::tp_row_parallel);
-  if (mb.hidden_dropout) ops.push_back(dropout("hidden_dropout_attn", t * h, mb.bpe));
-  ops.push_back(elementwise("residual_attn", t * h, 2, 1, 1, mb.bpe));
+  if (mb.hidden_dropout) ops.push_back(dropout("hidden_dropout_attn", outside, mb.bpe));
+  ops.push_back(elementwise("residual_attn", outside, 2, 1, 1, mb.bpe));
 
-  ops.push_back(norm(mb, "norm_mlp", t * h, norm_flops));
+  ops.push_back(norm(mb, "norm_mlp", outside, norm_flops));
   if (moe) {
     moe_forward(mb, ops);
   } else {
     ffn(mb, "mlp", t, sh.ffn / tp, 1, ops);
   }
-  if (mb.hidden_dropout) ops.push_back(dropout("hidden_dropout_mlp", t * h, mb.bpe));
-  ops.push_back(elementwise("residual_mlp", t * h, 2, 1, 1, mb.bpe));
+  if (mb.hidden_dropout) ops.push_back(dropout("hidden_dropout_mlp", outside, mb.bpe));
+  ops.push_back(elementwise("residual_mlp", outside, 2, 1, 1, mb.bpe));
   return ops;
 }
 
@@ -332,12 +343,13 @@ std::vector<Op> backward_of(const std::vector<Op>& forward, const Microbatch& mb
       if (f.dtype == "fp8") {
         // Cast the output gradient, re-cast the kept input and the weight, and transpose the fp8
         // copies the wgrad GEMM needs (Hopper fp8 GEMMs take K-major operands only): dY and X
-        // 5 B cast + 2 B transpose per element, W 5 B.
+        // 5 B cast + 2 B transpose per element, W 5 B (none when FSDP gathered it in fp8).
         Op cast;
         cast.name = f.name + "_bwd_cast";
         cast.fp8_cast = true;
-        cast.bytes = f.batch * ((f.m * f.n + f.m * f.k) * (2.0 * mb.bpe + 1.0 + 2.0) + f.k * f.n * (2.0 * mb.bpe + 1.0));
-        cast.flops = f.batch * (f.m * f.n + f.m * f.k + f.k * f.n) * 2.0;
+        const double weight = mb.fp8_gathered_weights ? 0.0 : f.k * f.n;
+        cast.bytes = f.batch * ((f.m * f.n + f.m * f.k) * (2.0 * mb.bpe + 1.0 + 2.0) + weight * (2.0 * mb.bpe + 1.0));
+        cast.flops = f.batch * (f.m * f.n + f.m * f.k + weight) * 2.0;
         cast.kernels = 8;
         ops.push_back(cast);
         for (Op* g : {&dgrad, &wgrad}) {
@@ -376,7 +388,7 @@ std::vector<Op> head_forward(const Microbatch& mb) {
   ops.push_back(elementwise("embedding", t * h, sh.learned_positions ? 2 : 1, 1, sh.learned_positions ? 1 : 0,
                             mb.bpe));
   ops.back().role = OpRole::vocab_embedding;
-  ops.push_back(elementwise("final_norm", t * h, 1, 1, sh.rmsnorm ? kRmsnormFlops : kLayernormFlops, mb.bpe));
+  ops.push_back(elementwise("final_norm", t * h / mb.sp, 1, 1, sh.rmsnorm ? kRmsnormFlops : kLayernormFlops, mb.bpe));
   ops.push_back(gemm("lm_head", t, vocab_local, h, 1, mb.bpe, OpRole::tp_column_parallel));
   // Fused cross-entropy: read the logits, keep fp32 probabilities for the backward.
   Op ce;
@@ -420,6 +432,15 @@ double parameter_bytes(const std::string& precision) {
   return bytes_per_element(precision) >= 4.0 ? 4.0 : 2.0;
 }
 
+double reduce_bytes(const config::TrainingSpec& training) {
+  if (training.reduce_dtype.empty()) return parameter_bytes(training.precision);
+  return bytes_per_element(training.reduce_dtype);
+}
+
+double gathered_linear_bytes(const config::TrainingSpec& training) {
+  return training.fp8_all_gather ? 1.0 : parameter_bytes(training.precision);
+}
+
 bool is_moe_layer(const config::ModelSpec& model, int layer) {
   const Shape sh = shape_of(model);
   if (layer < 0 || layer >= model.layers) {
@@ -450,28 +471,28 @@ MoeAllToAll moe_all_to_all_bytes(const config::ModelSpec& model, const config::T
 }
 
 std::vector<Op> layer_forward_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
-                                  int sequences, int tp, int layer, int ep) {
+                                  int sequences, int tp, int layer, int ep, bool sequence_parallel) {
   const bool moe = is_moe_layer(model, layer);
-  const Microbatch mb = microbatch(model, training, sequences, tp, ep);
+  const Microbatch mb = microbatch(model, training, sequences, tp, ep, sequence_parallel);
   return with_recipe(forward_ops(mb, moe), mb);
 }
 
 std::vector<Op> layer_backward_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
-                                   int sequences, int tp, int layer, int ep) {
+                                   int sequences, int tp, int layer, int ep, bool sequence_parallel) {
   const bool moe = is_moe_layer(model, layer);
-  const Microbatch mb = microbatch(model, training, sequences, tp, ep);
+  const Microbatch mb = microbatch(model, training, sequences, tp, ep, sequence_parallel);
   return with_recipe(backward_of(forward_ops(mb, moe), mb), mb);
 }
 
 std::vector<Op> head_forward_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
-                                 int sequences, int tp) {
-  const Microbatch mb = microbatch(model, training, sequences, tp);
+                                 int sequences, int tp, bool sequence_parallel) {
+  const Microbatch mb = microbatch(model, training, sequences, tp, 1, sequence_parallel);
   return with_recipe(head_forward(mb), mb);
 }
 
 std::vector<Op> head_backward_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
-                                  int sequences, int tp) {
-  const Microbatch mb = microbatch(model, training, sequences, tp);
+                                  int sequences, int tp, bool sequence_parallel) {
+  const Microbatch mb = microbatch(model, training, sequences, tp, 1, sequence_parallel);
   std::vector<Op> forward = head_forward(mb);
   std::vector<Op> ops;
   // The loss backward is exact rather than the 2× rule: read the fp32 probabilities, write
@@ -493,9 +514,9 @@ std::vector<Op> head_backward_ops(const config::ModelSpec& model, const config::
 }
 
 std::vector<Op> layer_recompute_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
-                                    int sequences, int tp, int layer, int ep) {
+                                    int sequences, int tp, int layer, int ep, bool sequence_parallel) {
   const bool moe = is_moe_layer(model, layer);
-  const Microbatch mb = microbatch(model, training, sequences, tp, ep);
+  const Microbatch mb = microbatch(model, training, sequences, tp, ep, sequence_parallel);
   const std::string& policy = training.activation_checkpointing;
   if (policy == "full") return with_recipe(with_prefix(forward_ops(mb, moe), "recompute_"), mb);
   if (policy == "selective") return with_recipe(with_prefix(attention_core_forward(mb), "recompute_"), mb);

@@ -154,16 +154,19 @@ TEST_CASE("DDP launches each gradient bucket when backward has filled it", "[run
   CHECK(t->result.step_time_s * 1e9 == Approx((expected[3] + 1) * kKernel).margin(10));
 }
 
-TEST_CASE("ZeRO-3 gathers a unit's parameters once compute is done with the unit two before it",
+TEST_CASE("ZeRO-3 gathers a unit's parameters once the gather two before it has been copied out",
           "[run][timeline][zero3]") {
-  // Forward units: embedding, layers 0–2, head; at most two of them unsharded at once. The
-  // gathers of the embedding and layer 0 go at once; layer 1's waits for the embedding's
-  // forward (1 kernel) to end, layer 2's for layer 0's (f kernels more), the head's for layer 1's.
+  // Forward units: embedding, layers 0–2, head; at most two gather buffers in flight. Each
+  // forward starts with FSDP's copy-out of its gather (1 kernel; run/model_parallel.hpp), which
+  // frees that buffer. The gathers of the embedding and layer 0 go at once; layer 1's waits for
+  // the embedding's copy-out (done at 1 kernel), layer 2's for layer 0's (after the embedding's
+  // copy-out and forward: done at 3), the head's for layer 1's (after layer 0's forward, f
+  // kernels: done at 4 + f).
   const auto t = trace({"cluster.topology.node.nvlink.bandwidth=1e18", "parallel.zero=3"});
   const auto& s = t->scenario;
   const double f = kernels(workload::layer_forward_ops(s.model, s.training, 1, 1));
   const std::vector<std::pair<std::string, double>> expected{
-      {"embedding", 0}, {"layer0", 0}, {"layer1", 1}, {"layer2", 1 + f}, {"head", 1 + 2 * f}};
+      {"embedding", 0}, {"layer0", 0}, {"layer1", 1}, {"layer2", 3}, {"head", 4 + f}};
   for (const auto& [unit, start_kernels] : expected) {
     INFO(unit);
     const auto c = t->named("dp all_gather " + unit);
