@@ -99,6 +99,14 @@ void parse_device(Section s, DeviceSpec& d) {
     s.state().fail(s.full("power_limit_w"), "power_limit_w and max_gemm_power_limit_w must both exceed static_power_w");
   }
   s.duration("kernel_launch_overhead", d.kernel_launch_overhead, kHardwareLatency);
+  {
+    Section dispatch = s.section("framework_dispatch");
+    for (const char* framework : {"eager", "fused", "compile", "cuda_graphs"}) {
+      Time value;
+      if (dispatch.duration(framework, value, kOptionalHardwareLatency)) d.framework_dispatch[framework] = value;
+    }
+    dispatch.finish();
+  }
   s.number("host_to_device_bandwidth", d.host_to_device_bandwidth, Dimension::bandwidth, kHardware);
   s.finish();
 }
@@ -341,7 +349,7 @@ void parse_training(Section s, TrainingSpec& t) {
   s.choice("precision", t.precision, {"fp32", "bf16", "fp16", "fp8"});
   s.choice("optimizer", t.optimizer, {"sgd", "momentum", "rmsprop", "adam"});
   s.choice("activation_checkpointing", t.activation_checkpointing, {"none", "selective", "full", "op"});
-  s.choice("framework", t.framework, {"fused", "eager", "compile"});
+  s.choice("framework", t.framework, {"fused", "eager", "compile", "cuda_graphs"});
   s.flag("flash_attention", t.flash_attention);
   parse_batch_ramp(s, t.batch_ramp);
   s.finish();

@@ -44,7 +44,13 @@ struct DeviceSpec {
   /// x in P_dynamic ∝ activity · f^x: 3 where the voltage tracks the clock (V ∝ f, P ∝ f·V²),
   /// 1 at a fixed voltage floor.
   double clock_power_exponent = 3;
-  Time kernel_launch_overhead;                ///< per kernel
+  /// Host time to issue one kernel through the CUDA launch API, for a framework mode that
+  /// `framework_dispatch` does not list.
+  Time kernel_launch_overhead;
+  /// Host (CPU thread) time to issue one kernel, by training.framework (eager, fused, compile,
+  /// cuda_graphs): the framework's per-op dispatch plus the launch itself. The GPU runs kernels
+  /// as they are queued and idles when the host has not yet issued the next one.
+  std::map<std::string, Time> framework_dispatch;
   double host_to_device_bandwidth = 0;        ///< pinned H2D copy [B/s]
 };
 

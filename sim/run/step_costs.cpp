@@ -39,7 +39,7 @@ void split_root(const std::vector<workload::Op>& ops, std::vector<workload::Op>&
 
 Costs build_costs(const config::Scenario& s, const Layout& lay, const config::TrainingSpec& per_rank, RecordSink& sink,
                   bool split_backward) {
-  OpTimer timer(s.topology.device, s.training.precision, sink);
+  OpTimer timer(s.topology.device, s.training.precision, s.training.framework, sink);
   const int seqs = lay.microbatch_sequences;
   // Under context parallelism a rank holds sequence_length / cp tokens of every sequence; its
   // attention covers the whole sequence as cp blocks of ring attention.
