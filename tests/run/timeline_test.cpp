@@ -1,6 +1,7 @@
 // Hand-computed timelines of tiny worlds (tests/run/data/timeline.yaml): on the launch-bound
-// node every kernel takes the same time K — its 1 us launch overhead plus a vanishing amount
-// of work, rounded up to the next ns: 1,001 ns — so a rank's timeline is a count of kernels; the TP
+// node the host issues a kernel every 1 us and each does a vanishing amount of work (1 ns once
+// rounded up), so every kernel takes about K = 1 us, the first of a task 1 ns more, and a
+// rank's timeline is a count of kernels; the TP
 // all-reduce of one microbatch (64 KiB over two GPUs at 16.384 GB/s) takes 4 us; while any
 // collective runs, compute gets 80 of the 100 SMs and a 1 us kernel takes 1.25 us. The data-
 // parallel tests make NVLink ideal (1e18 B/s), so their collectives take a few ns at most.
@@ -81,16 +82,25 @@ double embedding_backward(const std::vector<workload::Op>& head_backward) {
 
 }  // namespace
 
-TEST_CASE("on the launch-bound node every kernel takes its launch overhead, rounded up", "[run][timeline]") {
+TEST_CASE("on the launch-bound node every kernel waits for its launch", "[run][timeline]") {
   const auto s = config::load_scenario(kTimeline);
   for (const auto& ops : {workload::layer_forward_ops(s.model, s.training, 1, 1),
                           workload::layer_backward_ops(s.model, s.training, 1, 1),
                           workload::head_forward_ops(s.model, s.training, 1, 1),
-                          workload::head_backward_ops(s.model, s.training, 1, 1)})
+                          workload::head_backward_ops(s.model, s.training, 1, 1)}) {
+    // The GPU's own work is a vanishing amount, rounded up to 1 ns; the host issues a kernel
+    // every 1 us, so the GPU idles between them and a list of K kernels ends 1 ns after the
+    // last launch: K us + 1 ns.
+    workload::HostQueue queue(workload::host_dispatch_cost(s.topology.device, s.training.framework));
+    std::int64_t launched = 0;
     for (const auto& op : ops) {
       INFO(op.name << " launches " << op.kernels << " kernel(s)");
-      CHECK(workload::op_time(op, s.topology.device, "bf16") == Time::ns(1 + 1000 * op.kernels));
+      CHECK(workload::op_time(op, s.topology.device, "bf16") == Time::ns(1));
+      queue.push(workload::op_time(op, s.topology.device, "bf16"), op.kernels);
+      launched += op.kernels;
     }
+    CHECK(queue.gpu_end() == Time::ns(1000 * launched + 1));
+  }
 }
 
 TEST_CASE("a forward TP all-reduce blocks the next op; a backward one runs beside the weight gradient",
