@@ -1,6 +1,7 @@
 // `ironlaw budget`: seed 003's training-compute calculator, the analytical baseline. The one
 // command where MFU is an input (DESIGN.md principle 1) — and it says so in its output.
 #include <boost/program_options.hpp>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -70,6 +71,39 @@ double bounded(double v, double lo, double hi, const std::string& option) {
   return v;
 }
 
+/// An MFU as given to --mfu: a fraction in (0, 1] ("0.4") or a percentage with its sign
+/// ("40%", "40 %"). A bare number above 1 is refused (it is most likely a percentage without
+/// `%`), as is anything outside (0, 1] once converted.
+double parse_mfu(const std::string& text) {
+  std::string t = text;
+  while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.pop_back();
+  bool percent = false;
+  if (!t.empty() && t.back() == '%') {
+    percent = true;
+    t.pop_back();
+    while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.pop_back();
+  }
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(t, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (t.empty() || used != t.size() || !std::isfinite(v)) {
+    throw InputError({"--mfu", 0, 0}, "--mfu", "expected a fraction in (0, 1] like 0.40 or a percentage like 40%, got \"" + text + "\"");
+  }
+  if (!percent && v > 1) {
+    throw InputError({"--mfu", 0, 0}, "--mfu", "expected a fraction in (0, 1], got " + text +
+                                                   "; for a percentage write it with %, e.g. --mfu " + text + "%");
+  }
+  const double fraction = percent ? v / 100.0 : v;
+  if (!(fraction > 0 && fraction <= 1)) {
+    throw InputError({"--mfu", 0, 0}, "--mfu", "expected an MFU in (0, 1] (0 % to 100 %), got \"" + text + "\"");
+  }
+  return fraction;
+}
+
 void row(const std::string& what, const std::string& how, const std::string& value) {
   std::printf("  %-34s %-36s %s\n", what.c_str(), how.c_str(), value.c_str());
 }
@@ -91,8 +125,8 @@ int cmd_budget(const Args& args) {
       "               [--peak-tflops P --mfu M --devices K --price USD_PER_HOUR]\n\n"
       "The 6ND training-compute calculator of seed 003. MFU is an INPUT here (default 0.40);\n"
       "`ironlaw run` is where MFU comes out of a simulation instead");
-  std::string preset, params, tokens, published_hours;
-  double layers = 0, width = 0, seq = 0, peak_tflops = 0, mfu = 0, devices = 0, price = 0;
+  std::string preset, params, tokens, published_hours, mfu;
+  double layers = 0, width = 0, seq = 0, peak_tflops = 0, devices = 0, price = 0;
   opts.add_options()
       ("help,h", "show this help")
       ("preset", po::value(&preset), "llama3-8b | llama3-70b | gpt3-175b | chinchilla-70b")
@@ -102,7 +136,7 @@ int cmd_budget(const Args& args) {
       ("width", po::value(&width), "d, model width (attention term only)")
       ("seq", po::value(&seq), "s, sequence length (attention term only)")
       ("peak-tflops", po::value(&peak_tflops), "dense peak per device [TFLOP/s] (default 989.5, the seed's H100 BF16)")
-      ("mfu", po::value(&mfu), "ASSUMED model FLOPs utilisation, clamped to [0.01, 1] (default 0.40)")
+      ("mfu", po::value(&mfu), "ASSUMED model FLOPs utilisation: a fraction in (0, 1] or a percentage with % (default 0.40)")
       ("devices", po::value(&devices), "devices in parallel (default 1024)")
       ("price", po::value(&price), "USD per device-hour (default 2.5)")
       ("published-gpu-hours", po::value(&published_hours), "published GPU-hours, for the implied MFU");
@@ -114,6 +148,8 @@ int cmd_budget(const Args& args) {
   }
   po::notify(vm);
 
+  // Malformed options first, before any check between them.
+  const double mfu_fraction = vm.count("mfu") ? parse_mfu(mfu) : 0;
   workload::BudgetInputs in;
   std::string source = "seed 003 opening state (Llama 3 8B)";
   if (!preset.empty()) {
@@ -124,6 +160,19 @@ int cmd_budget(const Args& args) {
   }
   if (vm.count("params")) in.params = bounded(quantity(params, config::Dimension::count, "--params"), 0, 1e15, "--params");
   if (vm.count("tokens")) in.tokens = bounded(quantity(tokens, config::Dimension::count, "--tokens"), 0, 1e18, "--tokens");
+  // The attention term needs the model's shape: a --params of another model with the default
+  // (Llama 3 8B) shape would silently mix two models, so without --preset the shape is demanded.
+  if (vm.count("params") && preset.empty()) {
+    std::string missing;
+    for (const char* o : {"layers", "width", "seq"}) {
+      if (!vm.count(o)) missing += std::string(missing.empty() ? "" : ", ") + "--" + o;
+    }
+    if (!missing.empty()) {
+      throw InputError({"--params", 0, 0}, "--params",
+                       "a model of " + params + " parameters needs its shape for the attention term: give " + missing +
+                           " (e.g. Llama 3 70B: --layers 80 --width 8192 --seq 8192), or a --preset");
+    }
+  }
   if (vm.count("params") || vm.count("tokens")) {
     if (preset.empty()) source = "user inputs";
     if (preset.empty()) in.published_gpu_hours.reset();
@@ -132,7 +181,7 @@ int cmd_budget(const Args& args) {
   if (vm.count("width")) in.width = bounded(width, 0, 1e8, "--width");
   if (vm.count("seq")) in.sequence_length = bounded(seq, 0, 1e9, "--seq");
   if (vm.count("peak-tflops")) in.peak_flops = bounded(peak_tflops, 1e-3, 1e7, "--peak-tflops") * 1e12;
-  if (vm.count("mfu")) in.mfu = bounded(mfu, -1e9, 1e9, "--mfu");  // finite; the calculator clamps it
+  if (vm.count("mfu")) in.mfu = mfu_fraction;
   if (vm.count("devices")) in.devices = bounded(devices, 1, 1e9, "--devices");
   if (vm.count("price")) in.price_per_hour = bounded(price, 0, 1e6, "--price");
   if (vm.count("published-gpu-hours"))

@@ -12,6 +12,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/machine_output.hpp"
 #include "core/error.hpp"
 #include "config/failures.hpp"
 #include "config/load.hpp"
@@ -121,7 +122,9 @@ int cmd_run(const Args& args) {
       ("trace", po::value(&trace_text), "none | step | op | flow (default: the scenario's output.trace)")
       ("chrome-trace", po::value(&chrome_path), "also write the timeline as Chrome-trace JSON (Perfetto)")
       ("seed", po::value(&seed_text), "root random seed, 0 … 2^64-1 (default: the scenario's seed)")
-      ("quiet,q", "print nothing on success");
+      ("quiet,q", "print nothing on success")
+      ("csv", "print the summary metrics as CSV (name,value,unit) instead of the text summary")
+      ("json", "print the summary metrics as JSON ({\"scenario\", \"metrics\": {name: {value, unit}}})");
   Limits limits;
   add_limit_options(opts, limits, false);
   po::variables_map vm;
@@ -129,6 +132,7 @@ int cmd_run(const Args& args) {
   if (scenario_path.empty()) throw InputError({}, "SCENARIO", "a scenario file is required");
   if (vm.count("output") && out_path.empty()) throw InputError({}, "-o", "the output path is empty");
   if (vm.count("chrome-trace") && chrome_path.empty()) throw InputError({}, "--chrome-trace", "the output path is empty");
+  if (vm.count("csv") && vm.count("json")) throw InputError({}, "--csv", "give --csv or --json, not both");
 
   config::Scenario scenario = config::load_scenario(scenario_path, sets);
   if (vm.count("seed")) scenario.seed = parse_seed(seed_text);
@@ -193,7 +197,11 @@ int cmd_run(const Args& args) {
   // Exported from the committed file batch by batch, so memory stays bounded for any trace.
   if (!chrome_path.empty()) output::export_chrome_trace(output::H5Reader(target), chrome_path);
 
-  if (!vm.count("quiet")) {
+  if (vm.count("csv") || vm.count("json")) {
+    std::vector<NamedValue> values;
+    for (const auto& m : metrics) values.push_back({m.name, m.value, m.unit});
+    std::cout << (vm.count("csv") ? values_csv(values) : values_json(scenario.name, values));
+  } else if (!vm.count("quiet")) {
     std::cout << report::format_summary(scenario, result, whole_ptr);
     std::cout << "\nwrote " << target.string();
     if (!chrome_path.empty()) std::cout << " and " << chrome_path;

@@ -18,7 +18,8 @@ namespace {
 const char* kUsage =
     "ironlaw — discrete-event simulator of distributed training on GPU clusters\n"
     "\n"
-    "usage: ironlaw COMMAND [OPTIONS]   (ironlaw COMMAND --help for each)\n"
+    "usage: ironlaw COMMAND [OPTIONS]   (ironlaw help COMMAND, or ironlaw COMMAND --help, for each)\n"
+    "       ironlaw --version\n"
     "\n"
     "commands:\n"
     "  run SCENARIO.yaml        simulate training steps; print step time, MFU, breakdown, memory\n"
@@ -27,7 +28,8 @@ const char* kUsage =
     "  explain SCENARIO.yaml    simulated vs published GPU-hours (--published-gpu-hours H)\n"
     "  budget                   the 6ND training-compute calculator of seed 003 (MFU is an input)\n"
     "  validate                 compare simulated results with published figures\n"
-    "  collective               an nccl-tests-style table of simulated collectives\n";
+    "  collective               an nccl-tests-style table of simulated collectives\n"
+    "  help COMMAND             the options of COMMAND (the same as COMMAND --help)\n";
 
 }  // namespace
 
@@ -37,8 +39,24 @@ int main(int argc, char** argv) {
     std::cout << kUsage;
     return argc < 2 ? kExitBadInput : kExitOk;
   }
-  const std::string command = argv[1];
+  if (std::string(argv[1]) == "--version" || std::string(argv[1]) == "version") {
+    std::cout << "ironlaw " << IRONLAW_VERSION << "\n";
+    return kExitOk;
+  }
+  std::string command = argv[1];
   Args args(argv + 2, argv + argc);
+  if (command == "help") {
+    if (args.empty()) {
+      std::cout << kUsage;
+      return kExitOk;
+    }
+    if (args.size() > 1) {
+      std::cerr << "ironlaw help: expected one COMMAND, got " << args.size() << " arguments\n";
+      return kExitBadInput;
+    }
+    command = args.front();
+    args = {"--help"};
+  }
   try {
     if (command == "run") return cmd_run(args);
     if (command == "sweep") return cmd_sweep(args);

@@ -382,7 +382,8 @@ class Collective : public std::enable_shared_from_this<Collective> {
       const int j = ring.next(i);
       Time wait = step_latency_ * ring.steps;
       Time path;
-      for (auto link : cluster_.route(ring.gpus[i], ring.gpus[j], ring.hash * 1024)) path += net_.link_latency(link);
+      cluster_.route(ring.gpus[i], ring.gpus[j], ring.hash * 1024, path_);
+      for (auto link : path_) path += net_.link_latency(link);
       if (ring.steps > 1) wait += path * (ring.steps - 1);
       sim_.schedule_in(wait, [self = shared_from_this(), r, i] {
         const Ring& g = self->rings_[r];

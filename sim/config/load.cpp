@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "config/failures.hpp"
+#include "config/layer_model.hpp"
 #include "config/reader.hpp"
 #include "config/validate.hpp"
 
@@ -120,6 +121,7 @@ void parse_node(Section s, NodeSpec& n) {
   s.integer("nics", n.nics, kHardware);
   parse_link(s.section("nic", Rule{.required = true}), n.nic);
   s.number("nvswitch_reduce_bandwidth", n.nvswitch_reduce_bandwidth, Dimension::bandwidth, kOptionalHardware);
+  s.integer("cpu_cores", n.cpu_cores, kOptionalHardware);
   s.finish();
 }
 
@@ -189,6 +191,18 @@ void parse_published(Section s, PublishedFacts& p) {
 void parse_model(Section s, ModelSpec& m) {
   m.file = s.file();
   m.name = stem(s.file());
+  if (s.has("architecture")) {
+    auto list = std::make_shared<LayerModelSpec>();
+    list->file = s.file();
+    detail::parse_layer_card(s, *list);
+    m.name = list->name.empty() ? m.name : list->name;
+    m.source = list->source;
+    m.published = list->published;
+    m.layers = 0;
+    for (const auto& l : list->layers) m.layers += l.repeat;
+    m.layer_list = std::move(list);
+    return;
+  }
   s.text("name", m.name);
   s.text("source", m.source);
   s.integer("layers", m.layers, kShape);
@@ -355,21 +369,78 @@ void parse_training(Section s, TrainingSpec& t) {
   s.finish();
 }
 
+/// A time that must carry its unit ("2.5 ms"): a bare number is refused, since a per-sample
+/// time in seconds is almost never what was meant.
+bool time_with_unit(Section& s, const std::string& key, const YAML::Node& node, double& out) {
+  const SourceLoc at = s.position(key, node);
+  if (!node.IsScalar()) {
+    s.state().error(at, s.full(key), "expected a time with its unit like \"2.5 ms\"");
+    s.state().bad.insert(s.full(key));
+    return false;
+  }
+  const std::string text = node.Scalar();
+  std::string error;
+  const auto value = parse_quantity(text, Dimension::time, &error);
+  if (!value) {
+    s.state().error(at, s.full(key), error);
+    s.state().bad.insert(s.full(key));
+    return false;
+  }
+  if (text.empty() || !std::isalpha(static_cast<unsigned char>(text.back()))) {
+    s.state().error(at, s.full(key), "a time needs its unit (ns, us, ms, s), got " + in_quotes(text));
+    s.state().bad.insert(s.full(key));
+    return false;
+  }
+  if (*value < 0) {
+    s.state().error(at, s.full(key), "expected a time >= 0, got " + in_quotes(text));
+    s.state().bad.insert(s.full(key));
+    return false;
+  }
+  if (const std::string problem = detail::bound_problem(s.full(key), *value); !problem.empty()) {
+    s.state().error(at, s.full(key), problem);
+    s.state().bad.insert(s.full(key));
+    return false;
+  }
+  out = *value;
+  return true;
+}
+
 void parse_distribution(Section s, DistributionSpec& d) {
-  s.choice("distribution", d.distribution, {"constant", "exponential", "lognormal"});
-  s.number("mean", d.mean, Dimension::time, kNonNegative);
+  s.choice("distribution", d.distribution, {"constant", "fixed", "normal", "exponential", "lognormal", "empirical"});
+  if (const auto mean = s.raw("mean", KeyKind::value)) time_with_unit(s, "mean", *mean, d.mean);
   s.number("cv", d.cv, Dimension::count, kNonNegative);
+  if (const auto list = s.raw("samples", KeyKind::list)) {
+    if (!list->IsSequence() || list->size() == 0) {
+      s.state().fail(s.full("samples"), "expected a non-empty list of times like [3 ms, 4.5 ms]");
+    } else {
+      d.samples.clear();
+      for (const auto& item : *list) {
+        double v = 0;
+        if (time_with_unit(s, "samples", item, v)) d.samples.push_back(v);
+      }
+    }
+  }
   s.finish();
 }
 
 void parse_data(Section s, DataSpec& d) {
   s.number("storage_bandwidth_per_node", d.storage_bandwidth_per_node, Dimension::bandwidth, kNonNegative);
+  s.number("shared_fs_bandwidth", d.shared_fs_bandwidth, Dimension::bandwidth, kNonNegative);
   s.number("sample_bytes", d.sample_bytes, Dimension::bytes, kNonNegative);
+  s.number("decoded_bytes", d.decoded_bytes, Dimension::bytes, kNonNegative);
+  s.number("label_bytes", d.label_bytes, Dimension::bytes, kNonNegative);
   {
     Section loader = s.section("loader");
     loader.integer("workers_per_gpu", d.workers_per_gpu, kNonNegative);
     loader.integer("prefetch_batches", d.prefetch_batches, kPositive);
     parse_distribution(loader.section("decode_time"), d.decode_time);
+    {
+      Section slow = loader.section("slow_loader");
+      slow.integer("gpu", d.slow_loader.gpu, kNonNegative);
+      d.slow_loader.decode_time = d.decode_time;
+      parse_distribution(slow.section("decode_time"), d.slow_loader.decode_time);
+      slow.finish();
+    }
     loader.finish();
   }
   s.finish();

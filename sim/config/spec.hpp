@@ -9,6 +9,7 @@
 /// ceiling the roofline model may approach, not a utilisation of the training job.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -73,6 +74,9 @@ struct NodeSpec {
   /// to reduce, and multicasts results, per GPU port and direction; 0 = the switch cannot
   /// reduce (key absent).
   double nvswitch_reduce_bandwidth = 0;
+  /// Host CPU cores the node's input-pipeline workers share; 0 = not modelled (every loader
+  /// worker decodes at the speed of one dedicated core).
+  int cpu_cores = 0;
 };
 
 /// The network between nodes.
@@ -129,7 +133,9 @@ struct PublishedFacts {
   std::map<std::string, std::string> sources;  ///< fact name → citation
 };
 
-/// A transformer model card (models/*.yaml).
+struct LayerModelSpec;  // config/layer_model.hpp
+
+/// A transformer model card (models/*.yaml), or a card with `architecture: layer_list`.
 struct ModelSpec {
   std::string name;
   std::string file;
@@ -166,6 +172,10 @@ struct ModelSpec {
   double attention_dropout = 0;
   double hidden_dropout = 0;
   PublishedFacts published;
+  /// A model that is not a transformer (`architecture: layer_list`): its layer list; the
+  /// transformer fields above are then unused (0) except `layers`, the number of listed layers
+  /// with repeats expanded. nullptr for transformers.
+  std::shared_ptr<const LayerModelSpec> layer_list;
 };
 
 struct ParallelSpec {
@@ -206,17 +216,33 @@ struct TrainingSpec {
 };
 
 struct DistributionSpec {
-  std::string distribution = "constant";  ///< constant | exponential | lognormal
+  /// constant (= fixed) | normal (truncated at 0) | exponential | lognormal | empirical
+  std::string distribution = "constant";
   double mean = 0;                        ///< [s]
   double cv = 0;                          ///< coefficient of variation
+  std::vector<double> samples;            ///< empirical: measured values [s], drawn uniformly
+};
+
+/// One GPU whose loader workers decode more slowly (e.g. a node with a throttled CPU).
+struct SlowLoaderSpec {
+  int gpu = -1;                  ///< global GPU index; −1 = none
+  DistributionSpec decode_time;  ///< replaces data.loader.decode_time on that GPU
 };
 
 struct DataSpec {
   double storage_bandwidth_per_node = 0;  ///< [B/s]; 0 = data loading not modelled
+  /// Cluster-wide shared file system limit every read also crosses [B/s]; 0 = none.
+  double shared_fs_bandwidth = 0;
   double sample_bytes = 0;
+  /// Bytes per sample after decoding, what the host→device copy carries (e.g. a float32
+  /// image crop); 0 = sample_bytes (the stored bytes are copied as they are).
+  double decoded_bytes = 0;
+  /// Label bytes per sample, copied to the last pipeline stage (with the inputs when pp = 1).
+  double label_bytes = 0;
   int workers_per_gpu = 1;
   int prefetch_batches = 2;
   DistributionSpec decode_time;
+  SlowLoaderSpec slow_loader;
 };
 
 /// One cause of job interruptions in a failure-rate file (topologies/failure-rates-*.yaml).

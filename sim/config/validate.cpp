@@ -3,6 +3,9 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <utility>
+
+#include "config/layer_model.hpp"
 
 namespace ironlaw::config::detail {
 
@@ -108,6 +111,9 @@ const std::vector<KeyBound>& key_bounds() {
       {"data.loader.workers_per_gpu", 0, 1024, true, "loader workers per GPU"},
       {"data.loader.prefetch_batches", 1, 1024, false, "batches queued per GPU"},
       {"data.loader.decode_time.mean", 0, 3600, true, "at most 1 h to decode one sample"},
+      {"data.loader.decode_time.samples", 0, 3600, true, "at most 1 h to decode one sample"},
+      {"data.loader.slow_loader.decode_time.mean", 0, 3600, true, "at most 1 h to decode one sample"},
+      {"data.loader.slow_loader.decode_time.samples", 0, 3600, true, "at most 1 h to decode one sample"},
       {"data.loader.decode_time.cv", 0, 100, true, "coefficient of variation"},
       {"checkpoint.storage_bandwidth", 1e6, 1e20, true, "1 MB/s to 1e20 B/s, 0: not modelled"},
       {"run.steps", 1, 1e6, false, "simulated steps (the command line may lower it further: --max-steps)"},
@@ -131,6 +137,7 @@ std::string bound_problem(const std::string& key, double value) {
 }
 
 void validate_model(const ModelSpec& m, LoadState& st, const std::string& prefix) {
+  if (m.layer_list) return;  // a layer list is checked as it is read (config/layer_model.cpp)
   const auto k = [&](const char* key) { return key_in(prefix, key); };
   const bool mla = m.kv_lora_rank > 0;
   if (st.ok({k("hidden"), k("heads"), k("head_dim"), k("kv_lora_rank")}) && !mla && m.head_dim == 0 &&
@@ -276,6 +283,43 @@ void validate_scenario(Scenario& sc, LoadState& st) {
   }
   if (st.ok({"run.mode", "training.tokens"}) && sc.run.mode == "full" && !(t.tokens > 0)) {
     st.report("training.tokens", "must be set (> 0) when run.mode is full");
+  }
+  if (m.layer_list) {
+    // Layer-list models run under data parallelism only (ZeRO 0-2; FSDP gathers are per
+    // transformer unit).
+    for (const auto& [key, value] : {std::pair<const char*, int>{"parallel.tp", p.tp}, {"parallel.pp", p.pp},
+                                     {"parallel.cp", p.cp}, {"parallel.ep", p.ep}}) {
+      if (st.ok({key}) && value != 1) {
+        st.report(key, "a layer-list model (" + m.name + ") runs under data parallelism only; expected 1, got " +
+                           str(value));
+      }
+    }
+    if (st.ok({"parallel.zero"}) && p.zero > 2) {
+      st.report("parallel.zero", "a layer-list model (" + m.name + ") runs with ZeRO 0, 1 or 2; got " + str(p.zero));
+    }
+    if (st.ok({"training.activation_checkpointing"}) && t.activation_checkpointing != "none") {
+      st.report("training.activation_checkpointing", "a layer-list model has no recompute policy; expected none, got " +
+                                                         t.activation_checkpointing);
+    }
+    const LayerModelSpec& list = *m.layer_list;
+    const int per_sample = list.input_kind == "tokens" && !list.input.empty() ? list.input[0] : 1;
+    if (st.ok({"training.sequence_length"}) && t.sequence_length != per_sample) {
+      st.report("training.sequence_length", "must be the tokens of one sample of " + m.name + " (" + str(per_sample) +
+                                                "; 1 for images and vectors), got " + str(t.sequence_length));
+    }
+  }
+  const SlowLoaderSpec& slow = sc.data.slow_loader;
+  if (slow.gpu >= 0 && st.ok({"data.loader.slow_loader.gpu", "cluster.nodes", "cluster.topology.node.gpus"})) {
+    if (slow.gpu >= sc.gpus()) {
+      st.report("data.loader.slow_loader.gpu", "must be a GPU index below " + str(sc.gpus()) + ", got " + str(slow.gpu));
+    } else if (st.ok({"run.detail"}) && sc.run.detail != "full") {
+      st.report("data.loader.slow_loader.gpu", "one slow loader makes the data-parallel replicas differ; it needs "
+                                               "run.detail: full, got " + sc.run.detail);
+    }
+  }
+  if (st.ok({"data.loader.decode_time.distribution", "data.loader.decode_time.samples"}) &&
+      sc.data.decode_time.distribution == "empirical" && sc.data.decode_time.samples.empty()) {
+    st.report("data.loader.decode_time.distribution", "an empirical distribution needs samples: [list of times]");
   }
   if (st.ok({"training.precision", "cluster.topology.device.peak_flops"}) &&
       sc.topology.device.peak_flops.count(t.precision) == 0) {

@@ -5,21 +5,37 @@
 /// Mechanism, per node and per GPU:
 /// - Each node has one storage read channel: a FlowNetwork link of
 ///   `storage_bandwidth_per_node` named "node<N>/storage". Every read of every worker of the
-///   node's GPUs is a flow on it, so concurrent reads share it max-min fairly.
+///   node's GPUs is a flow on it, so concurrent reads share it max-min fairly. With
+///   `shared_fs_bandwidth` > 0 every read also crosses one cluster-wide link "storage/shared_fs"
+///   (a parallel file system's aggregate limit), shared by all nodes.
 /// - Each GPU has `workers_per_gpu` workers. A worker loads one batch at a time: it takes the
-///   GPU's next batch index, reads `sequences_per_batch × sample_bytes` from storage (one
-///   flow), then decodes the batch's samples one after another (one decode time drawn per
-///   sample from `decode_time`, on the worker's stream "node<N>/gpu<G>/loader/worker<W>";
-///   the draws are summed into one event per batch), then offers the batch to the GPU's
-///   prefetch queue.
+///   GPU's next batch index, reads the batch's bytes from storage (one flow), then decodes the
+///   batch's samples one after another (one decode time drawn per sample from `decode_time`,
+///   or from the slow loader's distribution on that GPU; the draws are summed into one piece
+///   of work per batch), then offers the batch to the GPU's prefetch queue.
+/// - Decoding runs on CPU cores. Without a core budget (Resources::cpu_cores_per_node == 0)
+///   each worker has a core of its own: a decode of d seconds is one event d later. With a
+///   budget of C cores per node, a decode is a flow of d of core time (in core-ns) over the
+///   worker's own "core" link (capacity 1 core) and the node's "node<N>/cpu" link (C cores): with
+///   W workers decoding at once each runs at min(1, C / W) of a core (processor sharing), so
+///   more workers than cores slow each other down.
 /// - The prefetch queue holds at most `prefetch_batches` ready batches and hands them out in
 ///   batch-index order. Batch j may enter it once batch j − prefetch_batches has been handed
 ///   out; a worker whose finished batch may not enter yet holds it and idles (back-pressure)
 ///   until a slot frees, then starts its next batch. The batch the GPU needs next can always
 ///   enter, so the pipeline cannot deadlock.
+/// - Storage reads carry `sample_bytes` per sample; the host→device copy carries
+///   `decoded_bytes` per sample (sample_bytes when 0), e.g. a decoded float32 image crop.
 /// - `request(gpu, cb)` asks for the GPU's next batch. When it is ready it is popped (freeing
-///   a slot), copied host→device (bytes / host_to_device_bandwidth; copies of one GPU run one
-///   after another on its copy engine) and then `cb()` runs.
+///   a slot), copied host→device (copies of one GPU run one after another) and then `cb()`
+///   runs. Without an H2D path a copy takes bytes / host_to_device_bandwidth. With one
+///   (Resources::h2d_paths, e.g. the PCIe switch → GPU link the GPU shares with its NIC), the
+///   copy is a flow over the GPU's copy-engine link "node<N>/gpu<G>/h2d" (capacity
+///   host_to_device_bandwidth) and that path, so it shares PCIe with GPUDirect RDMA traffic.
+/// - Roles (Resources::roles): a GPU with role `inputs` loads sample_bytes (+ label_bytes when
+///   it also holds the labels) per sample and decodes them; `labels` loads label_bytes per
+///   sample and decodes nothing (the last pipeline stage); `none` runs no loader and may not
+///   request.
 /// - With `workers_per_gpu == 0` batches are loaded in the training process itself, as a
 ///   PyTorch DataLoader with num_workers = 0: nothing is prefetched, a load starts only when
 ///   a request waits for it (stream "node<N>/gpu<G>/loader/main").
@@ -70,9 +86,29 @@ struct GpuStats {
   int max_ready = 0;
 };
 
-/// Turns a DistributionSpec into draws [s]. `constant` returns the mean; `exponential`
-/// ignores cv (its cv is 1); `lognormal` uses (mean, cv). O(1).
-/// Throws std::invalid_argument for an unknown distribution name or a negative mean or cv.
+/// What a GPU's loader does (see the file comment).
+enum class GpuRole : std::uint8_t { inputs, labels, none };
+
+/// Where the pipeline's work runs on the cluster. Every field is optional: the defaults give
+/// a self-contained pipeline (a private copy engine per GPU, one core per worker, every GPU
+/// loading inputs).
+struct Resources {
+  /// CPU cores per node the loader workers share; 0 = one dedicated core per worker.
+  int cpu_cores_per_node = 0;
+  /// Per GPU (global index): links a host→device copy crosses after the GPU's copy engine,
+  /// e.g. {PCIe switch → GPU}. Empty vector: no flows, copies are timed alone.
+  std::vector<std::vector<engine::LinkId>> h2d_paths;
+  /// Per GPU; empty = all `inputs`.
+  std::vector<GpuRole> roles;
+  /// Whether an `inputs` GPU also loads the labels (true when it is also the last stage).
+  bool inputs_carry_labels = true;
+};
+
+/// Turns a DistributionSpec into draws [s]. `constant` (alias `fixed`) returns the mean;
+/// `normal` draws mean·(1 + cv·Z) truncated at 0; `exponential` ignores cv (its cv is 1);
+/// `lognormal` uses (mean, cv); `empirical` picks one of `samples` uniformly. O(1).
+/// Throws std::invalid_argument for an unknown distribution name, a negative mean or cv, or
+/// an empirical distribution without samples (or with a negative one).
 class Distribution {
  public:
   explicit Distribution(const config::DistributionSpec& spec);
@@ -82,10 +118,11 @@ class Distribution {
   Time draw_sum(RngStream& rng, int n) const;
 
  private:
-  enum class Kind : std::uint8_t { constant, exponential, lognormal };
+  enum class Kind : std::uint8_t { constant, normal, exponential, lognormal, empirical };
   Kind kind_ = Kind::constant;
   double mean_ = 0;
   double cv_ = 0;
+  std::vector<double> samples_;
 };
 
 class DataPipeline {
@@ -93,13 +130,16 @@ class DataPipeline {
   using Callback = std::function<void()>;
 
   /// Builds the pipeline of `nodes × gpus_per_node` GPUs (global index
-  /// node·gpus_per_node + local). Adds one storage link per node to `net` when enabled.
-  /// Throws std::invalid_argument for nodes, gpus_per_node or sequences_per_batch < 1,
-  /// workers_per_gpu < 0, prefetch_batches < 1, negative bandwidths or sample size, or a bad
-  /// decode distribution. Memory O(GPUs·(workers + prefetch_batches)); builds no events.
+  /// node·gpus_per_node + local). Adds to `net`, when enabled, one storage link per node, the
+  /// shared-FS link, the CPU links of a core budget and one copy-engine link per GPU with an
+  /// H2D path. Throws std::invalid_argument for nodes, gpus_per_node or sequences_per_batch
+  /// < 1, workers_per_gpu < 0, prefetch_batches < 1, negative bandwidths or sizes, a bad
+  /// decode distribution, a slow loader outside the GPUs, or `resources` vectors of a size
+  /// other than 0 or the GPU count. Memory O(GPUs·(workers + prefetch_batches)); builds no
+  /// events.
   DataPipeline(engine::Simulator& sim, engine::FlowNetwork& net, const config::DataSpec& data,
                const config::DeviceSpec& device, int nodes, int gpus_per_node, int sequences_per_batch,
-               std::uint64_t seed);
+               std::uint64_t seed, const Resources& resources = {});
   DataPipeline(const DataPipeline&) = delete;
   DataPipeline& operator=(const DataPipeline&) = delete;
   ~DataPipeline();
@@ -109,9 +149,15 @@ class DataPipeline {
   bool enabled() const { return enabled_; }
   /// Number of GPUs.
   int gpus() const { return gpu_count_; }
-  /// Bytes of one batch: sequences_per_batch × sample_bytes [B].
+  /// Bytes one input batch copies to the device: sequences_per_batch × (decoded_bytes, or
+  /// sample_bytes when 0, [+ label_bytes]) [B].
   double batch_bytes() const { return batch_bytes_; }
-  /// Host→device copy time of one batch (0 if host_to_device_bandwidth is 0).
+  /// Bytes one batch of `gpu` copies to the device, by its role (0 for `none`). O(1).
+  double batch_bytes(int gpu) const;
+  /// The role of `gpu`. O(1).
+  GpuRole role(int gpu) const;
+  /// Host→device copy time of one input batch alone on its path (0 if
+  /// host_to_device_bandwidth is 0; link latencies of an H2D path not included).
   Time h2d_time() const { return h2d_time_; }
   /// The storage link of `node` (only when enabled). O(1).
   engine::LinkId storage_link(int node) const { return storage_links_.at(static_cast<std::size_t>(node)); }
@@ -146,8 +192,9 @@ class DataPipeline {
     RngStream rng;
     std::int64_t batch = -1;        // batch being loaded or held
     Time blocked_since;
-    engine::FlowId flow = 0;        // read in progress
-    engine::EventId event = engine::kNoEvent;  // decode in progress
+    engine::FlowId flow = 0;        // read or (with a core budget) decode in progress
+    engine::EventId event = engine::kNoEvent;  // decode in progress (no core budget)
+    engine::LinkId core = 0;        // its core link (with a core budget)
     WorkerState state = WorkerState::idle;
   };
 
@@ -156,6 +203,12 @@ class DataPipeline {
     std::int64_t next_load = 0;      // next batch index a worker takes
     std::int64_t next_hand = 0;      // next batch index handed out
     engine::EventId copy_event = engine::kNoEvent;
+    engine::FlowId copy_flow = 0;
+    std::vector<engine::LinkId> copy_path;  // empty: copies timed alone
+    const Distribution* decode = nullptr;   // nullptr: no decode (labels)
+    double read_bytes = 0;                  // read from storage per batch
+    double bytes = 0;                       // copied to the device per batch
+    GpuRole role = GpuRole::inputs;
     Time copy_start;
     Time stall_since;
     std::uint32_t popped = 0;
@@ -174,10 +227,12 @@ class DataPipeline {
   void serve(std::size_t gpu);
   void start_copy(std::size_t gpu);
   void on_copied(std::size_t gpu);
+  bool copying(const Gpu& g) const { return g.copy_event != engine::kNoEvent || g.copy_flow != 0; }
 
   engine::Simulator& sim_;
   engine::FlowNetwork& net_;
   Distribution decode_;
+  Distribution slow_decode_;
   bool enabled_ = false;
   bool started_ = false;
   bool on_demand_ = false;         // workers_per_gpu == 0: load in the training process
@@ -187,8 +242,12 @@ class DataPipeline {
   std::uint32_t workers_per_gpu_ = 0;  // internal workers (1 when on demand)
   std::uint32_t prefetch_ = 0;
   double batch_bytes_ = 0;
+  double h2d_bandwidth_ = 0;
   Time h2d_time_;
   std::vector<engine::LinkId> storage_links_;
+  engine::LinkId shared_fs_ = 0;
+  bool has_shared_fs_ = false;
+  std::vector<engine::LinkId> cpu_links_;  // per node, with a core budget
   std::vector<Gpu> gpus_;
   std::vector<Worker> workers_;           // gpu·workers_per_gpu_ + w
   std::vector<std::uint8_t> ready_flags_; // gpu·prefetch_ + batch % prefetch_

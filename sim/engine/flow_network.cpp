@@ -32,36 +32,49 @@ struct FlowNetwork::Impl {
     std::uint32_t hop;
   };
 
+  // What a re-solve touches, kept small so that a component's links share few cache lines;
+  // the rest of a link (name, counters) lives in LinkInfo.
+  // One hop of a flow's path: the link, and the index of this flow in that link's list.
+  struct PathHop {
+    LinkId link;
+    std::uint32_t pos;
+  };
+
   struct Link {
     double bandwidth = 0;
+    std::vector<Hop> flows;   // active (draining) flows; swap-remove
+    // Re-solve scratch.
+    double cap_left = 0;
+    std::uint32_t mark = 0;       // == epoch when in the current component
+    std::uint32_t unfrozen = 0;
+    bool dirty = false;
+  };
+
+  // The part of a link no re-solve reads.
+  struct LinkInfo {
     Time latency;
     std::string name;
     mutable LinkStats stats;
     mutable Time busy_since;  // while busy: the time up to which stats.busy has been counted
-    std::vector<Hop> flows;   // active (draining) flows; swap-remove
-    // Re-solve scratch.
-    std::uint32_t mark = 0;       // == epoch when in the current component
-    bool dirty = false;
-    std::uint32_t unfrozen = 0;
-    double cap_left = 0;
   };
 
+  // Fields a re-solve reads come first (the first cache line); callbacks and removal
+  // bookkeeping after them.
   struct Flow {
-    std::vector<LinkId> path;       // capacity kept across reuse of the slot
-    std::vector<std::uint32_t> pos; // pos[h]: index of this flow in links[path[h]].flows
-    OnDone on_done;
-    OnDone on_drained;              // optional
-    double bytes = 0;
-    double remaining = 0;
-    double rate = 0;
-    double new_rate = 0;
-    Time last_update;
-    Time latency;                   // sum of the path's latencies
-    EventId event = kNoEvent;       // pending drain or completion event
-    std::uint32_t generation = 0;
+    std::vector<PathHop> path;      // capacity kept across reuse of the slot
     std::uint32_t mark = 0;         // == epoch when in the current component
     std::uint32_t frozen = 0;       // == epoch when its rate is fixed in this filling
+    double new_rate = 0;
+    double rate = 0;
+    double remaining = 0;
+    Time last_update;
     State state = State::free;
+    std::uint32_t generation = 0;
+    double bytes = 0;
+    EventId event = kNoEvent;       // pending drain or completion event
+    Time latency;                   // sum of the path's latencies
+    OnDone on_done;
+    OnDone on_drained;              // optional
   };
 
   struct Share {
@@ -76,6 +89,7 @@ struct FlowNetwork::Impl {
 
   Simulator& sim;
   std::vector<Link> links;
+  std::vector<LinkInfo> infos;  // parallel to links
   std::vector<Flow> flows;
   std::vector<std::uint32_t> free_flows;
   std::vector<LinkId> dirty_links;
@@ -136,7 +150,6 @@ struct FlowNetwork::Impl {
     Flow& f = flows[slot];
     f.state = State::free;
     f.path.clear();
-    f.pos.clear();
     f.on_done = nullptr;
     f.on_drained = nullptr;
     f.event = kNoEvent;
@@ -147,13 +160,13 @@ struct FlowNetwork::Impl {
 
   void add_to_links(std::uint32_t slot) {
     Flow& f = flows[slot];
-    f.pos.resize(f.path.size());
     for (std::uint32_t h = 0; h < f.path.size(); ++h) {
-      Link& link = links[f.path[h]];
-      if (link.flows.empty()) link.busy_since = sim.now();
-      f.pos[h] = static_cast<std::uint32_t>(link.flows.size());
+      const LinkId l = f.path[h].link;
+      Link& link = links[l];
+      if (link.flows.empty()) infos[l].busy_since = sim.now();
+      f.path[h].pos = static_cast<std::uint32_t>(link.flows.size());
       link.flows.push_back(Hop{slot, h});
-      mark_dirty(f.path[h]);
+      mark_dirty(l);
     }
   }
 
@@ -161,15 +174,16 @@ struct FlowNetwork::Impl {
   void remove_from_links(std::uint32_t slot, double bytes_carried, bool dirty) {
     Flow& f = flows[slot];
     for (std::uint32_t h = 0; h < f.path.size(); ++h) {
-      const LinkId l = f.path[h];
+      const LinkId l = f.path[h].link;
       Link& link = links[l];
-      link.stats.bytes += bytes_carried;
-      const std::uint32_t p = f.pos[h];
+      LinkInfo& info = infos[l];
+      info.stats.bytes += bytes_carried;
+      const std::uint32_t p = f.path[h].pos;
       const Hop moved = link.flows.back();
       link.flows[p] = moved;
-      flows[moved.flow].pos[moved.hop] = p;
+      flows[moved.flow].path[moved.hop].pos = p;
       link.flows.pop_back();
-      if (link.flows.empty()) link.stats.busy += sim.now() - link.busy_since;
+      if (link.flows.empty()) info.stats.busy += sim.now() - info.busy_since;
       if (dirty) mark_dirty(l);
     }
   }
@@ -241,7 +255,8 @@ struct FlowNetwork::Impl {
         if (f.mark == epoch) continue;
         f.mark = epoch;
         comp_flows.push_back(hop.flow);
-        for (LinkId l : f.path) {
+        for (const PathHop& ph : f.path) {
+          const LinkId l = ph.link;
           if (links[l].mark != epoch) {
             links[l].mark = epoch;
             comp_links.push_back(l);
@@ -296,9 +311,10 @@ struct FlowNetwork::Impl {
         if (f.frozen == epoch) continue;
         f.frozen = epoch;
         f.new_rate = share;
-        for (LinkId k : f.path) {
-          links[k].cap_left -= share;
-          --links[k].unfrozen;
+        for (const PathHop& ph : f.path) {
+          Link& k = links[ph.link];
+          k.cap_left -= share;
+          --k.unfrozen;
         }
       }
     }
@@ -335,28 +351,31 @@ LinkId FlowNetwork::add_link(double bandwidth, Time latency, std::string name) {
   if (latency < Time::zero()) throw std::invalid_argument("FlowNetwork::add_link: negative latency");
   Impl::Link link;
   link.bandwidth = bandwidth;
-  link.latency = latency;
-  link.name = std::move(name);
   impl_->links.push_back(std::move(link));
+  Impl::LinkInfo info;
+  info.latency = latency;
+  info.name = std::move(name);
+  impl_->infos.push_back(std::move(info));
   return static_cast<LinkId>(impl_->links.size() - 1);
 }
 
 std::size_t FlowNetwork::link_count() const { return impl_->links.size(); }
 
-const std::string& FlowNetwork::link_name(LinkId id) const { return impl_->links.at(id).name; }
+const std::string& FlowNetwork::link_name(LinkId id) const { return impl_->infos.at(id).name; }
 
 double FlowNetwork::link_bandwidth(LinkId id) const { return impl_->links.at(id).bandwidth; }
 
-Time FlowNetwork::link_latency(LinkId id) const { return impl_->links.at(id).latency; }
+Time FlowNetwork::link_latency(LinkId id) const { return impl_->infos.at(id).latency; }
 
 const LinkStats& FlowNetwork::link_stats(LinkId id) const {
   const Impl::Link& link = impl_->links.at(id);
+  const Impl::LinkInfo& info = impl_->infos[id];
   if (!link.flows.empty()) {
     const Time now = impl_->sim.now();
-    link.stats.busy += now - link.busy_since;
-    link.busy_since = now;
+    info.stats.busy += now - info.busy_since;
+    info.busy_since = now;
   }
-  return link.stats;
+  return info.stats;
 }
 
 FlowId FlowNetwork::start_flow(std::span<const LinkId> path, double bytes, OnDone on_done) {
@@ -371,11 +390,12 @@ FlowId FlowNetwork::start_flow(std::span<const LinkId> path, double bytes, OnDon
   Time latency;
   for (LinkId l : path) {
     if (l >= m.links.size()) throw std::invalid_argument("FlowNetwork::start_flow: unknown link");
-    latency += m.links[l].latency;
+    latency += m.infos[l].latency;
   }
   const std::uint32_t slot = m.allocate_slot();
   Impl::Flow& f = m.flows[slot];
-  f.path.assign(path.begin(), path.end());
+  f.path.resize(path.size());
+  for (std::size_t h = 0; h < path.size(); ++h) f.path[h] = Impl::PathHop{path[h], 0};
   f.on_done = std::move(on_done);
   f.on_drained = std::move(on_drained);
   f.bytes = bytes;

@@ -341,6 +341,11 @@ int Cluster::leaves() const { return impl_->leaves; }
 int Cluster::spines() const { return impl_->spines; }
 int Cluster::leaf_of(int gpu) const { return impl_->leaf_of_nic(impl_->nic_of_gpu(gpu)); }
 int Cluster::nic_of(int gpu) const { return impl_->nic_of_gpu(gpu); }
+
+engine::LinkId Cluster::pcie_to_gpu(int gpu) const {
+  if (gpu < 0 || gpu >= gpus()) throw std::out_of_range("Cluster::pcie_to_gpu: gpu " + std::to_string(gpu));
+  return impl_->pcie_to_gpu[static_cast<std::size_t>(gpu)];
+}
 std::size_t Cluster::gpu_vertex(int gpu) const { return impl_->gpu_vertex(gpu); }
 
 bool Cluster::crosses_spine(int src, int dst) const {

@@ -89,6 +89,9 @@ class Cluster {
   /// The global index (node · nics + local) of the NIC on `gpu`'s PCIe switch, which carries
   /// all of `gpu`'s inter-node traffic. O(1).
   int nic_of(int gpu) const;
+  /// The link PCIe switch → `gpu`: host→device copies and inbound GPUDirect RDMA traffic of
+  /// the NIC on the same switch both cross it. Throws std::out_of_range for a bad gpu. O(1).
+  engine::LinkId pcie_to_gpu(int gpu) const;
   /// The graph vertex of `gpu`. O(1).
   std::size_t gpu_vertex(int gpu) const;
 

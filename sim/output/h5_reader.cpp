@@ -283,6 +283,11 @@ std::vector<std::string> H5Reader::units(const std::string& dataset_path) const 
   return read_strings_attribute(dataset.get(), schema::kUnitsAttribute, label_, dataset_path);
 }
 
+std::vector<std::string> H5Reader::descriptions(const std::string& dataset_path) const {
+  const H5Handle dataset = open_dataset(dataset_path);
+  return read_strings_attribute(dataset.get(), schema::kDescriptionsAttribute, label_, dataset_path);
+}
+
 std::vector<StepRecord> H5Reader::steps() const {
   const H5Handle dataset = open_dataset(schema::kSteps);
   const H5Handle type = schema::make_step_type(label_);
@@ -429,6 +434,10 @@ SweepTable H5Reader::sweep() const {
       throw std::runtime_error(label_ + ": /sweep field '" + key + "' is not a string");
     }
     for (std::size_t r = 0; r < rows; ++r) table.rows[r].values.push_back(c.texts[r]);
+  }
+  for (const auto& c : columns) {
+    if (c.name != kSweepStatusField || c.kind != GenericColumn::Kind::text) continue;
+    for (std::size_t r = 0; r < rows && r < c.texts.size(); ++r) table.rows[r].status = c.texts[r];
   }
   for (const auto& metric : table.metric_names) {
     const GenericColumn& c = find(metric);

@@ -35,6 +35,8 @@ class H5Reader {
   std::vector<std::pair<std::string, double>> summary() const;
   /// The `units` attribute of a compound dataset (one per field, in field order).
   std::vector<std::string> units(const std::string& dataset_path) const;
+  /// The `descriptions` attribute of /summary or /sweep: one sentence per field, in field order.
+  std::vector<std::string> descriptions(const std::string& dataset_path) const;
 
   /// All /steps rows, in order. O(steps) memory.
   std::vector<StepRecord> steps() const;

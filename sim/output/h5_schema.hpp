@@ -26,6 +26,8 @@ inline constexpr const char* kLinks = "/links";
 inline constexpr const char* kLinkNames = "/link_names";
 /// Attribute holding one unit string per compound field, in field order.
 inline constexpr const char* kUnitsAttribute = "units";
+/// One sentence per field of /summary and /sweep (metric_description), in field order.
+inline constexpr const char* kDescriptionsAttribute = "descriptions";
 
 /// One field of a packed row: name, byte offset in the row, unit.
 struct Field {
@@ -70,7 +72,7 @@ inline constexpr std::array<Field, 11> kStepFields{{
     {"other_s", 56, "s"},
     {"model_flops", 64, "FLOP"},
     {"hardware_flops", 72, "FLOP"},
-    {"tokens", 80, "token"},
+    {"tokens", 80, "tokens"},
 }};
 void pack_step(const StepRecord& record, unsigned char* out);
 StepRecord unpack_step(const unsigned char* in);

@@ -306,6 +306,9 @@ void H5Writer::write_summary(const std::vector<std::pair<std::string, double>>& 
   check_h5(H5Dwrite(dataset.get(), row.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()),
            label_, "cannot write /summary");
   write_strings_attribute(dataset.get(), schema::kUnitsAttribute, units, label_);
+  std::vector<std::string> descriptions;
+  for (const auto& name : names) descriptions.push_back(metric_description(name));
+  write_strings_attribute(dataset.get(), schema::kDescriptionsAttribute, descriptions, label_);
   summary_written_ = true;
 }
 
@@ -407,11 +410,13 @@ void H5Writer::write_sweep(const std::vector<std::string>& varied_keys,
   silence_hdf5_errors();
   if (sweep_written_) throw std::runtime_error(label_ + ": /sweep written twice");
   std::vector<std::string> all_names = varied_keys;
+  all_names.push_back(kSweepStatusField);
   all_names.insert(all_names.end(), metric_names.begin(), metric_names.end());
   require_unique(all_names, label_, "/sweep");
   if (all_names.empty()) throw std::runtime_error(label_ + ": /sweep has no columns");
 
-  std::vector<std::size_t> widths(varied_keys.size(), 1);
+  // One string field per varied key, then the status field.
+  std::vector<std::size_t> widths(varied_keys.size() + 1, 1);
   for (std::size_t r = 0; r < rows.size(); ++r) {
     if (rows[r].values.size() != varied_keys.size() ||
         rows[r].metrics.size() != metric_names.size()) {
@@ -424,6 +429,7 @@ void H5Writer::write_sweep(const std::vector<std::string>& varied_keys,
     for (std::size_t k = 0; k < varied_keys.size(); ++k) {
       widths[k] = std::max(widths[k], rows[r].values[k].size());
     }
+    widths.back() = std::max(widths.back(), rows[r].status.size());
   }
   std::size_t string_bytes = 0;
   std::vector<std::size_t> offsets;
@@ -434,10 +440,11 @@ void H5Writer::write_sweep(const std::vector<std::string>& varied_keys,
   const std::size_t row_bytes = string_bytes + 8 * metric_names.size();
   const H5Handle row = type_handle(H5Tcreate(H5T_COMPOUND, row_bytes), label_,
                                    "cannot create the /sweep row type");
-  for (std::size_t k = 0; k < varied_keys.size(); ++k) {
+  for (std::size_t k = 0; k <= varied_keys.size(); ++k) {
+    const std::string& name = k < varied_keys.size() ? varied_keys[k] : std::string(kSweepStatusField);
     const H5Handle string_type = schema::make_string_type(widths[k], label_);
-    check_h5(H5Tinsert(row.get(), varied_keys[k].c_str(), offsets[k], string_type.get()), label_,
-             "cannot add field '" + varied_keys[k] + "' to /sweep");
+    check_h5(H5Tinsert(row.get(), name.c_str(), offsets[k], string_type.get()), label_,
+             "cannot add field '" + name + "' to /sweep");
   }
   for (std::size_t m = 0; m < metric_names.size(); ++m) {
     check_h5(H5Tinsert(row.get(), metric_names[m].c_str(), string_bytes + 8 * m, H5T_IEEE_F64LE),
@@ -449,6 +456,7 @@ void H5Writer::write_sweep(const std::vector<std::string>& varied_keys,
     for (std::size_t k = 0; k < varied_keys.size(); ++k) {
       std::memcpy(out + offsets[k], rows[r].values[k].data(), rows[r].values[k].size());
     }
+    std::memcpy(out + offsets.back(), rows[r].status.data(), rows[r].status.size());
     for (std::size_t m = 0; m < metric_names.size(); ++m) {
       std::memcpy(out + string_bytes + 8 * m, &rows[r].metrics[m], 8);
     }
@@ -464,11 +472,16 @@ void H5Writer::write_sweep(const std::vector<std::string>& varied_keys,
     check_h5(H5Dwrite(dataset.get(), row.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, block.data()),
              label_, "cannot write /sweep");
   }
-  std::vector<std::string> units(varied_keys.size(), "");
+  std::vector<std::string> units(varied_keys.size() + 1, "");
   std::vector<std::string> metric_units;
   for (const auto& m : metric_names) metric_units.push_back(default_metric_unit(m));
   units.insert(units.end(), metric_units.begin(), metric_units.end());
   write_strings_attribute(dataset.get(), schema::kUnitsAttribute, units, label_);
+  std::vector<std::string> descriptions;
+  for (const auto& key : varied_keys) descriptions.push_back("the value of the scenario key " + key + " at this point");
+  descriptions.push_back(metric_description(kSweepStatusField));
+  for (const auto& m : metric_names) descriptions.push_back(metric_description(m));
+  write_strings_attribute(dataset.get(), schema::kDescriptionsAttribute, descriptions, label_);
   write_strings_attribute(dataset.get(), "varied_keys", varied_keys, label_);
   write_strings_attribute(dataset.get(), "metrics", metric_names, label_);
   sweep_written_ = true;

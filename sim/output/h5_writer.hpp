@@ -75,8 +75,8 @@ class H5Writer final : public RecordSink {
   void set_run_mode(std::string_view simulated);
 
   /// Writes /sweep: one row per point; first one fixed-length string field per varied key (the
-  /// value as written), then one float64 field per metric. Attributes varied_keys, metrics and
-  /// units. Every row must have one value per key and one number per metric. Once. A file with
+  /// value as written), then the string field "status" (SweepRow::status), then one float64
+  /// field per metric. Attributes varied_keys, metrics and units. Every row must have one value per key and one number per metric. Once. A file with
   /// a sweep gets /steps, /events and /run only if records or tables were written to it.
   void write_sweep(const std::vector<std::string>& varied_keys,
                    const std::vector<std::string>& metric_names, const std::vector<SweepRow>& rows);

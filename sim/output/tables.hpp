@@ -37,11 +37,17 @@ struct TableColumn {
 };
 
 /// One point of a sweep: the values of the varied keys as the user wrote them (e.g. "8",
-/// "400 Gbit/s") and the summary metrics, both in the order given to write_sweep.
+/// "400 Gbit/s") and the summary metrics, both in the order given to write_sweep; `status` is
+/// "ok" for a simulated point, else why it was not (e.g. "out of memory", "invalid: KEY: ...").
+/// The metrics of a point that is not "ok" are NaN.
 struct SweepRow {
   std::vector<std::string> values;
   std::vector<double> metrics;
+  std::string status = "ok";
 };
+
+/// The name of /sweep's status field (SweepRow::status).
+inline constexpr const char* kSweepStatusField = "status";
 
 /// The contents of /sweep.
 struct SweepTable {
@@ -56,5 +62,10 @@ struct SweepTable {
 /// "TFLOP/s", ...), then the name's suffix (_s → "s", _ns → "ns", _bytes → "B", _days → "d",
 /// _hours → "h", _flops → "FLOP"), else "".
 std::string default_metric_unit(std::string_view metric_name);
+
+/// One sentence on what a summary or sweep metric measures (outputs/README.md says the same),
+/// written beside the units as the `descriptions` attribute; "" for a name it does not know.
+/// interruptions_<cause> is described by its cause. O(table size).
+std::string metric_description(std::string_view metric_name);
 
 }  // namespace ironlaw::output

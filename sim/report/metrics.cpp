@@ -39,6 +39,11 @@ Baselines baselines(const config::Scenario& s, const run::SimulationResult& r) {
   Baselines b;
   const double denom = r.peak_flops_per_gpu * r.gpus;
   if (denom <= 0) return b;
+  if (s.model.layer_list) {  // no attention term: both baselines are the model's own FLOPs
+    b.six_n_s = r.model_flops_6n_per_step / denom;
+    b.six_n_attention_s = r.model_flops_per_step / denom;
+    return b;
+  }
   const auto fpt = workload::flops_per_token(s.model, s.training.sequence_length);
   b.six_n_s = r.model_flops_6n_per_step / denom;
   b.six_n_attention_s = (fpt.six_n + fpt.attention_palm) * r.tokens_per_step / denom;
@@ -172,7 +177,8 @@ std::string format_summary(const config::Scenario& s, const run::SimulationResul
   line("step time", seconds(t));
   line("tokens/s per GPU", fmt("%.1f", metric(m, "tokens_per_s_per_gpu")));
   line("model TFLOP/s per GPU", fmt("%.1f", metric(m, "model_tflops_per_gpu")));
-  line("MFU (PaLM: 6N + 12LHQT)", fmt("%.1f %%", 100 * metric(m, "mfu")));
+  line(s.model.layer_list ? "MFU (model FLOPs: 3 x forward)" : "MFU (PaLM: 6N + 12LHQT)",
+       fmt("%.1f %%", 100 * metric(m, "mfu")));
   line("MFU (6N only)", fmt("%.1f %%", 100 * metric(m, "mfu_6nd")));
   line("HFU (with recomputation)", fmt("%.1f %%", 100 * metric(m, "hfu")));
   out += "\ntime per step (mean over the " + std::to_string(r.ranks_simulated) + " rank(s) simulated op by op" +

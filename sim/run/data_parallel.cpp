@@ -163,6 +163,11 @@ void build_data_parallel(StepBuilder& b, const DataParallelStrategy& strategy, c
         g.units.push_back(l);
       if (chunk == 0) g.units.push_back(L);
     }
+    // Units without kernels (a layer list's flatten, its absent embedding and head) hold no
+    // parameters and have no backward to wait for.
+    std::erase_if(g.units, [&](int unit) {
+      return b.units().at(b.units().bwd_last, g.members.front(), g.last_microbatch, unit) == kNoTask;
+    });
     const std::vector<TaskId> grads_done = strategy.reduce_gradients(b, g);
     // Optimizer over the parameters this rank owns, once its gradients are reduced.
     std::vector<TaskId> opt;

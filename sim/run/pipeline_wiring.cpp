@@ -126,6 +126,10 @@ void build_pipeline(StepBuilder& b, PassRunner& runner, const PipelineSchedule& 
         if (first_chunk) pass(costs.embed_forward, EventKind::forward, embed_name, L, PassPart::forward);
         for (int l = first; l < first + count; ++l)
           pass(costs.layer(l).forward, EventKind::forward, layer_names[static_cast<std::size_t>(l)], l, PassPart::forward);
+        // The last stage's labels (pp > 1), needed by the loss in the head's forward.
+        if (last_chunk && !first_chunk && b.world().data.enabled())
+          for (int local : group)
+            if (b.world().data.role(ranks[static_cast<std::size_t>(local)]) == data::GpuRole::labels) b.data(local);
         if (last_chunk) pass(costs.head_forward, EventKind::forward, head_name, L + 1, PassPart::forward);
       } else {
         const Pass p = slot.pass;

@@ -11,6 +11,7 @@
 #include "run/pipeline_wiring.hpp"
 #include "run/step_builder.hpp"
 #include "run/step_costs.hpp"
+#include "workload/layer_list.hpp"
 
 namespace ironlaw::run {
 
@@ -53,12 +54,22 @@ SimulationResult simulate(const config::Scenario& s, RecordSink& sink, TraceLeve
   const double in_flight = schedule->in_flight(0, lay.pp, lay.microbatches, lay.virtual_stages);
   config::TrainingSpec per_rank = s.training;  // a CP rank holds 1/cp of each sequence
   per_rank.sequence_length = s.training.sequence_length / lay.cp;
-  res.memory = workload::memory_per_gpu(s.model, per_rank, s.parallel, lay.dp, static_cast<int>(std::ceil(in_flight)));
-  res.out_of_memory = res.memory.total() > res.hbm_bytes;
   res.tokens_per_step = lay.tokens_per_step;
-  const auto fpt = workload::flops_per_token(s.model, s.training.sequence_length);
-  res.model_flops_per_step = fpt.palm * lay.tokens_per_step;
-  res.model_flops_6n_per_step = fpt.six_n * lay.tokens_per_step;
+  if (s.model.layer_list) {
+    // A layer-list model: MFU counts its own FLOPs (3 × the forward GEMM and convolution FLOPs
+    // per sample); a "token" is one sample of training.sequence_length tokens (1 for images).
+    const auto cost = workload::layer_model_cost(*s.model.layer_list, lay.microbatch_sequences, s.training.precision);
+    res.memory = workload::layer_model_memory(cost, s.training, s.parallel.zero, lay.dp);
+    const double samples = lay.tokens_per_step / s.training.sequence_length;
+    res.model_flops_per_step = cost.model_flops_per_sample() * samples;
+    res.model_flops_6n_per_step = 6 * cost.params() * samples;
+  } else {
+    res.memory = workload::memory_per_gpu(s.model, per_rank, s.parallel, lay.dp, static_cast<int>(std::ceil(in_flight)));
+    const auto fpt = workload::flops_per_token(s.model, s.training.sequence_length);
+    res.model_flops_per_step = fpt.palm * lay.tokens_per_step;
+    res.model_flops_6n_per_step = fpt.six_n * lay.tokens_per_step;
+  }
+  res.out_of_memory = res.memory.total() > res.hbm_bytes;
   // The config layer has checked that the device has a peak for the precision (validate.cpp).
   res.peak_flops_per_gpu = s.topology.device.peak_flops.at(s.training.precision);
   if (res.out_of_memory) return res;

@@ -3,6 +3,8 @@
 #include <memory>
 #include <stdexcept>
 
+#include "run/data_input.hpp"
+
 namespace ironlaw::run::detail {
 
 using engine::TaskGraph;
@@ -10,8 +12,10 @@ using engine::TaskGraph;
 World::World(const config::Scenario& s, const Layout& l, RecordSink& record_sink, TraceLevel level)
     : scenario(s), layout(l), sink(record_sink), trace(level), net(sim), cluster(s.topology, s.nodes, net),
       comm(sim, net, cluster),
-      data(sim, net, s.data, s.topology.device, s.nodes, s.topology.node.gpus, l.microbatch_sequences, s.seed) {
+      data(sim, net, s.data, s.topology.device, s.nodes, s.topology.node.gpus, l.microbatch_sequences, s.seed,
+           data_resources(s, l, cluster)) {
   comm.set_fluid_rings(s.run.collectives == "fluid");
+  if (level == TraceLevel::op || level == TraceLevel::flow) data.set_sink(&record_sink);
   if (data.enabled()) data.start();  // loaders warm up before the first step, as a DataLoader does
 }
 
@@ -130,7 +134,7 @@ TaskId StepBuilder::data(int local) {
   const TaskId id = graph_.add_task(
       [this, gpu](TaskGraph& g, TaskId self) { w_.data.request(gpu, [&g, self] { g.complete(self); }); },
       streams_[static_cast<std::size_t>(local)]);
-  remember(id, TaskMeta{gpu, EventKind::data, data_name_, nullptr, w_.data.batch_bytes(), 0, 0});
+  remember(id, TaskMeta{gpu, EventKind::data, data_name_, nullptr, w_.data.batch_bytes(gpu), 0, 0});
   return id;
 }
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "workload/layer_list.hpp"
+
 namespace ironlaw::run::detail {
 
 using workload::OpRole;
@@ -35,11 +37,39 @@ void split_root(const std::vector<workload::Op>& ops, std::vector<workload::Op>&
   }
 }
 
+/// A layer-list model (config/layer_model.hpp) under data parallelism alone: every listed layer
+/// is a unit of its own, with its forward and backward kernels; no embedding or head units.
+Costs build_layer_list_costs(const config::Scenario& s, const Layout& lay, OpTimer& timer, bool split_backward) {
+  const auto cost = workload::layer_model_cost(*s.model.layer_list, lay.microbatch_sequences, s.training.precision,
+                                               &s.topology.device);
+  Costs costs;
+  double params = 0, widest = 0;
+  for (const auto& layer : cost.layers) {
+    LayerCosts lc;
+    lc.forward = timer.parts(layer.forward, {});
+    lc.backward = timer.parts(layer.backward, {});
+    if (split_backward) {
+      std::vector<workload::Op> b, w;
+      for (const auto& op : layer.backward) (op.role == OpRole::weight_grad ? w : b).push_back(op);
+      lc.input_grad = timer.parts(b, {});
+      lc.weight_grad = timer.parts(w, {});
+    }
+    lc.params = layer.params;
+    params += layer.params;
+    widest = std::max(widest, layer.out.elements());
+    costs.listed.push_back(std::move(lc));
+  }
+  costs.activation_bytes = widest * lay.microbatch_sequences * workload::bytes_per_element(s.training.precision);
+  costs.optimizer = timer.whole({workload::optimizer_op(s.training, s.parallel.zero >= 1 ? params / lay.dp : params)});
+  return costs;
+}
+
 }  // namespace
 
 Costs build_costs(const config::Scenario& s, const Layout& lay, const config::TrainingSpec& per_rank, RecordSink& sink,
                   bool split_backward) {
   OpTimer timer(s.topology.device, s.training.precision, s.training.framework, sink);
+  if (s.model.layer_list) return build_layer_list_costs(s, lay, timer, split_backward);
   const int seqs = lay.microbatch_sequences;
   // Under context parallelism a rank holds sequence_length / cp tokens of every sequence; its
   // attention covers the whole sequence as cp blocks of ring attention.

@@ -157,8 +157,13 @@ struct LayerCosts {
 struct Costs {
   LayerCosts dense, moe;
   std::vector<char> is_moe;                // by layer index
-  /// The costs of layer `l` (its kind's).
-  const LayerCosts& layer(int l) const { return is_moe[static_cast<std::size_t>(l)] ? moe : dense; }
+  /// A layer-list model: the costs of every layer, by index (dense, moe and is_moe unused).
+  std::vector<LayerCosts> listed;
+  /// The costs of layer `l` (its kind's, or its own in a layer list).
+  const LayerCosts& layer(int l) const {
+    if (!listed.empty()) return listed[static_cast<std::size_t>(l)];
+    return is_moe[static_cast<std::size_t>(l)] ? moe : dense;
+  }
   PartList embed_forward, embed_backward;  // first chunk: before its layers / after them
   PartList head_forward, head_backward;    // last chunk: after its layers / before them
   PartList embed_input_grad, embed_weight_grad, head_input_grad, head_weight_grad;  // split backward only

@@ -384,10 +384,9 @@ class WholeRun {
     if (t != Time::max() && from <= Time::max() - t) heap_.push(Pending{from + t, p.node, p.cause});
   }
 
-  /// If a failure strikes within [now, now + span), handles it (roll back, restart) and
-  /// returns true; `training` says whether steps were running (their partial time is lost).
-  bool failed_within(Time span, bool training) {
-    if (heap_.empty() || heap_.top().at >= now_ + span) return false;
+  /// Takes the earliest pending failure off the heap, re-arms its (node, cause) process and
+  /// counts the interruption; returns its event with time, cause, node and step filled in.
+  FailureEvent take_failure() {
     const Pending p = heap_.top();
     heap_.pop();
     const auto& cause = s_.reliability.failure_rates.causes[static_cast<std::size_t>(p.cause)];
@@ -396,6 +395,19 @@ class WholeRun {
     f.cause = cause.name;
     f.node = p.node;
     f.step = kept_.steps;
+    rearm(p, p.at);
+    ++out_.interruptions;
+    ++out_.interruptions_by_cause[cause.name];
+    return f;
+  }
+
+  /// If a failure strikes within [now, now + span), handles it (roll back, restart) and
+  /// returns true; `training` says whether steps were running (their partial time is lost).
+  bool failed_within(Time span, bool training) {
+    if (heap_.empty() || heap_.top().at >= now_ + span) return false;
+    const Pending p = heap_.top();
+    const auto& cause = s_.reliability.failure_rates.causes[static_cast<std::size_t>(p.cause)];
+    FailureEvent f = take_failure();
     const bool planned = cause.detection == "planned";
     const double partial = training ? (p.at - now_).seconds() : 0;
     if (training) work_s_ += partial;
@@ -416,30 +428,18 @@ class WholeRun {
     }
     const Time detection = cause.detection == "hang" ? s_.reliability.restart_detection : Time::zero();
     f.detected = p.at + detection;
-    rearm(p, p.at);
-    ++out_.interruptions;
-    ++out_.interruptions_by_cause[cause.name];
     out_.failures.push_back(f);
 
     const Time down_from = now_;
     Time resume = restart(f, planned);
     // Failures while the job is down: each is an interruption too and restarts the restart.
     while (!heap_.empty() && heap_.top().at < resume) {
-      const Pending q = heap_.top();
-      heap_.pop();
-      const auto& c2 = s_.reliability.failure_rates.causes[static_cast<std::size_t>(q.cause)];
-      FailureEvent g;
-      g.time = q.at;
-      g.cause = c2.name;
-      g.node = q.node;
-      g.step = kept_.steps;
-      g.detected = q.at;
+      const auto& c2 = s_.reliability.failure_rates.causes[static_cast<std::size_t>(heap_.top().cause)];
+      FailureEvent g = take_failure();
+      g.detected = g.time;
       g.while_down = true;
-      rearm(q, q.at);
-      ++out_.interruptions;
-      ++out_.interruptions_by_cause[c2.name];
       out_.failures.push_back(g);
-      out_.restarts.back().resumed = q.at;  // that restart never finished
+      out_.restarts.back().resumed = g.time;  // that restart never finished
       resume = restart(g, c2.detection == "planned");
     }
     now_ = resume;

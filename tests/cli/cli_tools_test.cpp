@@ -108,15 +108,41 @@ TEST_CASE("budget --preset gpt3-175b prints 6ND next to the published 314.5 ZFLO
   CHECK(line_starting(r.out, "published  ").find("314.5 ZFLOP") != std::string::npos);
 }
 
-TEST_CASE("budget clamps an MFU above 1 and says so", "[cli][budget]") {
+TEST_CASE("budget takes an MFU as a fraction or a percentage with %, and rejects one outside 0 to 1",
+          "[cli][budget]") {
   TempDir dir;
-  const Outcome r = run_ironlaw({"budget", "--preset", "llama3-8b", "--mfu", "1.5"}, dir.path());
-  INFO(r.out << r.err);
-  REQUIRE(r.exit_code == 0);
-  CHECK(r.all().find("mfu 1.5 clamped to 1") != std::string::npos);
-  CHECK(r.out.find("MFU 1.00 is an ASSUMPTION") != std::string::npos);
   // At 100 % of the 989.5 TFLOP/s peak: 722.7 ZFLOP / (989.5e12 x 3600) = 202,880 GPU-hours.
-  CHECK(line_starting(r.out, "GPU-hours ").find("202,880 h") != std::string::npos);
+  for (const char* full : {"1", "100%", "100 %"}) {
+    const Outcome r = run_ironlaw({"budget", "--preset", "llama3-8b", "--mfu", full}, dir.path());
+    INFO(full << ": " << r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out.find("MFU 1.00 is an ASSUMPTION") != std::string::npos);
+    CHECK(line_starting(r.out, "GPU-hours ").find("202,880 h") != std::string::npos);
+  }
+  // 40 without % was once read as 40 and clamped to 1 with exit 0.
+  const Outcome pct = run_ironlaw({"budget", "--preset", "llama3-8b", "--mfu", "40"}, dir.path());
+  CHECK(pct.exit_code == 2);
+  CHECK(pct.err.find("--mfu 40%") != std::string::npos);
+  for (const char* bad : {"1.5", "0", "150%", "0%", "abc%"}) {
+    const Outcome r = run_ironlaw({"budget", "--preset", "llama3-8b", "--mfu", bad}, dir.path());
+    INFO(bad << ": " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("--mfu") != std::string::npos);
+    CHECK(r.out.empty());
+  }
+}
+
+TEST_CASE("budget --params without a preset demands the shape instead of keeping the 8B one", "[cli][budget]") {
+  TempDir dir;
+  const Outcome r = run_ironlaw({"budget", "--params", "70e9", "--tokens", "15 T"}, dir.path());
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("--layers, --width, --seq") != std::string::npos);
+  CHECK(r.out.empty());
+  const Outcome ok = run_ironlaw({"budget", "--params", "70e9", "--tokens", "15 T", "--layers", "80", "--width", "8192",
+                                  "--seq", "8192"}, dir.path());
+  INFO(ok.err);
+  REQUIRE(ok.exit_code == 0);
+  CHECK(ok.out.find("L = 80, d = 8,192, s = 8,192") != std::string::npos);
 }
 
 TEST_CASE("budget rejects an unknown preset and a malformed number", "[cli][budget][errors]") {
@@ -249,7 +275,7 @@ TEST_CASE("validate prints every case with published, predicted and error column
     ++rows;
   }
   CHECK(headers == 4);  // seed003, nccl-h100, megatron-2021, torchtitan
-  CHECK(rows == 8 + 2 + 1 + 2);  // seed003's 8, nccl's 2, Megatron row 1, torchtitan 8B eager (tokens/s, memory)
+  CHECK(rows == 8 + 3 + 1 + 2);  // seed003's 8, nccl's 3 (1 node ring and NVLS, 16 nodes), Megatron row 1, torchtitan 8B eager (tokens/s, memory)
 }
 
 TEST_CASE("validate --case runs one case and rejects an unknown one", "[cli][validate]") {
@@ -271,6 +297,25 @@ TEST_CASE("explain compares simulated with published GPU-hours", "[cli][explain]
   REQUIRE(r.exit_code == 0);
   CHECK(line_starting(r.out, "published GPU-hours").find("100") != std::string::npos);
   CHECK(r.out.find("simulated MFU") != std::string::npos);
+  CHECK(r.out.find("= simulated steps") != std::string::npos);
+  CHECK(r.out.find("unexplained (published - simulated)") != std::string::npos);
+  CHECK(r.out.find("Which cluster and batch") != std::string::npos);
+}
+
+TEST_CASE("explain with a whole run ends the waterfall at the allocated GPU-hours", "[cli][explain]") {
+  TempDir dir;
+  const Outcome r = run_ironlaw({"explain", repo_path("scenarios/gpt2-ddp-1node.yaml"), "--published-gpu-hours", "100",
+                                 "--set", "run.mode=full", "--set", "training.tokens=1 G", "--no-search"},
+                                dir.path());
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("= simulated whole run (allocated GPU-hours)") != std::string::npos);
+  CHECK(r.out.find("Which cluster and batch") == std::string::npos);
+  const Outcome bad = run_ironlaw({"explain", repo_path("scenarios/gpt2-ddp-1node.yaml"), "--published-gpu-hours", "100",
+                                   "--search-nodes", "0,2"},
+                                  dir.path());
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("--search-nodes") != std::string::npos);
 }
 
 TEST_CASE("--help of every subcommand exits 0 and documents it", "[cli][help]") {
@@ -296,4 +341,30 @@ TEST_CASE("an unknown subcommand, or none, is bad input", "[cli][help]") {
   CHECK(unknown.err.find("unknown command \"simulate\"") != std::string::npos);
   const Outcome none = run_ironlaw({}, dir.path());
   CHECK(none.exit_code == 2);
+}
+
+TEST_CASE("ironlaw --version prints the project version of CMakeLists.txt", "[cli][help]") {
+  TempDir dir;
+  const std::string cmake = read_file(repo_path("CMakeLists.txt"));
+  const auto at = cmake.find("project(ironlaw VERSION ");
+  REQUIRE(at != std::string::npos);
+  const auto start = at + std::string("project(ironlaw VERSION ").size();
+  const std::string version = cmake.substr(start, cmake.find(' ', start) - start);
+  const Outcome r = run_ironlaw({"--version"}, dir.path());
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "ironlaw " + version + "\n");
+}
+
+TEST_CASE("help COMMAND prints what COMMAND --help prints", "[cli][help]") {
+  TempDir dir;
+  for (const char* command : {"run", "sweep", "budget", "collective"}) {
+    INFO(command);
+    const Outcome help = run_ironlaw({"help", command}, dir.path());
+    const Outcome direct = run_ironlaw({command, "--help"}, dir.path());
+    CHECK(help.exit_code == 0);
+    CHECK(help.out == direct.out);
+  }
+  const Outcome unknown = run_ironlaw({"help", "simulate"}, dir.path());
+  CHECK(unknown.exit_code == 2);
+  CHECK(unknown.err.find("unknown command \"simulate\"") != std::string::npos);
 }

@@ -152,3 +152,32 @@ TEST_CASE("model card problems are all reported", "[errors][model]") {
                "bad_model.yaml:3:9: hidden: must be a multiple of heads (8), got 250",
                "bad_model.yaml:6:11: kv_heads: must divide heads (8), got 3"});
 }
+
+TEST_CASE("input pipeline keys: a decode time needs its unit; empirical needs samples; a slow loader needs full detail",
+          "[errors][data]") {
+  // basic.yaml line 26: "    decode_time: { distribution: lognormal, mean: 2 ms, cv: 0.5 }"
+  const auto bare = scenario_errors("basic.yaml", {"data.loader.decode_time.mean=0.002"});
+  REQUIRE(bare.size() == 1);
+  CHECK(bare[0].find("data.loader.decode_time.mean: a time needs its unit (ns, us, ms, s), got \"0.002\"") !=
+        std::string::npos);
+  CHECK(scenario_errors("basic.yaml", {"data.loader.decode_time.mean=2 ms"}) == Errors{"(no error)"});
+
+  const auto empirical = scenario_errors("basic.yaml", {"data.loader.decode_time.distribution=empirical"});
+  REQUIRE(empirical.size() == 1);
+  CHECK(empirical[0].find("an empirical distribution needs samples") != std::string::npos);
+  CHECK(scenario_errors("basic.yaml", {"data.loader.decode_time.distribution=empirical",
+                                       "data.loader.decode_time.samples=[1 ms, 3 ms]"}) == Errors{"(no error)"});
+  const auto bare_sample = scenario_errors(
+      "basic.yaml", {"data.loader.decode_time.distribution=empirical", "data.loader.decode_time.samples=[1 ms, 3]"});
+  REQUIRE(bare_sample.size() == 1);
+  CHECK(bare_sample[0].find("a time needs its unit") != std::string::npos);
+
+  const auto slow = scenario_errors("basic.yaml", {"data.loader.slow_loader.gpu=1"});
+  REQUIRE(slow.size() == 1);
+  CHECK(slow[0].find("data.loader.slow_loader.gpu: one slow loader makes the data-parallel replicas differ; it "
+                     "needs run.detail: full") != std::string::npos);
+  CHECK(scenario_errors("basic.yaml", {"data.loader.slow_loader.gpu=1", "run.detail=full"}) == Errors{"(no error)"});
+  const auto outside = scenario_errors("basic.yaml", {"data.loader.slow_loader.gpu=100000", "run.detail=full"});
+  REQUIRE(outside.size() == 1);
+  CHECK(outside[0].find("must be a GPU index below") != std::string::npos);
+}

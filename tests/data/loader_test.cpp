@@ -249,7 +249,9 @@ TEST_CASE("the queue never holds more than prefetch_batches, with many random wo
   Simulator sim;
   FlowNetwork net(sim);
   DataSpec d = reference_data(8, 3);
-  d.decode_time = {"lognormal", 1e-3, 1.0};
+  d.decode_time.distribution = "lognormal";
+  d.decode_time.mean = 1e-3;
+  d.decode_time.cv = 1.0;
   DataPipeline pipe(sim, net, d, reference_device(), 1, 2, kSequences, 9);
   pipe.start();
   Consumer gpu{sim, pipe, 0, Time::ms(2), 200, {}, {}};
@@ -270,7 +272,9 @@ std::vector<std::int64_t> random_world(std::uint64_t seed) {
   Simulator sim;
   FlowNetwork net(sim);
   DataSpec d = reference_data(3, 2);
-  d.decode_time = {"lognormal", 1e-3, 0.8};
+  d.decode_time.distribution = "lognormal";
+  d.decode_time.mean = 1e-3;
+  d.decode_time.cv = 0.8;
   DataPipeline pipe(sim, net, d, reference_device(), 2, 2, kSequences, seed);
   pipe.start();
   std::vector<std::unique_ptr<Consumer>> gpus;

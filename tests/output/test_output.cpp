@@ -1,6 +1,8 @@
 #include <hdf5.h>
 
 #include <catch2/catch.hpp>
+
+#include <cmath>
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -264,7 +266,7 @@ TEST_CASE("a written run file reads back with every value") {
 
   CHECK(reader.summary() == kMetrics);
   CHECK(reader.units("/summary") ==
-        std::vector<std::string>{"s", "token/s", "TFLOP/s", "1", "1", "s", "s", "s", "B"});
+        std::vector<std::string>{"s", "tokens/s", "TFLOP/s", "1", "1", "s", "s", "s", "B"});
 
   const auto steps = reader.steps();
   REQUIRE(steps.size() == 3);
@@ -431,7 +433,8 @@ TEST_CASE("a sweep file holds one row per point and no event datasets") {
     writer.write_scenario("name: base\n", 1, "base");
     writer.write_sweep({"parallel.tp", "cluster.nic_bandwidth"}, {"step_time_s", "mfu"},
                        {SweepRow{{"1", "400 Gbit/s"}, {2.5, 0.41}},
-                        SweepRow{{"8", "200 Gbit/s"}, {1.75, 0.385}}});
+                        SweepRow{{"8", "200 Gbit/s"}, {1.75, 0.385}},
+                        SweepRow{{"16", "200 Gbit/s"}, {std::nan(""), std::nan("")}, "invalid: parallel.tp: too big"}});
     writer.commit();
   }
   H5Reader reader(path);
@@ -439,7 +442,10 @@ TEST_CASE("a sweep file holds one row per point and no event datasets") {
   CHECK(sweep.varied_keys == std::vector<std::string>{"parallel.tp", "cluster.nic_bandwidth"});
   CHECK(sweep.metric_names == std::vector<std::string>{"step_time_s", "mfu"});
   CHECK(sweep.metric_units == std::vector<std::string>{"s", "1"});
-  REQUIRE(sweep.rows.size() == 2);
+  REQUIRE(sweep.rows.size() == 3);
+  CHECK(sweep.rows[0].status == "ok");
+  CHECK(sweep.rows[2].status == "invalid: parallel.tp: too big");
+  CHECK(std::isnan(sweep.rows[2].metrics[0]));
   CHECK(sweep.rows[1].values == std::vector<std::string>{"8", "200 Gbit/s"});
   CHECK(sweep.rows[1].metrics == std::vector<double>{1.75, 0.385});
   CHECK(sweep.rows[0].values == std::vector<std::string>{"1", "400 Gbit/s"});

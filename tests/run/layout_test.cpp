@@ -50,7 +50,7 @@ TEST_CASE("parallel.order changes the placement", "[layout]") {
   CHECK(l.group(0, Dim::tp) == std::vector<int>{0, 4});
 }
 
-TEST_CASE("tensor parallelism inside one node moves bytes only over NVLink", "[layout][tp]") {
+TEST_CASE("tensor parallelism inside one node moves bytes only over NVLink", "[layout][tp][slow]") {
   // TP = 8 fills a DGX H100; its all-reduces go GPU -> NVSwitch -> GPU. No PCIe, NIC or switch
   // link may carry a byte.
   const auto s = config::load_scenario(kScenario, {kLlama, kNoLoader, "cluster.nodes=1", "parallel.tp=8", "parallel.dp=1",

@@ -12,7 +12,7 @@
 using namespace ironlaw;
 
 TEST_CASE("Llama 3 405B with its failure counts: interruptions in 54 days and ETTR in the paper's range",
-          "[training][llama3]") {
+          "[training][llama3][slow]") {
   const auto s = config::load_scenario(IRONLAW_SOURCE_DIR "/scenarios/runs/llama3-405b-full.yaml");
   const training::WholeRunResult w = training::simulate_whole_run(s);
   REQUIRE(w.wall_s > 54 * 86400.0);

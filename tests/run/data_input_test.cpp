@@ -1,0 +1,108 @@
+// The input pipeline inside a training step: one slow loader stalls its whole data-parallel
+// group, the stalls reach the record sink with the rank that was slow, and with pipeline
+// parallelism the first stage gets the inputs and the last stage the labels.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <string>
+
+#include "config/load.hpp"
+#include "core/records.hpp"
+#include "core/error.hpp"
+#include "run/simulation.hpp"
+#include "workload/layer_list.hpp"
+
+using namespace ironlaw;
+
+namespace {
+
+const std::string kDataDp = IRONLAW_SOURCE_DIR "/tests/run/data/data-dp.yaml";
+const std::string kPipeline = IRONLAW_SOURCE_DIR "/tests/run/data/pipeline.yaml";
+
+std::uint32_t index_of(const std::vector<std::string>& table, const std::string& name) {
+  for (std::size_t i = 0; i < table.size(); ++i)
+    if (table[i] == name) return static_cast<std::uint32_t>(i);
+  FAIL("no " << name << " in the sink's table");
+  return 0;
+}
+
+/// Per rank: summed duration [ns] of the records of `kind` named `name`.
+std::map<int, std::int64_t> per_rank(const MemorySink& sink, EventKind kind, const std::string& name) {
+  std::map<int, std::int64_t> out;
+  const std::uint32_t id = index_of(sink.names, name);
+  for (const auto& e : sink.events)
+    if (e.kind == kind && e.name == id) out[e.rank] += e.end_ns - e.start_ns;
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("one slow loader on one rank stalls every rank of its data-parallel group", "[run][data][acceptance]") {
+  // Each rank's first batch is ready after its decode: 1 ms, or 5 ms on the slow rank 2. The
+  // gradient all-reduce needs every rank's backward, so the whole step (every rank) ends
+  // 5 − 1 = 4 ms later than without the slow loader (compute is the same on every rank and
+  // communication costs ~0 on the ideal node).
+  MemorySink fast_sink, slow_sink;
+  const auto fast = run::simulate(config::load_scenario(kDataDp), fast_sink, run::TraceLevel::op);
+  const auto slow = run::simulate(
+      config::load_scenario(kDataDp, {"data.loader.slow_loader.gpu=2", "data.loader.slow_loader.decode_time.mean=5ms"}),
+      slow_sink, run::TraceLevel::op);
+  REQUIRE(fast.steps.size() == 1);
+  REQUIRE(slow.steps.size() == 1);
+  CHECK(slow.step_time_s - fast.step_time_s == Approx(4e-3).margin(1e-6));
+
+  // The stall records name the slow rank: rank 2 waited 5 ms for its batch, the others 1 ms.
+  const auto stalls = per_rank(slow_sink, EventKind::stall, "data_stall");
+  REQUIRE(stalls.size() == 4);
+  CHECK(stalls.at(2) == 5'000'000);
+  for (int r : {0, 1, 3}) CHECK(stalls.at(r) == 1'000'000);
+  // Means over the 4 ranks: rank 2's data stall grows by 4 ms (mean + 1 ms); the three fast
+  // ranks wait the same 4 ms for the all-reduce, as idle time or exposed communication
+  // (mean + 3 ms).
+  CHECK(slow.data_stall_s - fast.data_stall_s == Approx(1e-3).margin(1e-6));
+  CHECK((slow.exposed_comm_s + slow.other_s) - (fast.exposed_comm_s + fast.other_s) == Approx(3e-3).margin(1e-6));
+}
+
+TEST_CASE("with pipeline stages the first gets the inputs and the last the labels", "[run][data]") {
+  // pipeline.yaml: pp 4 on the ideal node, 8 microbatches of one sequence.
+  MemorySink sink;
+  const auto s = config::load_scenario(kPipeline, {"data.storage_bandwidth_per_node=1e18", "data.sample_bytes=8KiB",
+                                                   "data.label_bytes=8KiB", "data.loader.workers_per_gpu=2"});
+  run::simulate(s, sink, run::TraceLevel::op);
+  const std::uint32_t input = index_of(sink.names, "input batch");
+  std::map<int, int> batches;
+  std::map<int, double> bytes;
+  for (const auto& e : sink.events)
+    if (e.kind == EventKind::data && e.name == input) {
+      ++batches[e.rank];
+      bytes[e.rank] = e.bytes;
+    }
+  const int microbatches = 16 * 1024 / 2048;
+  CHECK(batches[0] == microbatches);
+  CHECK(batches[3] == microbatches);
+  CHECK(batches.count(1) == 0);
+  CHECK(batches.count(2) == 0);
+  CHECK(bytes[0] == 8 * 1024);  // inputs only: the labels go to the last stage
+  CHECK(bytes[3] == 8 * 1024);
+}
+
+TEST_CASE("a layer-list model trains under data parallelism with MFU from its own FLOPs", "[run][layer_list]") {
+  const std::string resnet = IRONLAW_SOURCE_DIR "/scenarios/data/resnet50-imagenet-dgx.yaml";
+  const auto s = config::load_scenario(resnet, {"run.steps=1", "data.storage_bandwidth_per_node=0"});
+  REQUIRE(s.model.layer_list != nullptr);
+  CHECK(s.model.layers == 23);  // conv1, bn1, relu, maxpool, 16 bottlenecks, avgpool, flatten, fc
+  NullSink sink;
+  const auto r = run::simulate(s, sink, run::TraceLevel::none);
+  REQUIRE_FALSE(r.out_of_memory);
+  const auto cost = workload::layer_model_cost(*s.model.layer_list, 32, "bf16");
+  // 2,048 images per step, each 3 × its forward GEMM/convolution FLOPs.
+  CHECK(r.model_flops_per_step == Approx(2048 * 3 * cost.matmul_flops_per_sample()));
+  // No loaders: the step is compute (8 microbatches' forward + backward) plus the gradient
+  // all-reduce and optimizer; compute covers at least the sum of the kernels of 8 microbatches.
+  const auto timed = workload::layer_model_cost(*s.model.layer_list, 32, "bf16", &s.topology.device);
+  const double kernels = 8 * workload::layer_model_step_compute(timed, s.topology.device, "bf16").seconds();
+  CHECK(r.compute_s >= kernels);
+  CHECK(r.data_stall_s == 0);
+  // Model parallelism is refused for layer lists (exit 2 at the CLI).
+  CHECK_THROWS_AS(config::load_scenario(resnet, {"parallel.tp=2", "parallel.dp=4"}), InputError);
+}
