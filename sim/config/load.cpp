@@ -109,6 +109,7 @@ void parse_device(Section s, DeviceSpec& d) {
     dispatch.finish();
   }
   s.number("host_to_device_bandwidth", d.host_to_device_bandwidth, Dimension::bandwidth, kHardware);
+  s.number("speed_variation_cv", d.speed_variation_cv, Dimension::count, kOptionalHardwareLatency);
   s.finish();
 }
 

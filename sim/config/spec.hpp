@@ -53,6 +53,11 @@ struct DeviceSpec {
   /// as they are queued and idles when the host has not yet issued the next one.
   std::map<std::string, Time> framework_dispatch;
   double host_to_device_bandwidth = 0;        ///< pinned H2D copy [B/s]
+  /// Coefficient of variation of the per-GPU kernel-time factor across nominally identical
+  /// GPUs of one cluster (manufacturing and power-management variation): each GPU's kernels
+  /// take their nominal time × (1 + cv·Z), Z standard normal, drawn once per GPU
+  /// (hardware/gpu_speed.hpp). 0 = every GPU runs at the profile's speed.
+  double speed_variation_cv = 0;
 };
 
 /// A point-to-point link (one direction) as the flow network sees it.

@@ -71,6 +71,7 @@ const std::vector<KeyBound>& key_bounds() {
       {"framework_dispatch.compile", 0, 1, false, "at most 1 s per kernel"},
       {"framework_dispatch.cuda_graphs", 0, 1, false, "at most 1 s per kernel"},
       {"device.host_to_device_bandwidth", 1e6, 1e20, false, "1 MB/s to 1e20 B/s"},
+      {"device.speed_variation_cv", 0, 0.1, true, "a coefficient of variation of GPU speeds, at most 0.1"},
       {"bandwidth", 1e6, 1e20, false, "a link carries 1 MB/s to 1e20 B/s; ideal-system tests use 1e18"},
       {"latency", 0, 1, false, "at most 1 s per hop or step"},
       {"switch_latency", 0, 1, false, "at most 1 s per switch"},
