@@ -135,6 +135,16 @@ void parse_fabric(Section s, FabricSpec& f) {
   s.integer("spines", f.spines, kOptionalHardwareLatency);
   parse_link(s.section("leaf_spine", Rule{.required = true}), f.leaf_spine);
   s.duration("switch_latency", f.switch_latency, kHardwareLatency);
+  if (s.has("pod")) {
+    Section pod = s.section("pod");
+    pod.integer("nodes", f.pod.nodes, kHardware);
+    if (pod.number("oversubscription", f.pod.oversubscription, Dimension::count, kHardware) &&
+        f.pod.oversubscription < 1) {
+      pod.state().fail(pod.full("oversubscription"), "must be at least 1 (spine downlink : core uplink capacity)");
+    }
+    parse_link(pod.section("spine_core", Rule{.required = true}), f.pod.spine_core);
+    pod.finish();
+  }
   s.finish();
 }
 

@@ -84,6 +84,15 @@ struct NodeSpec {
   int cpu_cores = 0;
 };
 
+/// A third switch tier above the spines: the cluster is cut into pods of `nodes` consecutive
+/// nodes, each a two-level leaf/spine fabric of its own at the fabric's oversubscription; spine
+/// s of every pod connects to the core switches of plane s, which join the pods.
+struct PodSpec {
+  int nodes = 0;                  ///< nodes per pod; 0 = no pod tier (one two-level fabric)
+  double oversubscription = 1.0;  ///< a pod spine's leaf-facing : core-facing capacity (≥ 1)
+  LinkSpec spine_core;            ///< one spine ↔ core link, per direction
+};
+
 /// The network between nodes.
 struct FabricSpec {
   std::string kind = "leaf_spine";  ///< leaf_spine | rail_optimized
@@ -95,6 +104,7 @@ struct FabricSpec {
   int spines = 0;                   ///< 0 = as many as needed for the uplink capacity
   LinkSpec leaf_spine;              ///< one leaf ↔ spine link, per direction
   Time switch_latency;              ///< per switch traversal
+  PodSpec pod;                      ///< optional third tier (key `pod`); absent = two levels
 };
 
 /// Constants of the collective library (NCCL-like), each with its source in the topology file.

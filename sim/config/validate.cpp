@@ -83,6 +83,8 @@ const std::vector<KeyBound>& key_bounds() {
       {"fabric.nodes_per_leaf", 1, 65536, false, "nodes under one leaf switch"},
       {"fabric.spines", 0, 65536, true, "spine switches (0: derived)"},
       {"fabric.oversubscription", 1, 1e3, false, "downlink : uplink capacity"},
+      {"fabric.pod.nodes", 1, 1'048'576, false, "nodes in one pod"},
+      {"fabric.pod.oversubscription", 1, 1e3, false, "spine downlink : core uplink capacity"},
       {"comm.channels", 0, 1024, true, "NCCL channels (0: derived)"},
       {"comm.flows_per_connection", 1, 1024, false, "flows per connection"},
       {"comm.chunk_bytes", 1, 1e12, false, "1 B to 1 TB"},
