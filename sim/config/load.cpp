@@ -100,7 +100,16 @@ void parse_device(Section s, DeviceSpec& d) {
     s.state().fail(s.full("power_limit_w"), "power_limit_w and max_gemm_power_limit_w must both exceed static_power_w");
   }
   s.duration("kernel_launch_overhead", d.kernel_launch_overhead, kHardwareLatency);
+  {
+    Section dispatch = s.section("framework_dispatch");
+    for (const char* framework : {"eager", "fused", "compile", "cuda_graphs"}) {
+      Time value;
+      if (dispatch.duration(framework, value, kOptionalHardwareLatency)) d.framework_dispatch[framework] = value;
+    }
+    dispatch.finish();
+  }
   s.number("host_to_device_bandwidth", d.host_to_device_bandwidth, Dimension::bandwidth, kHardware);
+  s.number("speed_variation_cv", d.speed_variation_cv, Dimension::count, kOptionalHardwareLatency);
   s.finish();
 }
 
@@ -127,6 +136,16 @@ void parse_fabric(Section s, FabricSpec& f) {
   s.integer("spines", f.spines, kOptionalHardwareLatency);
   parse_link(s.section("leaf_spine", Rule{.required = true}), f.leaf_spine);
   s.duration("switch_latency", f.switch_latency, kHardwareLatency);
+  if (s.has("pod")) {
+    Section pod = s.section("pod");
+    pod.integer("nodes", f.pod.nodes, kHardware);
+    if (pod.number("oversubscription", f.pod.oversubscription, Dimension::count, kHardware) &&
+        f.pod.oversubscription < 1) {
+      pod.state().fail(pod.full("oversubscription"), "must be at least 1 (spine downlink : core uplink capacity)");
+    }
+    parse_link(pod.section("spine_core", Rule{.required = true}), f.pod.spine_core);
+    pod.finish();
+  }
   s.finish();
 }
 
@@ -356,7 +375,7 @@ void parse_training(Section s, TrainingSpec& t) {
   s.choice("precision", t.precision, {"fp32", "bf16", "fp16", "fp8"});
   s.choice("optimizer", t.optimizer, {"sgd", "momentum", "rmsprop", "adam"});
   s.choice("activation_checkpointing", t.activation_checkpointing, {"none", "selective", "full", "op"});
-  s.choice("framework", t.framework, {"fused", "eager", "compile"});
+  s.choice("framework", t.framework, {"fused", "eager", "compile", "cuda_graphs"});
   s.flag("flash_attention", t.flash_attention);
   s.choice("reduce_dtype", t.reduce_dtype, {"fp32", "bf16", "fp16"});
   s.flag("fp8_all_gather", t.fp8_all_gather);

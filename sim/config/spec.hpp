@@ -45,8 +45,19 @@ struct DeviceSpec {
   /// x in P_dynamic ∝ activity · f^x: 3 where the voltage tracks the clock (V ∝ f, P ∝ f·V²),
   /// 1 at a fixed voltage floor.
   double clock_power_exponent = 3;
-  Time kernel_launch_overhead;                ///< per kernel
+  /// Host time to issue one kernel through the CUDA launch API, for a framework mode that
+  /// `framework_dispatch` does not list.
+  Time kernel_launch_overhead;
+  /// Host (CPU thread) time to issue one kernel, by training.framework (eager, fused, compile,
+  /// cuda_graphs): the framework's per-op dispatch plus the launch itself. The GPU runs kernels
+  /// as they are queued and idles when the host has not yet issued the next one.
+  std::map<std::string, Time> framework_dispatch;
   double host_to_device_bandwidth = 0;        ///< pinned H2D copy [B/s]
+  /// Coefficient of variation of the per-GPU kernel-time factor across nominally identical
+  /// GPUs of one cluster (manufacturing and power-management variation): each GPU's kernels
+  /// take their nominal time × (1 + cv·Z), Z standard normal, drawn once per GPU
+  /// (hardware/gpu_speed.hpp). 0 = every GPU runs at the profile's speed.
+  double speed_variation_cv = 0;
 };
 
 /// A point-to-point link (one direction) as the flow network sees it.
@@ -76,6 +87,15 @@ struct NodeSpec {
   double host_memory_bandwidth = 0;
 };
 
+/// A third switch tier above the spines: the cluster is cut into pods of `nodes` consecutive
+/// nodes, each a two-level leaf/spine fabric of its own at the fabric's oversubscription; spine
+/// s of every pod connects to the core switches of plane s, which join the pods.
+struct PodSpec {
+  int nodes = 0;                  ///< nodes per pod; 0 = no pod tier (one two-level fabric)
+  double oversubscription = 1.0;  ///< a pod spine's leaf-facing : core-facing capacity (≥ 1)
+  LinkSpec spine_core;            ///< one spine ↔ core link, per direction
+};
+
 /// The network between nodes.
 struct FabricSpec {
   std::string kind = "leaf_spine";  ///< leaf_spine | rail_optimized
@@ -87,6 +107,7 @@ struct FabricSpec {
   int spines = 0;                   ///< 0 = as many as needed for the uplink capacity
   LinkSpec leaf_spine;              ///< one leaf ↔ spine link, per direction
   Time switch_latency;              ///< per switch traversal
+  PodSpec pod;                      ///< optional third tier (key `pod`); absent = two levels
 };
 
 /// Constants of the collective library (NCCL-like), each with its source in the topology file.

@@ -81,6 +81,25 @@ std::vector<Diagnostic> validate(const config::TopologySpec& t, int nodes) {
   for (const auto& [key, latency] : latencies) {
     if (latency < Time::zero()) fail(key, "expected a non-negative latency");
   }
+  const auto& pod = f.pod;
+  if (pod.nodes < 0) fail("fabric.pod.nodes", "expected a positive node count, got " + std::to_string(pod.nodes));
+  if (pod.nodes > 0 && f.nodes_per_leaf >= 1) {
+    if (pod.nodes % f.nodes_per_leaf != 0) {
+      fail("fabric.pod.nodes", "must be a multiple of fabric.nodes_per_leaf (" + std::to_string(f.nodes_per_leaf) +
+                                   "): a leaf cannot straddle two pods, got " + std::to_string(pod.nodes));
+    } else if (nodes > pod.nodes) {
+      const int leaves_per_pod = pod.nodes / f.nodes_per_leaf * (rails ? std::max(1, n.nics) : 1);
+      if (leaves_per_pod < 2) {
+        fail("fabric.pod.nodes", "a pod of one leaf has no spines to reach the core tier: expected more than " +
+                                     std::to_string(f.nodes_per_leaf) + " nodes per pod, got " + std::to_string(pod.nodes));
+      }
+      if (!(pod.oversubscription >= 1.0)) fail("fabric.pod.oversubscription", "expected a ratio of at least 1");
+      if (!(pod.spine_core.bandwidth > 0)) {
+        fail("fabric.pod.spine_core.bandwidth", "expected a positive bandwidth (needed to size the core tier)");
+      }
+      if (pod.spine_core.latency < Time::zero()) fail("fabric.pod.spine_core.latency", "expected a non-negative latency");
+    }
+  }
   return out;
 }
 
@@ -110,7 +129,10 @@ struct Cluster::Impl {
   int rails = 1;            // leaf groups: one per NIC index on a rail fabric, else one
   int leaves_per_rail = 0;  // ⌈nodes / nodes_per_leaf⌉
   int leaves = 0;           // rails · leaves_per_rail
-  int spines = 0;
+  int spines = 0;           // per pod
+  int pods = 1;
+  int leaves_per_pod_rail = 0;  // leaves of one rail in one pod (= leaves_per_rail with one pod)
+  int cores_per_plane = 0;      // core switches above spine s of every pod (0 with one pod)
   bool has_nvswitch = false;
   Vertex block = 0;  // vertices per node
   Graph graph;
@@ -120,12 +142,14 @@ struct Cluster::Impl {
   std::vector<engine::LinkId> gpu_to_pcie, pcie_to_gpu;  // per GPU
   std::vector<engine::LinkId> pcie_to_nic, nic_to_pcie;  // per NIC
   std::vector<engine::LinkId> nic_up, nic_down;          // per NIC: NIC → leaf, leaf → NIC
-  std::vector<engine::LinkId> leaf_up, spine_down;       // per (leaf, spine): leaf → spine, spine → leaf
+  std::vector<engine::LinkId> leaf_up, spine_down;       // per (leaf, spine of its pod): leaf → spine, spine → leaf
+  std::vector<engine::LinkId> spine_up, core_down;       // per (pod, spine, core of the plane): spine → core, core → spine
   std::vector<engine::LinkId> nvls_in, nvls_out;         // per GPU port: NVSwitch → reducer, reducer → NVSwitch
   // (link, from, to) in creation order; link ids increase, so lookups bisect.
   std::vector<std::tuple<engine::LinkId, Vertex, Vertex>> ends;
 
-  // Vertex layout: node blocks [nvswitch?][gpus][pcie switches][nics], then leaves, then spines.
+  // Vertex layout: node blocks [nvswitch?][gpus][pcie switches][nics], then leaves, then spines
+  // (pod-major), then cores (plane-major).
   Vertex node_base(int node) const { return static_cast<Vertex>(node) * block; }
   Vertex nvswitch_vertex(int node) const { return node_base(node); }
   Vertex gpu_vertex(int gpu) const {
@@ -140,7 +164,12 @@ struct Cluster::Impl {
     return node_base(node) + (has_nvswitch ? 1 : 0) + static_cast<Vertex>(gpus_per_node + pcie_switches + global_nic % nics);
   }
   Vertex leaf_vertex(int leaf) const { return static_cast<Vertex>(nodes) * block + static_cast<Vertex>(leaf); }
-  Vertex spine_vertex(int spine) const { return leaf_vertex(leaves) + static_cast<Vertex>(spine); }
+  Vertex spine_vertex(int pod, int spine) const {
+    return leaf_vertex(leaves) + static_cast<Vertex>(pod) * static_cast<Vertex>(spines) + static_cast<Vertex>(spine);
+  }
+  Vertex core_vertex(int core) const { return spine_vertex(pods, 0) + static_cast<Vertex>(core); }
+  /// The pod of leaf `leaf` (a leaf never straddles pods: pod.nodes is a multiple of nodes_per_leaf).
+  int pod_of_leaf(int leaf) const { return pods > 1 ? (leaf % leaves_per_rail) / leaves_per_pod_rail : 0; }
 
   /// The leaf that NIC `global_nic` hangs off: rail r's leaves are [r · leaves_per_rail,
   /// (r + 1) · leaves_per_rail), and its node picks one of them by node / nodes_per_leaf.
@@ -158,11 +187,15 @@ struct Cluster::Impl {
     const int sw = local / per_switch_gpus;
     return node * nics + sw * per_switch_nics + (local % per_switch_gpus) % per_switch_nics;
   }
-  int spine_for(int src, int dst, std::uint64_t flow_hash) const {
+  std::uint64_t ecmp_hash(int src, int dst, std::uint64_t flow_hash) const {
     std::uint64_t h = splitmix64(static_cast<std::uint64_t>(src));
     h = splitmix64(h ^ static_cast<std::uint64_t>(dst));
-    h = splitmix64(h ^ flow_hash);
-    return static_cast<int>(h % static_cast<std::uint64_t>(spines));
+    return splitmix64(h ^ flow_hash);
+  }
+  int spine_for(std::uint64_t hash) const { return static_cast<int>(hash % static_cast<std::uint64_t>(spines)); }
+  /// The core of the plane: a second hash of the same flow, independent of the spine choice.
+  int core_for(std::uint64_t hash) const {
+    return static_cast<int>(splitmix64(hash) % static_cast<std::uint64_t>(cores_per_plane));
   }
 
   bool switch_reduces() const { return has_nvswitch && topology.node.nvswitch_reduce_bandwidth > 0; }
@@ -191,6 +224,8 @@ void Cluster::Impl::build(engine::FlowNetwork& net) {
   rails = f.kind == "rail_optimized" ? nics : 1;
   leaves_per_rail = (nodes + f.nodes_per_leaf - 1) / f.nodes_per_leaf;
   leaves = rails * leaves_per_rail;
+  pods = f.pod.nodes > 0 && nodes > f.pod.nodes ? (nodes + f.pod.nodes - 1) / f.pod.nodes : 1;
+  leaves_per_pod_rail = pods > 1 ? f.pod.nodes / f.nodes_per_leaf : leaves_per_rail;
 
   // Spine tier: a leaf's uplink capacity is its downlink capacity (nodes_per_leaf nodes, each
   // with nics / rails NICs on it) over the oversubscription.
@@ -213,8 +248,23 @@ void Cluster::Impl::build(engine::FlowNetwork& net) {
     }
     if (f.spines > 0) check_spine_tier(topology, f.spines, leaves, "fabric.spines", "the given spine count");
   }
+  // Core tier: a spine's leaf-facing capacity (the leaves of a whole pod) over the pod
+  // oversubscription, split evenly over the cores of its plane.
+  double per_core_link = 0;
+  if (pods > 1) {
+    const double down = static_cast<double>(rails) * leaves_per_pod_rail * per_spine_link;
+    const double up = down / f.pod.oversubscription;
+    const double needed = std::max(std::ceil(up / f.pod.spine_core.bandwidth * (1 - 1e-12)), 1.0);
+    check_spine_tier(topology, needed * spines, pods, "fabric.pod.spine_core.bandwidth",
+                     "the spine uplink capacity " + std::to_string(up) + " B/s over a spine_core bandwidth of " +
+                         std::to_string(f.pod.spine_core.bandwidth) + " B/s");
+    cores_per_plane = static_cast<int>(needed);
+    per_core_link = up / cores_per_plane;
+  }
 
-  const Vertex total = static_cast<Vertex>(nodes) * block + static_cast<Vertex>(leaves + spines);
+  const Vertex total = static_cast<Vertex>(nodes) * block + static_cast<Vertex>(leaves) +
+                       static_cast<Vertex>(pods) * static_cast<Vertex>(spines) +
+                       static_cast<Vertex>(spines) * static_cast<Vertex>(cores_per_plane);
   for (Vertex v = 0; v < total; ++v) boost::add_vertex(graph);
   for (int node = 0; node < nodes; ++node) {
     const std::string prefix = "node" + std::to_string(node) + "/";
@@ -233,7 +283,11 @@ void Cluster::Impl::build(engine::FlowNetwork& net) {
     const std::string rail = rails > 1 ? "rail" + std::to_string(l / leaves_per_rail) + "/" : "";
     graph[leaf_vertex(l)] = {VertexKind::leaf, -1, l, rail + "leaf" + std::to_string(l % leaves_per_rail)};
   }
-  for (int s = 0; s < spines; ++s) graph[spine_vertex(s)] = {VertexKind::spine, -1, s, "spine" + std::to_string(s)};
+  for (int p = 0; p < pods; ++p) {
+    const std::string pod = pods > 1 ? "pod" + std::to_string(p) + "/" : "";
+    for (int s = 0; s < spines; ++s) graph[spine_vertex(p, s)] = {VertexKind::spine, -1, s, pod + "spine" + std::to_string(s)};
+  }
+  for (int k = 0; k < spines * cores_per_plane; ++k) graph[core_vertex(k)] = {VertexKind::core, -1, k, "core" + std::to_string(k)};
 
   const int gpus_total = nodes * n.gpus;
   const int nics_total = nodes * nics;
@@ -247,6 +301,9 @@ void Cluster::Impl::build(engine::FlowNetwork& net) {
   nic_down.resize(nics_total);
   leaf_up.resize(static_cast<std::size_t>(leaves) * spines);
   spine_down.resize(static_cast<std::size_t>(leaves) * spines);
+  const std::size_t core_links = static_cast<std::size_t>(pods > 1 ? pods : 0) * spines * cores_per_plane;
+  spine_up.resize(core_links);
+  core_down.resize(core_links);
 
   const Time sw = f.switch_latency;
   for (int node = 0; node < nodes; ++node) {
@@ -276,8 +333,19 @@ void Cluster::Impl::build(engine::FlowNetwork& net) {
   for (int l = 0; l < leaves; ++l) {
     for (int s = 0; s < spines; ++s) {
       const std::size_t i = static_cast<std::size_t>(l) * spines + s;
-      leaf_up[i] = link(net, leaf_vertex(l), spine_vertex(s), per_spine_link, f.leaf_spine.latency + sw);
-      spine_down[i] = link(net, spine_vertex(s), leaf_vertex(l), per_spine_link, f.leaf_spine.latency + sw);
+      const Vertex sv = spine_vertex(pod_of_leaf(l), s);
+      leaf_up[i] = link(net, leaf_vertex(l), sv, per_spine_link, f.leaf_spine.latency + sw);
+      spine_down[i] = link(net, sv, leaf_vertex(l), per_spine_link, f.leaf_spine.latency + sw);
+    }
+  }
+  for (int p = 0; p < (pods > 1 ? pods : 0); ++p) {
+    for (int s = 0; s < spines; ++s) {
+      for (int c = 0; c < cores_per_plane; ++c) {
+        const std::size_t i = (static_cast<std::size_t>(p) * spines + s) * cores_per_plane + c;
+        const Vertex cv = core_vertex(s * cores_per_plane + c);
+        spine_up[i] = link(net, spine_vertex(p, s), cv, per_core_link, f.pod.spine_core.latency + sw);
+        core_down[i] = link(net, cv, spine_vertex(p, s), per_core_link, f.pod.spine_core.latency + sw);
+      }
     }
   }
   // In-switch reduction: one reducer vertex per node after the fabric, two port links per GPU.
@@ -338,7 +406,9 @@ int Cluster::nodes() const { return impl_->nodes; }
 int Cluster::gpus_per_node() const { return impl_->gpus_per_node; }
 const config::TopologySpec& Cluster::topology() const { return impl_->topology; }
 int Cluster::leaves() const { return impl_->leaves; }
-int Cluster::spines() const { return impl_->spines; }
+int Cluster::spines() const { return impl_->pods * impl_->spines; }
+int Cluster::pods() const { return impl_->pods; }
+int Cluster::cores() const { return impl_->spines * impl_->cores_per_plane; }
 int Cluster::leaf_of(int gpu) const { return impl_->leaf_of_nic(impl_->nic_of_gpu(gpu)); }
 int Cluster::nic_of(int gpu) const { return impl_->nic_of_gpu(gpu); }
 
@@ -380,8 +450,17 @@ void Cluster::route(int src, int dst, std::uint64_t flow_hash, std::vector<engin
   path.push_back(m.pcie_to_nic[src_nic]);
   path.push_back(m.nic_up[src_nic]);
   if (src_leaf != dst_leaf) {
-    const int spine = m.spine_for(src, dst, flow_hash);
+    const std::uint64_t hash = m.ecmp_hash(src, dst, flow_hash);
+    const int spine = m.spine_for(hash);
     path.push_back(m.leaf_up[static_cast<std::size_t>(src_leaf) * m.spines + spine]);
+    const int src_pod = m.pod_of_leaf(src_leaf);
+    const int dst_pod = m.pod_of_leaf(dst_leaf);
+    if (src_pod != dst_pod) {
+      const int core = m.core_for(hash);
+      const auto plane = [&](int pod) { return (static_cast<std::size_t>(pod) * m.spines + spine) * m.cores_per_plane + core; };
+      path.push_back(m.spine_up[plane(src_pod)]);
+      path.push_back(m.core_down[plane(dst_pod)]);
+    }
     path.push_back(m.spine_down[static_cast<std::size_t>(dst_leaf) * m.spines + spine]);
   }
   path.push_back(m.nic_down[dst_nic]);

@@ -14,14 +14,16 @@
 namespace ironlaw::hardware {
 
 /// switch_reducer: the NVSwitch's in-network reduction and multicast engine (NVLink SHARP), one
-/// per node, present only when node.nvswitch_reduce_bandwidth is set.
-enum class VertexKind { gpu, nvswitch, pcie_switch, nic, leaf, spine, switch_reducer };
+/// per node, present only when node.nvswitch_reduce_bandwidth is set. core: a switch of the
+/// third tier joining pods (fabric.pod), present only when the cluster spans several pods.
+enum class VertexKind { gpu, nvswitch, pcie_switch, nic, leaf, spine, switch_reducer, core };
 
 struct VertexInfo {
   VertexKind kind;
   int node = -1;     ///< -1 for fabric switches
   int index = 0;     ///< index within its node (or within its tier)
   std::string name;  ///< stable path, e.g. "node3/gpu5", "leaf2" ("rail5/leaf2" on rails), "spine0"
+                     ///< ("pod1/spine0" when there are several pods), "core7"
 };
 
 class Cluster {
@@ -37,7 +39,14 @@ class Cluster {
   /// (nodes_per_leaf · NICs per node on it · nic bandwidth) / oversubscription, split evenly over
   /// the spines (fabric.spines, or when 0, ⌈uplink / leaf_spine bandwidth⌉), which every leaf of
   /// every rail reaches. One leaf → no spines. `switch_latency` is added to every link that
-  /// enters a leaf or spine switch.
+  /// enters a leaf, spine or core switch.
+  ///
+  /// Pods (fabric.pod.nodes > 0, and more nodes than one pod): pod p holds nodes
+  /// [p · pod.nodes, (p + 1) · pod.nodes) and their leaves, and has its own spines, sized as
+  /// above, which only its leaves reach. Spine s of every pod belongs to plane s; each plane has
+  /// ⌈U / pod.spine_core bandwidth⌉ core switches, U = a spine's leaf-facing capacity /
+  /// pod.oversubscription, and every spine of the plane has one link of U / cores-per-plane to
+  /// each of them. With one pod (or no pod key) the fabric is exactly the two-level one.
   ///
   /// Validates first (nodes ≥ 1, positive bandwidths, every PCIe switch holds a NIC, one NIC
   /// per GPU on rails, every GPU reaches a NIC by breadth-first search) and throws InputError
@@ -57,12 +66,14 @@ class Cluster {
   /// Directed links from GPU `src` to GPU `dst` (src ≠ dst): NVLink via the NVSwitch inside
   /// a node; otherwise GPU → PCIe switch → NIC → leaf [→ spine → leaf] → NIC → PCIe switch → GPU,
   /// through a spine exactly when the two NICs hang off different leaves (on rails: different
-  /// rails, or one rail's nodes under different leaves of it). Among equal-cost spines the choice is a deterministic hash of (src, dst, flow_hash) (ECMP,
+  /// rails, or one rail's nodes under different leaves of it); between pods GPU → … → leaf →
+  /// spine s → core → spine s of the other pod → leaf → … → GPU. Among equal-cost spines (and
+  /// cores of a plane) the choice is a deterministic hash of (src, dst, flow_hash) (ECMP,
   /// splitmix64), so flows of different pairs may collide on a spine link as they do in a real
   /// hashed fabric. Computed structurally: O(path length), no tables. src == dst → empty path.
   /// Throws std::out_of_range for a GPU index outside [0, gpus()).
   std::vector<engine::LinkId> route(int src, int dst, std::uint64_t flow_hash = 0) const;
-  /// As above, into `path` (cleared first): no allocation once `path` has grown to 8 links.
+  /// As above, into `path` (cleared first): no allocation once `path` has grown to 10 links.
   void route(int src, int dst, std::uint64_t flow_hash, std::vector<engine::LinkId>& path) const;
 
   /// True when a route from `src` to `dst` climbs to the spine tier (GPUs of different nodes
@@ -81,9 +92,13 @@ class Cluster {
   std::vector<engine::LinkId> switch_route(int gpu, bool to_switch) const;
 
   /// Leaf switches (⌈nodes / nodes_per_leaf⌉, times the NICs per node on rails) and spine
-  /// switches (0 when one leaf suffices).
+  /// switches of all pods (0 when one leaf suffices).
   int leaves() const;
   int spines() const;
+  /// Pods (1 without a pod tier or when the cluster fits in one) and core switches of all
+  /// planes (0 with one pod).
+  int pods() const;
+  int cores() const;
   /// The leaf above `gpu`'s NIC (its node's leaf; on rails, a leaf of the GPU's rail). O(1).
   int leaf_of(int gpu) const;
   /// The global index (node · nics + local) of the NIC on `gpu`'s PCIe switch, which carries

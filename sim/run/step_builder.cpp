@@ -3,6 +3,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include "hardware/gpu_speed.hpp"
 #include "run/data_input.hpp"
 
 namespace ironlaw::run::detail {
@@ -13,7 +14,9 @@ World::World(const config::Scenario& s, const Layout& l, RecordSink& record_sink
     : scenario(s), layout(l), sink(record_sink), trace(level), net(sim), cluster(s.topology, s.nodes, net),
       comm(sim, net, cluster),
       data(sim, net, s.data, s.topology.device, s.nodes, s.topology.node.gpus, l.microbatch_sequences, s.seed,
-           data_resources(s, l, cluster)) {
+           data_resources(s, l, cluster)),
+      kernel_time_factor(hardware::kernel_time_factors(s.topology.device.speed_variation_cv, s.seed, s.nodes,
+                                                       s.topology.node.gpus)) {
   comm.set_fluid_rings(s.run.collectives == "fluid");
   if (level == TraceLevel::op || level == TraceLevel::flow) data.set_sink(&record_sink);
   if (data.enabled()) data.start();  // loaders warm up before the first step, as a DataLoader does
@@ -36,6 +39,11 @@ StepBuilder::StepBuilder(World& w, const Costs& costs, std::int64_t index)
       topo.device.sm_count > comm_sms ? static_cast<double>(topo.device.sm_count - comm_sms) / topo.device.sm_count : 1.0;
   sms_.reserve(ranks_.size());
   for (std::size_t i = 0; i < ranks_.size(); ++i) sms_.emplace_back(w.sim, shared_rate);
+  slowdown_.reserve(ranks_.size());
+  for (int r : ranks_) {
+    slowdown_.push_back(full ? w.kernel_time_factor.at(static_cast<std::size_t>(r))
+                             : hardware::slowest(w.kernel_time_factor, lay.group(r, Dim::dp)));
+  }
   compute_resource_ = w.sink.intern_resource("compute");
   comm_resource_ = w.sink.intern_resource("comm");
   data_resource_ = w.sink.intern_resource("data");
@@ -70,8 +78,10 @@ void StepBuilder::add_compute_streams() {
 }
 
 TaskId StepBuilder::compute(int local, EventKind kind, const TimedOps& ops, std::uint32_t name) {
+  const double factor = slowdown_[static_cast<std::size_t>(local)];
+  const Time work = factor == 1.0 ? ops.total : Time::from_seconds(ops.total.seconds() * factor);
   const TaskId id = graph_.add_task(
-      [this, local, work = ops.total](TaskGraph& g, TaskId self) {
+      [this, local, work](TaskGraph& g, TaskId self) {
         sms_[static_cast<std::size_t>(local)].start(work, [&g, self] { g.complete(self); });
       },
       streams_[static_cast<std::size_t>(local)]);

@@ -34,7 +34,7 @@ using engine::TaskId;
 inline constexpr TaskId kNoTask = 0xffffffffu;
 
 /// Everything that lives for the whole simulation: the engine, the network, the cluster, the
-/// collectives and the input pipeline.
+/// collectives, the input pipeline and the speed of every GPU.
 struct World {
   World(const config::Scenario& s, const Layout& l, RecordSink& record_sink, TraceLevel level);
 
@@ -47,6 +47,9 @@ struct World {
   hardware::Cluster cluster;
   comm::Communicator comm;
   data::DataPipeline data;
+  /// Kernel-time factor of every GPU of the cluster, by global GPU (hardware/gpu_speed.hpp),
+  /// drawn once from the scenario seed: a GPU keeps its speed from step to step.
+  std::vector<double> kernel_time_factor;
 };
 
 /// Which part of a unit's work a pass is, for tasks shared between TP groups.
@@ -88,7 +91,11 @@ struct UnitTasks {
 /// Builds the task graph of one step and runs it. Not copyable; one per step.
 class StepBuilder {
  public:
-  /// Simulates every rank (run.detail full) or one data-parallel replica (symmetric).
+  /// Simulates every rank (run.detail full) or one data-parallel replica (symmetric). A
+  /// simulated rank runs its kernels at its GPU's kernel-time factor (full), or in symmetric
+  /// mode at the slowest factor among its data-parallel peers — the replica it stands for waits
+  /// at every data-parallel collective for that member, so the simulated one runs at its pace
+  /// (exact for the draw: the maximum of the very factors a full run gives those GPUs).
   StepBuilder(World& w, const Costs& costs, std::int64_t index);
   StepBuilder(const StepBuilder&) = delete;
   StepBuilder& operator=(const StepBuilder&) = delete;
@@ -104,6 +111,8 @@ class StepBuilder {
   int local_of(int global) const;
   /// The local indices of the simulated members of `group` (global ranks), in group order.
   std::vector<int> simulated(const std::vector<int>& group) const;
+  /// The kernel-time factor the simulated rank `local` runs at (see the constructor).
+  double kernel_time_factor(int local) const { return slowdown_[static_cast<std::size_t>(local)]; }
 
   std::uint32_t name(const std::string& text) { return w_.sink.intern_name(text); }
   StreamId add_stream(const std::string& label) { return graph_.add_stream(label); }
@@ -111,8 +120,8 @@ class StepBuilder {
   void add_compute_streams();
   void depend(TaskId before, TaskId after) { graph_.add_dependency(before, after); }
 
-  /// The ops `ops` as one kernel sequence on `local`'s compute stream, at the speed its SMs
-  /// give (gpu_sms.hpp).
+  /// The ops `ops` as one kernel sequence on `local`'s compute stream, their time scaled by the
+  /// rank's kernel-time factor, at the speed its SMs give (gpu_sms.hpp).
   TaskId compute(int local, EventKind kind, const TimedOps& ops, std::uint32_t name);
   /// A collective over `group` (global ranks) on `stream`, recorded on the simulated `participants`.
   TaskId collective(comm::CollectiveOp op, std::vector<int> group, double bytes, std::uint32_t name,
@@ -166,6 +175,7 @@ class StepBuilder {
   std::map<int, int> local_of_;         // global → local index
   std::vector<StreamId> streams_;       // compute stream per local rank
   std::vector<GpuSms> sms_;             // per local rank
+  std::vector<double> slowdown_;        // kernel-time factor per local rank
   std::vector<TaskMeta> meta_;
   std::vector<int> participants_;
   std::vector<RankTimeline> timeline_;

@@ -17,10 +17,13 @@
 
 namespace ironlaw::run::detail {
 
-/// Ops run back to back as one task, with their simulated durations on the device.
+/// Ops run back to back as one task, with their simulated durations on the device: each op's
+/// time is its execution plus any gap the GPU idled waiting for the rank's host thread to issue
+/// its kernels (workload::HostQueue, the host starting on the part when the part may start).
 struct TimedOps {
   std::vector<workload::Op> ops;
   std::vector<Time> times;
+  workload::HostQueue queue{Time::zero()};
   std::vector<std::uint32_t> name_ids;
   Time total;
   double flops = 0;
@@ -59,11 +62,15 @@ bool is_attention_core(const workload::Op& op);
 
 class OpTimer {
  public:
-  OpTimer(const config::DeviceSpec& device, std::string precision, RecordSink& sink)
-      : device_(device), precision_(std::move(precision)), sink_(sink) {}
+  /// Times ops on `device` in the training `precision`, their kernels issued by a host thread
+  /// at the per-kernel cost of `framework`.
+  OpTimer(const config::DeviceSpec& device, std::string precision, const std::string& framework, RecordSink& sink)
+      : device_(device), precision_(std::move(precision)), dispatch_(workload::host_dispatch_cost(device, framework)),
+        sink_(sink) {}
 
   void add(TimedOps& t, const workload::Op& op) {
-    const Time d = workload::op_time(op, device_, precision_);
+    if (t.ops.empty()) t.queue = workload::HostQueue(dispatch_);
+    const Time d = t.queue.push(workload::op_time(op, device_, precision_), op.kernels);
     t.ops.push_back(op);
     t.times.push_back(d);
     auto it = names_.find(op.name);
@@ -129,6 +136,7 @@ class OpTimer {
  private:
   const config::DeviceSpec& device_;
   std::string precision_;
+  Time dispatch_;
   RecordSink& sink_;
   std::map<std::string, std::uint32_t> names_;
 };

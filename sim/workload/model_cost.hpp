@@ -260,8 +260,9 @@ MoeAllToAll moe_all_to_all_bytes(const config::ModelSpec& model, const config::T
 /// FLOPs per parameter (CUDA-core, rough): adam 12, rmsprop 8, momentum 4, sgd 2.
 Op optimizer_op(const config::TrainingSpec& training, double params_local);
 
-/// Duration of `op` on `device`: a roofline of tensor-core time against HBM time, plus the
-/// kernel launch overhead once per kernel (`op.kernels`). Small GEMMs lose efficiency *because*
+/// Duration of `op` on `device`: a roofline of tensor-core time against HBM time: the GPU's
+/// execution time of its `op.kernels` kernels once they are queued (what issuing them costs the
+/// host is HostQueue's). Small GEMMs lose efficiency *because*
 /// their tiles do not fill the SMs and their K loops are short — that emerges here, it is not
 /// an input. The op runs in `op.dtype`, or `precision` when that is empty.
 ///
@@ -273,10 +274,41 @@ Op optimizer_op(const config::TrainingSpec& training, double params_local);
 /// tiles, partial waves and short K loops cost full time. Fused attention: max_attention_fraction
 /// instead of the mainloop, no K fill, its own (lower-activity) clock. Other ops: compute =
 /// flops / peak_flops["fp32"] (CUDA-core rate; 0 if the device lists none). Memory = bytes /
-/// hbm_bandwidth. Result = max(compute, memory) + kernels · launch overhead, rounded up to whole ns. An op with nothing to do (not a GEMM, 0 FLOPs, 0 bytes: the
+/// hbm_bandwidth. Result = max(compute, memory), rounded up to whole ns. An op with nothing to do (not a GEMM, 0 FLOPs, 0 bytes: the
 /// MoE markers) launches no kernel and takes 0. Throws std::invalid_argument if the device has
 /// no peak for a GEMM's `precision`. O(⌈m/tile_m⌉) for causal ops, O(1) otherwise.
 Time op_time(const Op& op, const config::DeviceSpec& device, const std::string& precision);
+
+/// Host time to issue one kernel under `framework` (training.framework): the device profile's
+/// framework_dispatch entry for it, else kernel_launch_overhead. O(log frameworks).
+Time host_dispatch_cost(const config::DeviceSpec& device, const std::string& framework);
+
+/// One rank's CPU thread issuing kernels into one CUDA stream, and the GPU running them.
+///
+/// The host issues kernel i at H_i = H_(i−1) + c (c = host_dispatch_cost, the clock starting at
+/// 0 when the queue is created: the host reaches the ops of a part when the part may start); the
+/// GPU starts it at S_i = max(E_(i−1), H_i) and ends it at E_i = S_i + e_i. While the host is
+/// ahead the kernels run back to back (E_n = c + Σ e_i); where it falls behind, the GPU idles
+/// and the gaps of a launch-bound stretch emerge (E_n = n·c + e_n when every e_i < c). An op of
+/// k kernels is k kernels of e/k each (the last takes the rounding remainder). O(k) per push.
+class HostQueue {
+ public:
+  explicit HostQueue(Time dispatch_cost) : cost_(dispatch_cost) {}
+  /// Queues an op of `kernels` kernels (at least 1 is issued when `execution` > 0; an op with
+  /// nothing to do, execution 0 and the marker ops, issues none) that run `execution` on the
+  /// GPU. Returns the time the GPU spends on it from the end of the previous op: its execution
+  /// plus any idle gap waiting for the host.
+  Time push(Time execution, int kernels);
+  /// When the GPU has finished every queued kernel, from the queue's start.
+  Time gpu_end() const { return gpu_; }
+  /// When the host has issued every queued kernel, from the queue's start.
+  Time host_end() const { return host_; }
+
+ private:
+  Time cost_;
+  Time host_;
+  Time gpu_;
+};
 
 /// The share of the dense peak the GEMM kernel's mainloop sustains, per SM, at the benchmark's
 /// clock: max_gemm_fraction divided by what the tile, wave and K-fill model loses at the shape

@@ -131,8 +131,25 @@ Time op_time(const Op& op, const config::DeviceSpec& device, const std::string& 
     }
     memory = op.bytes / device.hbm_bandwidth;
   }
-  const double kernels = std::max(1, op.kernels);
-  return Time::from_seconds(std::max(compute, memory)) + device.kernel_launch_overhead * static_cast<std::int64_t>(kernels);
+  return Time::from_seconds(std::max(compute, memory));
+}
+
+Time host_dispatch_cost(const config::DeviceSpec& device, const std::string& framework) {
+  const auto it = device.framework_dispatch.find(framework);
+  return it != device.framework_dispatch.end() ? it->second : device.kernel_launch_overhead;
+}
+
+Time HostQueue::push(Time execution, int kernels) {
+  if (execution <= Time::zero()) return Time::zero();
+  const Time before = gpu_;
+  const std::int64_t k = std::max(1, kernels);
+  const Time share = Time::ns(execution.count_ns() / k);
+  for (std::int64_t i = 0; i < k; ++i) {
+    host_ += cost_;
+    const Time run = i + 1 == k ? execution - share * (k - 1) : share;
+    gpu_ = std::max(gpu_, host_) + run;
+  }
+  return gpu_ - before;
 }
 
 }  // namespace ironlaw::workload

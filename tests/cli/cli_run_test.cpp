@@ -17,6 +17,9 @@ namespace {
 const std::string kGpt2 = repo_path("scenarios/gpt2-ddp-1node.yaml");  // 2 steps, 8 GPUs, ~0.1 s
 const std::string kGpt2Xl = repo_path("scenarios/gpt2-1.5b-ddp-multinode.yaml");  // 4 nodes
 const std::string kLlama8b = repo_path("scenarios/llama3-8b-fsdp-128.yaml");
+/// Every GPU at the device profile's speed: the symmetric mode then simulates a replica that
+/// is exactly every other one (with per-GPU speed variation it runs at the slowest peer's pace).
+const char* const kSameSpeed = "cluster.topology.device.speed_variation_cv=0";
 
 /// The value column of the memory table line that starts with `term` (e.g. "weights"), in GiB.
 double memory_gib(const std::string& text, const std::string& term) {
@@ -184,8 +187,9 @@ TEST_CASE("analyze reads a recorded run by kind, rank and step", "[cli][analyze]
 
     // Without the input loaders: their per-GPU random decode times shift when each replica's
     // all-reduces overlap its kernels, and so, through the SMs the collectives hold, its compute.
+    // And every GPU at the same speed (each would otherwise run at its own kernel-time factor).
     const Outcome full = run_ironlaw({"run", kGpt2, "--trace", "op", "--set", "run.detail=full", "--set",
-                                      "data.storage_bandwidth_per_node=0", "-o", "full.h5", "-q"},
+                                      "data.storage_bandwidth_per_node=0", "--set", kSameSpeed, "-o", "full.h5", "-q"},
                                      dir.path());
     INFO(full.err);
     REQUIRE(full.exit_code == 0);
@@ -196,7 +200,7 @@ TEST_CASE("analyze reads a recorded run by kind, rank and step", "[cli][analyze]
     ranks.clear();
     for (const auto& row : rows) ranks.push_back(row[0]);
     CHECK(ranks == std::vector<std::string>{"0", "1", "2", "3", "4", "5", "6", "7"});
-    // Plain DDP: every replica does the same compute and communication.
+    // Plain DDP on GPUs of one speed: every replica does the same compute and communication.
     const auto header = words_of(lines_of(b.out).at(1));
     REQUIRE(header.size() == rows[0].size());
     for (const auto& row : rows) {
@@ -320,7 +324,7 @@ TEST_CASE("a symmetric run and a full run of the same DDP scenario agree on comp
   TempDir dir;
   for (const std::string& scenario : {kGpt2, kGpt2Xl}) {
     INFO(scenario);
-    run_symmetric_and_full(dir, scenario, {"--set", "data.storage_bandwidth_per_node=0"});
+    run_symmetric_and_full(dir, scenario, {"--set", "data.storage_bandwidth_per_node=0", "--set", kSameSpeed});
     const auto sym_steps = analyze_csv(dir, "symmetric.h5", "step");
     const auto full_steps = analyze_csv(dir, "full.h5", "step");
     CHECK(csv_column(sym_steps, "step") == csv_column(full_steps, "step"));
@@ -337,13 +341,14 @@ TEST_CASE("a symmetric run and a full run of the same DDP scenario agree on comp
 // Replicas are identical except for the input pipeline, whose decode times each GPU draws from
 // its own random stream: with loaders modelled, a full run's first step waits at the all-reduce
 // for the slowest replica, which the symmetric mode (replica 0 only) does not see (GPT-2 1 node:
-// 149.07 ms vs 149.45 ms). Without them the two modes must agree to the nanosecond.
+// 149.07 ms vs 149.45 ms). Without them, and with every GPU at the same speed, the two modes
+// must agree to the nanosecond.
 TEST_CASE("a symmetric run reports the same step times as a full run when loading is not modelled",
           "[cli][run][analyze]") {
   TempDir dir;
   for (const std::string& scenario : {kGpt2, kGpt2Xl}) {
     INFO(scenario);
-    run_symmetric_and_full(dir, scenario, {"--set", "data.storage_bandwidth_per_node=0"});
+    run_symmetric_and_full(dir, scenario, {"--set", "data.storage_bandwidth_per_node=0", "--set", kSameSpeed});
     CHECK(analyze_csv(dir, "symmetric.h5", "step") == analyze_csv(dir, "full.h5", "step"));
   }
 }

@@ -50,9 +50,11 @@ TEST_CASE("compute kernels slow down while collectives hold SMs, and only then",
   // One node, DDP: with 8 channels on 132 SMs compute runs at 124/132 while an all-reduce is
   // in flight. A single GPU with the same microbatches runs the same kernels, and its one-rank
   // "collectives" last only their launch latency, so its compute is (almost) the kernels' own
-  // time; the 8-GPU run's compute exceeds it by at most its communication time · 8/124.
-  const auto shared = simulate(kOneNode, {"data.storage_bandwidth_per_node=0"});
-  const auto alone = simulate(kOneNode, {"data.storage_bandwidth_per_node=0", "cluster.topology.node.gpus=1",
+  // time; the 8-GPU run's compute exceeds it by at most its communication time · 8/124. Every
+  // GPU at the profile's speed: otherwise the 8-GPU replica would also wait for its slowest GPU.
+  const std::string same_speed = "cluster.topology.device.speed_variation_cv=0";
+  const auto shared = simulate(kOneNode, {"data.storage_bandwidth_per_node=0", same_speed});
+  const auto alone = simulate(kOneNode, {"data.storage_bandwidth_per_node=0", same_speed, "cluster.topology.node.gpus=1",
                                          "cluster.topology.node.nics=1", "parallel.microbatch_size=16",
                                          "training.global_batch_tokens=64 Ki"});
   CHECK(alone.result.comm_s < 0.1 * shared.result.comm_s);

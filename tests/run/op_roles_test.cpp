@@ -23,7 +23,7 @@ const std::string kPipeline = IRONLAW_SOURCE_DIR "/tests/run/data/pipeline.yaml"
 std::vector<After> cuts(const std::vector<workload::Op>& ops, bool experts = false) {
   const auto s = config::load_scenario(kPipeline);
   NullSink sink;
-  run::detail::OpTimer timer(s.topology.device, "bf16", sink);
+  run::detail::OpTimer timer(s.topology.device, "bf16", "fused", sink);
   run::detail::OpTimer::Cuts c;
   c.tensor_parallel = true;
   c.expert_parallel = experts;

@@ -1,6 +1,8 @@
 // Hand-computed timelines of tiny worlds (tests/run/data/timeline.yaml): on the launch-bound
-// node every kernel takes the same time K — its 1 us launch overhead plus a vanishing amount
-// of work, rounded up to the next ns: 1,001 ns — so a rank's timeline is a count of kernels; the TP
+// node the host issues a kernel every 1 us and each does a vanishing amount of work (1 ns once
+// rounded up), so a compute task of K kernels takes K us + 1 ns (its host thread starts when
+// the task may start; the GPU ends 1 ns after the last launch), and a rank's timeline is a
+// count of kernels and tasks; the TP
 // all-reduce of one microbatch (64 KiB over two GPUs at 16.384 GB/s) takes 4 us; while any
 // collective runs, compute gets 80 of the 100 SMs and a 1 us kernel takes 1.25 us. The data-
 // parallel tests make NVLink ideal (1e18 B/s), so their collectives take a few ns at most.
@@ -23,7 +25,7 @@ namespace {
 
 const std::string kTimeline = IRONLAW_SOURCE_DIR "/tests/run/data/timeline.yaml";
 constexpr double kUs = 1000.0;  // ns
-constexpr double kKernel = 1001.0;  // ns, every kernel on the launch-bound node
+constexpr double kKernel = 1001.0;  // ns, a task of one kernel on the launch-bound node
 
 struct Trace {
   config::Scenario scenario;
@@ -66,31 +68,39 @@ std::unique_ptr<Trace> trace(std::vector<std::string> overrides) {
 
 double ns(std::int64_t v) { return static_cast<double>(v); }
 
-/// Time of an op list on the launch-bound node, in units of kKernel: an op that launches k
-/// kernels takes k us of launch overhead plus its work rounded up to 1 ns, (1000·k + 1) ns.
-double kernels(const std::vector<workload::Op>& ops) {
-  double ns_total = 0;
-  for (const auto& op : ops) ns_total += 1000.0 * op.kernels + 1.0;
-  return ns_total / kKernel;
+/// Kernels an op list launches.
+double kernel_count(const std::vector<workload::Op>& ops) {
+  double k = 0;
+  for (const auto& op : ops) k += op.kernels;
+  return k;
 }
 
-/// The embedding's backward (the last op of the head's backward list), in units of kKernel.
-double embedding_backward(const std::vector<workload::Op>& head_backward) {
-  return (1000.0 * head_backward.back().kernels + 1.0) / kKernel;
-}
+/// Time of a compute task of `kernels` kernels on the launch-bound node [ns]: the host issues
+/// one every 1 us from the task's start, the GPU idles between them, and the last one's work
+/// (1 ns) ends 1 ns after the last launch: 1000·K + 1.
+double task_ns(double kernels) { return 1000.0 * kernels + 1.0; }
 
 }  // namespace
 
-TEST_CASE("on the launch-bound node every kernel takes its launch overhead, rounded up", "[run][timeline]") {
+TEST_CASE("on the launch-bound node every kernel waits for its launch", "[run][timeline]") {
   const auto s = config::load_scenario(kTimeline);
   for (const auto& ops : {workload::layer_forward_ops(s.model, s.training, 1, 1),
                           workload::layer_backward_ops(s.model, s.training, 1, 1),
                           workload::head_forward_ops(s.model, s.training, 1, 1),
-                          workload::head_backward_ops(s.model, s.training, 1, 1)})
+                          workload::head_backward_ops(s.model, s.training, 1, 1)}) {
+    // The GPU's own work is a vanishing amount, rounded up to 1 ns; the host issues a kernel
+    // every 1 us, so the GPU idles between them and a list of K kernels ends 1 ns after the
+    // last launch: K us + 1 ns.
+    workload::HostQueue queue(workload::host_dispatch_cost(s.topology.device, s.training.framework));
+    std::int64_t launched = 0;
     for (const auto& op : ops) {
       INFO(op.name << " launches " << op.kernels << " kernel(s)");
-      CHECK(workload::op_time(op, s.topology.device, "bf16") == Time::ns(1 + 1000 * op.kernels));
+      CHECK(workload::op_time(op, s.topology.device, "bf16") == Time::ns(1));
+      queue.push(workload::op_time(op, s.topology.device, "bf16"), op.kernels);
+      launched += op.kernels;
     }
+    CHECK(queue.gpu_end() == Time::ns(1000 * launched + 1));
+  }
 }
 
 TEST_CASE("a forward TP all-reduce blocks the next op; a backward one runs beside the weight gradient",
@@ -134,24 +144,26 @@ TEST_CASE("DDP launches each gradient bucket when backward has filled it", "[run
   // embedding (1 KiB). With 50 KB buckets: [head, layer 2], [layer 1], [layer 0], [embedding].
   const auto t = trace({"cluster.topology.node.nvlink.bandwidth=1e18", "parallel.bucket_size=50 KB"});
   const auto& s = t->scenario;
-  const double f = kernels(workload::layer_forward_ops(s.model, s.training, 1, 1));
-  const double b = kernels(workload::layer_backward_ops(s.model, s.training, 1, 1));
-  const double head_f = kernels(workload::head_forward_ops(s.model, s.training, 1, 1)) - 1;  // less the embedding
+  // One task per unit and pass [ns]; the embedding's lookup (1 kernel) is the first forward
+  // task, its backward (the last op of the head's backward list) the last backward one.
+  const double f = task_ns(kernel_count(workload::layer_forward_ops(s.model, s.training, 1, 1)));
+  const double b = task_ns(kernel_count(workload::layer_backward_ops(s.model, s.training, 1, 1)));
+  const double head_f = task_ns(kernel_count(workload::head_forward_ops(s.model, s.training, 1, 1)) - 1);
   const auto head_backward = workload::head_backward_ops(s.model, s.training, 1, 1);
-  const double emb_b = embedding_backward(head_backward);
-  const double head_b = kernels(head_backward) - emb_b;
-  const double forward = 1 + 3 * f + head_f;  // embedding, layers, head [kernels]
+  const double emb_b = task_ns(head_backward.back().kernels);
+  const double head_b = task_ns(kernel_count(head_backward) - head_backward.back().kernels);
+  const double forward = task_ns(1) + 3 * f + head_f;  // embedding, layers, head [ns]
   const double expected[] = {forward + head_b + b, forward + head_b + 2 * b, forward + head_b + 3 * b,
                              forward + head_b + 3 * b + emb_b};
   for (int k = 0; k < 4; ++k) {
     const auto c = t->named("dp all_reduce bucket" + std::to_string(k));
     INFO("bucket " << k);
     REQUIRE(c.size() == 1);  // recorded on the simulated rank (symmetric detail: replica 0)
-    CHECK(ns(c[0].start_ns) == Approx(expected[k] * kKernel).margin(5));
+    CHECK(ns(c[0].start_ns) == Approx(expected[k]).margin(5));
   }
   CHECK(t->named("dp all_reduce bucket4").empty());
   // The optimizer (1 kernel) follows the last bucket.
-  CHECK(t->result.step_time_s * 1e9 == Approx((expected[3] + 1) * kKernel).margin(10));
+  CHECK(t->result.step_time_s * 1e9 == Approx(expected[3] + task_ns(1)).margin(10));
 }
 
 TEST_CASE("ZeRO-3 gathers a unit's parameters once the gather two before it has been copied out",
@@ -159,19 +171,20 @@ TEST_CASE("ZeRO-3 gathers a unit's parameters once the gather two before it has 
   // Forward units: embedding, layers 0–2, head; at most two gather buffers in flight. Each
   // forward starts with FSDP's copy-out of its gather (1 kernel; run/model_parallel.hpp), which
   // frees that buffer. The gathers of the embedding and layer 0 go at once; layer 1's waits for
-  // the embedding's copy-out (done at 1 kernel), layer 2's for layer 0's (after the embedding's
-  // copy-out and forward: done at 3), the head's for layer 1's (after layer 0's forward, f
-  // kernels: done at 4 + f).
+  // the embedding's copy-out (one 1-kernel task), layer 2's for layer 0's (after the embedding's
+  // copy-out and forward: three 1-kernel tasks), the head's for layer 1's (after layer 0's
+  // forward, a task of f kernels: four 1-kernel tasks and f). Tasks are launch-bound (task_ns).
   const auto t = trace({"cluster.topology.node.nvlink.bandwidth=1e18", "parallel.zero=3"});
   const auto& s = t->scenario;
-  const double f = kernels(workload::layer_forward_ops(s.model, s.training, 1, 1));
+  const double f = task_ns(kernel_count(workload::layer_forward_ops(s.model, s.training, 1, 1)));
+  const double emb = task_ns(1);
   const std::vector<std::pair<std::string, double>> expected{
-      {"embedding", 0}, {"layer0", 0}, {"layer1", 1}, {"layer2", 3}, {"head", 4 + f}};
-  for (const auto& [unit, start_kernels] : expected) {
+      {"embedding", 0}, {"layer0", 0}, {"layer1", emb}, {"layer2", 3 * emb}, {"head", 4 * emb + f}};
+  for (const auto& [unit, start_ns] : expected) {
     INFO(unit);
     const auto c = t->named("dp all_gather " + unit);
     REQUIRE(c.size() == 2);  // forward and backward, recorded on the simulated rank
-    CHECK(ns(c[0].start_ns) == Approx(start_kernels * kKernel).margin(10));
+    CHECK(ns(c[0].start_ns) == Approx(start_ns).margin(10));
   }
 }
 
@@ -182,18 +195,18 @@ TEST_CASE("ZeRO-1 reduce-scatters the same buckets and all-gathers the parameter
   // right after it.
   const auto t = trace({"cluster.topology.node.nvlink.bandwidth=1e18", "parallel.bucket_size=50 KB", "parallel.zero=1"});
   const auto& s = t->scenario;
-  const double f = kernels(workload::layer_forward_ops(s.model, s.training, 1, 1));
-  const double b = kernels(workload::layer_backward_ops(s.model, s.training, 1, 1));
-  const double head_f = kernels(workload::head_forward_ops(s.model, s.training, 1, 1)) - 1;
+  const double f = task_ns(kernel_count(workload::layer_forward_ops(s.model, s.training, 1, 1)));
+  const double b = task_ns(kernel_count(workload::layer_backward_ops(s.model, s.training, 1, 1)));
+  const double head_f = task_ns(kernel_count(workload::head_forward_ops(s.model, s.training, 1, 1)) - 1);
   const auto head_backward = workload::head_backward_ops(s.model, s.training, 1, 1);
-  const double emb_b = embedding_backward(head_backward);
-  const double head_b = kernels(head_backward) - emb_b;
-  const double last_bucket = 1 + 3 * f + head_f + head_b + 3 * b + emb_b;  // after the embedding's backward
+  const double emb_b = task_ns(head_backward.back().kernels);
+  const double head_b = task_ns(kernel_count(head_backward) - head_backward.back().kernels);
+  const double last_bucket = task_ns(1) + 3 * f + head_f + head_b + 3 * b + emb_b;  // after the embedding's backward [ns]
   CHECK(t->named("dp all_reduce bucket0").empty());
   const auto rs = t->named("dp reduce_scatter bucket3");
   REQUIRE(rs.size() == 1);
-  CHECK(ns(rs[0].start_ns) == Approx(last_bucket * kKernel).margin(5));
+  CHECK(ns(rs[0].start_ns) == Approx(last_bucket).margin(5));
   const auto ag = t->named("dp all_gather params");
   REQUIRE(ag.size() == 1);
-  CHECK(ns(ag[0].start_ns) == Approx((last_bucket + 1) * kKernel).margin(10));
+  CHECK(ns(ag[0].start_ns) == Approx(last_bucket + task_ns(1)).margin(10));
 }

@@ -79,10 +79,40 @@ TEST_CASE("a memory-bound op takes bytes / bandwidth", "[workload][roofline]") {
   op.flops = 4e8;  // 6 µs at 66.9 TFLOP/s fp32, well under the memory time
   // 1e9 B / 3.35e12 B/s = 298,507.46 ns → rounded up to 298,508 ns.
   CHECK(op_time(op, h100_sxm(), "bf16").count_ns() == 298'508);
-  // With a launch overhead, exactly that much more.
+  // op_time is the GPU's execution only: issuing the kernel is the host queue's cost.
   config::DeviceSpec d = h100_sxm();
   d.kernel_launch_overhead = Time::us(4);
-  CHECK(op_time(op, d, "bf16").count_ns() == 298'508 + 4'000);
+  CHECK(op_time(op, d, "bf16").count_ns() == 298'508);
+}
+
+TEST_CASE("the host's dispatch cost follows the framework mode, else the launch overhead", "[workload][host]") {
+  config::DeviceSpec d = h100_sxm();
+  d.kernel_launch_overhead = Time::us(4);
+  d.framework_dispatch["eager"] = Time::ns(7'200);
+  CHECK(host_dispatch_cost(d, "eager") == Time::ns(7'200));
+  CHECK(host_dispatch_cost(d, "compile") == Time::us(4));
+}
+
+TEST_CASE("a GPU ahead of its host idles: launch-bound gaps emerge, long kernels hide the host", "[workload][host]") {
+  // Host cost c = 5 us per kernel. Ten 1 us kernels: kernel i is issued at 5·i us and ends
+  // 1 us later (the GPU waits for each), so the stream ends at 10·5 + 1 = 51 us, not 10 us.
+  HostQueue launch_bound(Time::us(5));
+  for (int i = 0; i < 10; ++i) launch_bound.push(Time::us(1), 1);
+  CHECK(launch_bound.gpu_end() == Time::us(51));
+  CHECK(launch_bound.host_end() == Time::us(50));
+  // Ten 20 us kernels: only the first waits for its launch (5 us), the rest are queued in time:
+  // 5 + 10·20 = 205 us. The old serial model (20 + 5 per kernel) gave 250 us.
+  HostQueue gpu_bound(Time::us(5));
+  Time sum;
+  for (int i = 0; i < 10; ++i) sum += gpu_bound.push(Time::us(20), 1);
+  CHECK(gpu_bound.gpu_end() == Time::us(205));
+  CHECK(sum == gpu_bound.gpu_end());  // each op's share, idle gaps included, adds up to the span
+  // An op of 4 kernels of 2 us each (8 us in all) behind a 5 us host: issued at 5, 10, 15, 20,
+  // the last ends at 22 us; a marker (no execution) issues nothing.
+  HostQueue eager(Time::us(5));
+  CHECK(eager.push(Time::us(8), 4) == Time::us(22));
+  CHECK(eager.push(Time::zero(), 1) == Time::zero());
+  CHECK(eager.host_end() == Time::us(20));
 }
 
 TEST_CASE("a vector op with many FLOPs and few bytes runs at the fp32 CUDA-core rate", "[workload][roofline]") {
