@@ -96,7 +96,8 @@ std::pair<TaskId, TaskId> ContextParallel::ring_attention(int local, const Part&
 }
 
 FsdpCopies::FsdpCopies(StepBuilder& b)
-    : b_(b), timer_(b.world().scenario.topology.device, b.world().scenario.training.precision, b.world().sink) {
+    : b_(b), timer_(b.world().scenario.topology.device, b.world().scenario.training.precision,
+              b.world().scenario.training.framework, b.world().sink) {
   const auto& s = b.world().scenario;
   on_ = s.parallel.zero == 3 && b.layout().dp * b.layout().cp > 1 && !s.model.layer_list;
   pipelined_ = b.layout().pp > 1;

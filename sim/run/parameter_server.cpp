@@ -9,6 +9,7 @@
 #include "engine/flow_network.hpp"
 #include "engine/simulator.hpp"
 #include "hardware/cluster.hpp"
+#include "hardware/gpu_speed.hpp"
 #include "run/simulation.hpp"
 #include "workload/layer_list.hpp"
 #include "workload/model_cost.hpp"
@@ -163,6 +164,8 @@ PsWorkerCost ps_worker_cost(const config::Scenario& sc, const PsPlan& plan) {
   one.run.steps = 1;
   one.run.mode = "steps";
   one.run.detail = "symmetric";
+  // The nominal GPU: each worker's own speed factor is applied per worker (simulate_parameter_server).
+  one.topology.device.speed_variation_cv = 0;
   NullSink sink;
   const SimulationResult r = simulate(one, sink, TraceLevel::none);
   PsWorkerCost cost;
@@ -578,11 +581,20 @@ PsResult simulate_parameter_server(const config::Scenario& sc, RecordSink& sink,
     r.worker_peak_memory = cost.peak_memory;
     return r;
   }
-  const std::vector<Time> compute(plan.worker_gpus.size(), cost.compute);
+  // Every worker runs the same batch on its own GPU, at that GPU's drawn speed (hardware/gpu_speed):
+  // with no barrier, async training lets slow workers fall behind instead of waiting for them.
+  const int gpus_per_node = sc.topology.node.gpus;
+  std::vector<Time> compute;
+  compute.reserve(plan.worker_gpus.size());
+  for (const int gpu : plan.worker_gpus) {
+    const double factor = hardware::kernel_time_factor(sc.topology.device.speed_variation_cv, sc.seed,
+                                                       gpu / gpus_per_node, gpu % gpus_per_node);
+    compute.push_back(Time::from_seconds(cost.compute.seconds() * factor));
+  }
   PsWorld world(sc, plan, compute, sink, trace);
   world.worker_flops_ = cost.model_flops;
   PsResult r = world.run();
-  r.worker_compute = cost.compute;
+  r.worker_compute = *std::max_element(compute.begin(), compute.end());
   r.worker_peak_memory = cost.peak_memory;
   r.hbm_bytes = cost.hbm_bytes;
   r.worker_model_flops = cost.model_flops;

@@ -114,7 +114,7 @@ struct PsResult {
   PsPlan plan;
   bool out_of_memory = false;     ///< one worker's batch does not fit its GPU: nothing was simulated
   double hbm_bytes = 0;           ///< capacity per GPU
-  Time worker_compute;            ///< forward + backward of one worker batch
+  Time worker_compute;            ///< forward + backward of one worker batch, on the slowest worker's GPU
   double worker_peak_memory = 0;  ///< bytes per worker GPU (the one-GPU step's breakdown)
   double worker_model_flops = 0;  ///< PaLM-convention model FLOPs of one worker iteration
   double peak_flops_per_gpu = 0;
