@@ -358,6 +358,12 @@ void parse_training(Section s, TrainingSpec& t) {
   s.choice("framework", t.framework, {"fused", "eager", "compile"});
   s.flag("flash_attention", t.flash_attention);
   parse_batch_ramp(s, t.batch_ramp);
+  {
+    Section e = s.section("evaluation");
+    e.integer("every_steps", t.evaluation.every_steps, kNonNegative);
+    e.duration("duration", t.evaluation.duration, kNonNegative);
+    e.finish();
+  }
   s.finish();
 }
 
@@ -468,6 +474,7 @@ void parse_reliability(Section s, ReliabilitySpec& r) {
     restart.duration("node_repair", r.node_repair, kNonNegative);
     restart.finish();
   }
+  s.choice("elastic", r.elastic, {"off", "global_batch", "replica_batch"});
   s.finish();
 }
 

@@ -112,6 +112,7 @@ const std::vector<KeyBound>& key_bounds() {
       {"data.loader.slow_loader.decode_time.samples", 0, 3600, true, "at most 1 h to decode one sample"},
       {"data.loader.decode_time.cv", 0, 100, true, "coefficient of variation"},
       {"checkpoint.storage_bandwidth", 1e6, 1e20, true, "1 MB/s to 1e20 B/s, 0: not modelled"},
+      {"training.evaluation.every_steps", 1, 1e9, true, "optimizer steps between evaluations, 0: none"},
       {"run.steps", 1, 1e6, false, "simulated steps (the command line may lower it further: --max-steps)"},
   };
   return table;
