@@ -379,3 +379,29 @@ TEST_CASE("evaluation pauses add their time to the wall clock, not to productive
   CHECK_THROWS_AS(run_fixed(fleet({"training.evaluation.every_steps=100"})), InputError);
   CHECK_THROWS_AS(run_fixed(fleet({"training.evaluation.duration=5 min"})), InputError);
 }
+
+TEST_CASE("scenarios that differ only in run-level keys share one step simulation", "[training][cache]") {
+  const std::string file = IRONLAW_SOURCE_DIR "/scenarios/gpt2-ddp-1node.yaml";
+  // A seed no other test uses, so the first request is a miss whatever ran before.
+  const std::vector<std::string> base{"seed=90210", "run.mode=full", "reliability.checkpoint.storage_bandwidth=10 GB/s"};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.begin(), base.begin(), base.end());
+    return config::load_scenario(file, extra);
+  };
+  const std::uint64_t before = shared_step_simulations();
+  const auto a = shared_simulate_step(with({"reliability.checkpoint.interval=10 min"}));
+  CHECK(shared_step_simulations() == before + 1);
+  // Another checkpoint interval, mode and run length: the same step, answered from the cache.
+  const auto b = shared_simulate_step(
+      with({"reliability.checkpoint.interval=1 h", "reliability.checkpoint.mode=sync", "training.tokens=1 T"}));
+  CHECK(shared_step_simulations() == before + 1);
+  REQUIRE(a.steps.size() == b.steps.size());
+  for (std::size_t i = 0; i < a.steps.size(); ++i) CHECK(a.steps[i].end_ns == b.steps[i].end_ns);
+  // The answer is the step simulation's own.
+  const auto direct = simulate_step(with({}));
+  REQUIRE(direct.steps.size() == a.steps.size());
+  CHECK(direct.steps.back().end_ns == a.steps.back().end_ns);
+  // A key the step reads (the batch) is another configuration.
+  shared_simulate_step(with({"training.global_batch_tokens=256 Ki"}));
+  CHECK(shared_step_simulations() == before + 2);
+}
