@@ -202,8 +202,7 @@ void print_what_ifs(const std::vector<Explained>& base, const std::vector<std::v
   if (two) std::printf(" | %8s %12s %11s | %9s", "step MFU", "sim. GPU-h", "unexplained", "MFU ratio");
   std::printf("\n");
   if (two) {
-    std::printf("  %-60s %42s | %33s | %9s\n", "", base[0].name.c_str(), base[1].name.c_str(),
-                (base[1].name + "/" + base[0].name).substr(0, 9).c_str());
+    std::printf("  %-60s %42s | %33s | %9s\n", "", base[0].name.c_str(), base[1].name.c_str(), "2nd / 1st");
   }
   const double published_ratio = two ? base[1].implied_mfu / base[0].implied_mfu : 0;
   auto cells = [](const Explained& e, double mfu, double ettr, double hours, bool with_ettr) {
