@@ -213,8 +213,8 @@ std::string format_summary(const config::Scenario& s, const run::SimulationResul
     line("down (detect, restart, load)", fmt("%.2f h", metric(m, "down_s") / 3600));
     if (metric(m, "evaluation_s") > 0) line("evaluation pauses", fmt("%.2f h", metric(m, "evaluation_s") / 3600));
     if (metric(m, "elastic_shrinks") > 0) {
-      line("elastic shrinks (no spare ready)", fmt("%.0f", metric(m, "elastic_shrinks")));
-      line("GPU-hours idle while shrunk", fmt("%.0f", metric(m, "shrunk_idle_gpu_hours")));
+      line("elastic shrinks", fmt("%.0f", metric(m, "elastic_shrinks")));
+      line("GPU-hours idle, shrunk", fmt("%.0f", metric(m, "shrunk_idle_gpu_hours")));
     }
     line("ETTR", fmt("%.1f %%", 100 * metric(m, "ettr")));
     line("goodput", fmt("%.1f %%", 100 * metric(m, "goodput")));
