@@ -585,9 +585,14 @@ class WholeRun {
 
   /// If a failure strikes within [now, now + span), handles it (roll back, restart) and
   /// returns true; `training` says whether steps were running (their partial time is lost).
+  /// Whether a failure of a node in the running job comes before `t` (idle nodes' skipped).
+  bool failure_before(Time t) {
+    skip_idle_failures(t);
+    return !heap_.empty() && heap_.top().at < t;
+  }
+
   bool failed_within(Time span, bool training) {
-    skip_idle_failures(now_ + span);
-    if (heap_.empty() || heap_.top().at >= now_ + span) return false;
+    if (!failure_before(now_ + span)) return false;
     const Pending p = heap_.top();
     const auto& cause = s_.reliability.failure_rates.causes[static_cast<std::size_t>(p.cause)];
     FailureEvent f = take_failure();
@@ -624,7 +629,7 @@ class WholeRun {
     const Time down_from = now_;
     Time resume = restart(f, planned);
     // Failures while the job is down: each is an interruption too and restarts the restart.
-    while (skip_idle_failures(resume), !heap_.empty() && heap_.top().at < resume) {
+    while (failure_before(resume)) {
       const auto& c2 = s_.reliability.failure_rates.causes[static_cast<std::size_t>(heap_.top().cause)];
       FailureEvent g = take_failure();
       g.detected = g.time;
