@@ -135,6 +135,144 @@ std::string pct(double v) {
   return buf;
 }
 
+/// One row of the what-if table: the scenario with some keys changed, simulated step and run.
+struct WhatIf {
+  std::string change;        ///< "KEY=VALUE; KEY=VALUE", or why it was not simulated
+  bool simulated = false;
+  double step_mfu = 0;
+  double ettr = 1;
+  double simulated_hours = 0;
+  double run_mfu = 0;        ///< PaLM count over the simulated GPU-hours
+};
+
+/// "K=V;K=V" → {"K=V", "K=V"} (spaces around items dropped).
+std::vector<std::string> split_changes(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ';')) {
+    const auto first = item.find_first_not_of(' ');
+    const auto last = item.find_last_not_of(' ');
+    if (first != std::string::npos) out.push_back(item.substr(first, last - first + 1));
+  }
+  if (out.empty()) throw InputError({}, "--what-if", "expected KEY=VALUE[;KEY=VALUE...], got \"" + text + "\"");
+  return out;
+}
+
+/// Simulates `scenario_path` with `sets` and `changes` applied: its step and (run.mode full) its
+/// whole run, as explain does, without printing. A change that makes the layout invalid or
+/// out of memory is a row saying so.
+WhatIf what_if(const std::string& scenario_path, std::vector<std::string> sets, const std::vector<std::string>& changes,
+               const std::string& label) {
+  WhatIf w;
+  w.change = label;
+  sets.insert(sets.end(), changes.begin(), changes.end());
+  const auto s = config::load_scenario(scenario_path, sets);
+  training::refuse_unsimulated(s);
+  run::SimulationResult r;
+  try {
+    r = training::shared_simulate_step(s);
+  } catch (const InputError& e) {
+    w.change += "  (not simulated: " + std::string(e.what()) + ")";
+    return w;
+  }
+  if (r.out_of_memory) {
+    w.change += "  (out of memory)";
+    return w;
+  }
+  training::WholeRunResult whole;
+  const bool full = s.run.mode == "full";
+  if (full) whole = training::simulate_whole_run(s, &r);
+  const auto waterfall = report::build_waterfall(s, r, full ? &whole : nullptr);
+  w.simulated = true;
+  w.step_mfu = report::metric(report::summary_metrics(s, r, full ? &whole : nullptr), "mfu");
+  if (full) w.ettr = whole.ettr;
+  w.simulated_hours = waterfall.simulated_hours;
+  w.run_mfu = waterfall.simulated_mfu;
+  return w;
+}
+
+/// The what-if table: each change alone, then all of them together, against the published
+/// hours; with --compare, the same changes applied to both scenarios and the ratio of their
+/// MFUs over the simulated hours against the ratio the published hours imply.
+void print_what_ifs(const std::vector<Explained>& base, const std::vector<std::vector<WhatIf>>& rows) {
+  std::printf("\nwhat if (each change alone, then all together; every change is an assumption of the user's,\n"
+              "a GUESS unless its source is given):\n");
+  const bool two = base.size() == 2;
+  std::printf("  %-60s %8s %8s %12s %11s", "change", "step MFU", "ETTR", "sim. GPU-h", "unexplained");
+  if (two) std::printf(" | %8s %12s %11s | %9s", "step MFU", "sim. GPU-h", "unexplained", "MFU ratio");
+  std::printf("\n");
+  if (two) {
+    std::printf("  %-60s %42s | %33s | %9s\n", "", base[0].name.c_str(), base[1].name.c_str(), "2nd / 1st");
+  }
+  const double published_ratio = two ? base[1].implied_mfu / base[0].implied_mfu : 0;
+  auto cells = [](const Explained& e, double mfu, double ettr, double hours, bool with_ettr) {
+    char buf[128];
+    if (with_ettr) {
+      std::snprintf(buf, sizeof buf, " %8s %8s %12.0f %11.0f", pct(mfu).c_str(), pct(ettr).c_str(), hours,
+                    e.published_hours - hours);
+    } else {
+      std::snprintf(buf, sizeof buf, " %8s %12.0f %11.0f", pct(mfu).c_str(), hours, e.published_hours - hours);
+    }
+    return std::string(buf);
+  };
+  auto print_row = [&](const std::string& change, const std::vector<const WhatIf*>& w) {
+    for (const WhatIf* x : w) {
+      if (!x->simulated) {
+        std::printf("  %s\n", x->change.c_str());
+        return;
+      }
+    }
+    const bool wrap = change.size() > 60;  // a long change on its own line, its numbers below
+    if (wrap) std::printf("  %s\n", change.c_str());
+    std::printf("  %-60s%s", wrap ? "" : change.c_str(), cells(base[0], w[0]->step_mfu, w[0]->ettr, w[0]->simulated_hours, true).c_str());
+    if (two) {
+      std::printf(" |%s | %9.2f", cells(base[1], w[1]->step_mfu, 0, w[1]->simulated_hours, false).c_str(),
+                  w[1]->run_mfu / w[0]->run_mfu);
+    }
+    std::printf("\n");
+  };
+  std::vector<WhatIf> given(base.size());
+  for (std::size_t i = 0; i < base.size(); ++i) {
+    given[i].simulated = true;
+    given[i].step_mfu = base[i].step_mfu;
+    given[i].ettr = base[i].ettr;
+    given[i].simulated_hours = base[i].simulated_hours;
+    given[i].run_mfu = base[i].run_mfu;
+  }
+  std::vector<const WhatIf*> g;
+  for (const auto& x : given) g.push_back(&x);
+  print_row("(the scenarios as given)", g);
+  for (std::size_t r = 0; r < rows[0].size(); ++r) {
+    std::vector<const WhatIf*> w;
+    for (const auto& per_scenario : rows) w.push_back(&per_scenario[r]);
+    print_row(rows[0][r].change, w);
+  }
+  std::printf("  unexplained = published - simulated GPU-hours: what no simulated mechanism above accounts for.\n");
+  if (two) {
+    std::printf("  MFU ratio: over the simulated GPU-hours (PaLM count); the published hours imply %.2f.\n",
+                published_ratio);
+    // The row whose simulated ratio comes closest (in log terms) to the published one.
+    const WhatIf* best[2] = {&given[0], &given[1]};
+    std::string best_change = "(the scenarios as given)";
+    auto distance = [&](const WhatIf& a, const WhatIf& b) {
+      return std::fabs(std::log(b.run_mfu / a.run_mfu / published_ratio));
+    };
+    for (std::size_t r = 0; r < rows[0].size(); ++r) {
+      const WhatIf& a = rows[0][r];
+      const WhatIf& b = rows[1][r];
+      if (a.simulated && b.simulated && a.run_mfu > 0 && b.run_mfu > 0 && distance(a, b) < distance(*best[0], *best[1])) {
+        best[0] = &a;
+        best[1] = &b;
+        best_change = a.change;
+      }
+    }
+    const double ratio = best[1]->run_mfu / best[0]->run_mfu;
+    std::printf("  Closest to the published ratio: %s, a simulated ratio of %.2f; a factor %.2f stays unexplained.\n",
+                best_change.c_str(), ratio, published_ratio / ratio);
+  }
+}
+
 /// Two explained scenarios side by side (seed 003's puzzle: two models on one cluster).
 void print_comparison(const Explained& a, const Explained& b) {
   std::printf("\n%-48s %16s %16s\n", "side by side", a.name.c_str(), b.name.c_str());
@@ -182,7 +320,7 @@ double published_for(const config::Scenario& s, const char* option) {
 int cmd_explain(const Args& args) {
   po::options_description opts("ironlaw explain SCENARIO.yaml [--published-gpu-hours H] [--set KEY=VALUE]...");
   std::string scenario_path, compare_path;
-  std::vector<std::string> sets;
+  std::vector<std::string> sets, what_ifs;
   double published_hours = 0;
   std::string search_nodes = "0.5,1,2";
   std::string search_batch = "0.5,1,2";
@@ -196,6 +334,9 @@ int cmd_explain(const Args& args) {
       ("search-nodes", po::value(&search_nodes), "inverse search: factors of cluster.nodes (default 0.5,1,2)")
       ("search-batch", po::value(&search_batch), "inverse search: factors of training.global_batch_tokens (default 0.5,1,2)")
       ("no-search", "skip the inverse search")
+      ("what-if", po::value(&what_ifs)->composing(),
+       "\"KEY=VALUE[;KEY=VALUE...]\": explain the first scenario again with these changes (repeatable; each alone, "
+       "then all together) and tabulate the GPU-hours each accounts for")
       ("jobs,j", po::value(&jobs), "step simulations of the search run at once (default 2)");
   po::variables_map vm;
   if (!parse_command_line(args, opts, "scenario", vm)) return kExitOk;
@@ -228,6 +369,21 @@ int cmd_explain(const Args& args) {
     if (exit_code != kExitOk) return exit_code;
   }
   if (done.size() == 2) print_comparison(done[0], done[1]);
+  if (!what_ifs.empty()) {
+    std::vector<std::string> paths{scenario_path};
+    if (!compare_path.empty()) paths.push_back(compare_path);
+    std::vector<std::vector<WhatIf>> rows(paths.size());
+    std::vector<std::string> all;
+    for (const auto& text : what_ifs) {
+      const auto changes = split_changes(text);
+      all.insert(all.end(), changes.begin(), changes.end());
+      for (std::size_t i = 0; i < paths.size(); ++i) rows[i].push_back(what_if(paths[i], sets, changes, text));
+    }
+    if (what_ifs.size() > 1) {
+      for (std::size_t i = 0; i < paths.size(); ++i) rows[i].push_back(what_if(paths[i], sets, all, "all of the above together"));
+    }
+    print_what_ifs(done, rows);
+  }
   return kExitOk;
 }
 

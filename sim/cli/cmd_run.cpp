@@ -92,8 +92,10 @@ void write_run_tables(output::H5Writer& writer, const training::WholeRunResult& 
                                      TableColumn{"durable_s", "s", c_durable}, TableColumn{"step", "1", c_step},
                                      TableColumn{"bytes", "B", c_bytes}});
   std::vector<double> r_detected, r_resumed, r_wait, r_resched, r_init, r_load;
-  std::vector<std::int64_t> r_step;
+  std::vector<std::int64_t> r_step, r_dp, r_grow;
   for (const auto& r : w.restarts) {
+    r_dp.push_back(r.dp);
+    r_grow.push_back(r.elastic_grow ? 1 : 0);
     r_detected.push_back(secs(r.detected));
     r_resumed.push_back(secs(r.resumed));
     r_wait.push_back(r.wait_for_node_s);
@@ -105,7 +107,8 @@ void write_run_tables(output::H5Writer& writer, const training::WholeRunResult& 
   writer.write_table("restarts", {TableColumn{"detected_s", "s", r_detected}, TableColumn{"resumed_s", "s", r_resumed},
                                   TableColumn{"wait_for_node_s", "s", r_wait}, TableColumn{"reschedule_s", "s", r_resched},
                                   TableColumn{"initialize_s", "s", r_init}, TableColumn{"load_s", "s", r_load},
-                                  TableColumn{"resumed_step", "1", r_step}});
+                                  TableColumn{"resumed_step", "1", r_step}, TableColumn{"dp", "1", r_dp},
+                                  TableColumn{"elastic_grow", "1", r_grow}});
 }
 
 }  // namespace

@@ -29,6 +29,7 @@
 #include "output/h5_writer.hpp"
 #include "report/metrics.hpp"
 #include "run/simulation.hpp"
+#include "training/whole_run.hpp"
 
 namespace po = boost::program_options;
 
@@ -315,8 +316,11 @@ int cmd_sweep(const Args& args) {
       Point& p = points[i];
       if (p.status == "ok") {
         try {
+          // A whole run's step comes from the process-wide step cache, so points that vary
+          // only run-level keys (checkpoint interval, failures) share their step simulations.
           NullSink sink;
-          const auto result = run::simulate(p.scenario, sink, run::TraceLevel::none);
+          const auto result = p.scenario.run.mode == "full" ? training::shared_simulate_step(p.scenario)
+                                                             : run::simulate(p.scenario, sink, run::TraceLevel::none);
           if (result.out_of_memory) {
             p.status = "out of memory";
             char buf[128];

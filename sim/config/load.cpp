@@ -380,6 +380,12 @@ void parse_training(Section s, TrainingSpec& t) {
   s.choice("reduce_dtype", t.reduce_dtype, {"fp32", "bf16", "fp16"});
   s.flag("fp8_all_gather", t.fp8_all_gather);
   parse_batch_ramp(s, t.batch_ramp);
+  {
+    Section e = s.section("evaluation");
+    e.integer("every_steps", t.evaluation.every_steps, kNonNegative);
+    e.duration("duration", t.evaluation.duration, kNonNegative);
+    e.finish();
+  }
   s.finish();
 }
 
@@ -490,6 +496,7 @@ void parse_reliability(Section s, ReliabilitySpec& r) {
     restart.duration("node_repair", r.node_repair, kNonNegative);
     restart.finish();
   }
+  s.choice("elastic", r.elastic, {"off", "global_batch", "replica_batch"});
   s.finish();
 }
 

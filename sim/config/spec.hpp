@@ -215,6 +215,13 @@ struct BatchRampStage {
   double global_batch_tokens = 0;
 };
 
+/// Evaluation pauses of a whole run (training.evaluation): after every `every_steps` optimizer
+/// steps, training stops for `duration` (the evaluation's wall time, given). Non-productive time.
+struct EvaluationSpec {
+  int every_steps = 0;           ///< 0 = no evaluation
+  Time duration;                 ///< one evaluation's wall time
+};
+
 struct TrainingSpec {
   int sequence_length = 2048;
   double global_batch_tokens = 0;   ///< tokens per optimizer step
@@ -240,6 +247,7 @@ struct TrainingSpec {
   /// Batch-size ramp (full runs): stages in increasing until_tokens; the last one runs to the
   /// end. Empty = global_batch_tokens throughout.
   std::vector<BatchRampStage> batch_ramp;
+  EvaluationSpec evaluation;        ///< full runs only
 };
 
 struct DistributionSpec {
@@ -306,6 +314,12 @@ struct ReliabilitySpec {
   Time restart_initialize;          ///< process start, NCCL set-up, before the checkpoint load
   int hot_spares = 0;               ///< spare nodes held (and paid for) beside the job
   Time node_repair;                 ///< time to return a failed node when no spare is left
+  /// What the job does when a failed node has no spare ready. off: it waits for one (a spare
+  /// back from repair). global_batch / replica_batch: it restarts at once on fewer nodes, data
+  /// parallelism shrunk by the replicas that had GPUs on the failed node, and grows back when a
+  /// node is ready; global_batch keeps the global batch (each replica takes more sequences),
+  /// replica_batch keeps each replica's (the global batch shrinks).
+  std::string elastic = "off";
 };
 struct RunSpec {
   int steps = 3;

@@ -49,7 +49,7 @@ std::string default_metric_unit(std::string_view metric_name) {
 }
 
 std::string metric_description(std::string_view metric_name) {
-  static constexpr std::array<std::pair<std::string_view, std::string_view>, 43> known{{
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 46> known{{
       {"step_time_s", "simulated time of one training step (mean over the simulated steps)"},
       {"tokens_per_s_per_gpu", "training throughput per GPU"},
       {"model_tflops_per_gpu", "model FLOPs (PaLM convention) per second per GPU"},
@@ -80,6 +80,9 @@ std::string metric_description(std::string_view metric_name) {
       {"lost_work_s", "step time whose progress a failure discarded"},
       {"checkpoint_pause_s", "training paused for checkpoint writes or snapshots"},
       {"down_s", "from each failure to training again"},
+      {"evaluation_s", "evaluation pauses (training.evaluation), not productive"},
+      {"elastic_shrinks", "restarts on fewer nodes because no spare was ready (reliability.elastic)"},
+      {"shrunk_idle_gpu_hours", "job GPU-hours left idle by an elastic shrink during kept steps"},
       {"ettr", "effective training time ratio: productive time / wall time"},
       {"goodput", "kept steps at their undisturbed step times / wall time"},
       {"mfu_productive", "model FLOPs of the kept steps / (peak x GPUs x productive time)"},

@@ -87,6 +87,9 @@ void append_whole_run(std::vector<Metric>& m, const config::Scenario& s, const r
   m.push_back({"lost_work_s", w.lost_work_s, "s"});
   m.push_back({"checkpoint_pause_s", w.checkpoint_pause_s, "s"});
   m.push_back({"down_s", w.down_s, "s"});
+  m.push_back({"evaluation_s", w.evaluation_s, "s"});
+  m.push_back({"elastic_shrinks", static_cast<double>(w.elastic_shrinks), "1"});
+  m.push_back({"shrunk_idle_gpu_hours", w.shrunk_idle_gpu_hours, "h"});
   m.push_back({"ettr", w.ettr, "1"});
   m.push_back({"goodput", w.goodput, "1"});
   m.push_back({"mfu_productive", w.mfu_productive, "1"});
@@ -208,6 +211,11 @@ std::string format_summary(const config::Scenario& s, const run::SimulationResul
     line("lost work", fmt("%.2f h", metric(m, "lost_work_s") / 3600));
     line("checkpoint pauses", fmt("%.2f h", metric(m, "checkpoint_pause_s") / 3600));
     line("down (detect, restart, load)", fmt("%.2f h", metric(m, "down_s") / 3600));
+    if (metric(m, "evaluation_s") > 0) line("evaluation pauses", fmt("%.2f h", metric(m, "evaluation_s") / 3600));
+    if (metric(m, "elastic_shrinks") > 0) {
+      line("elastic shrinks", fmt("%.0f", metric(m, "elastic_shrinks")));
+      line("GPU-hours idle, shrunk", fmt("%.0f", metric(m, "shrunk_idle_gpu_hours")));
+    }
     line("ETTR", fmt("%.1f %%", 100 * metric(m, "ettr")));
     line("goodput", fmt("%.1f %%", 100 * metric(m, "goodput")));
     line("MFU per step (scenario batch)", fmt("%.1f %%", 100 * metric(m, "mfu")));
@@ -222,7 +230,7 @@ std::string format_summary(const config::Scenario& s, const run::SimulationResul
   }
   out += "\nnot simulated by this version: ";
   if (!(s.data.storage_bandwidth_per_node > 0)) out += "data loading (data.storage_bandwidth_per_node unset), ";
-  out += s.run.mode == "full" ? "evaluation pauses, elastic shrinking.\n"
+  out += s.run.mode == "full" ? "evaluations as simulated forward passes (training.evaluation gives their time).\n"
                               : "failures, checkpoints and restarts (they are simulated with run.mode: full).\n";
   return out;
 }

@@ -50,6 +50,8 @@ Waterfall build_waterfall(const config::Scenario& s, const run::SimulationResult
     add("run", "checkpoint pauses", whole->checkpoint_pause_s * to_hours);
     add("run", "lost work (since the last checkpoint)", whole->lost_work_s * to_hours);
     add("run", "down: detection, restart, checkpoint load", whole->down_s * to_hours);
+    if (whole->evaluation_s > 0) add("run", "evaluation pauses", whole->evaluation_s * to_hours);
+    if (whole->elastic_shrinks > 0) add("run", "GPUs idle while shrunk (elastic)", whole->shrunk_idle_gpu_hours);
     if (spare_gpus > 0) add("run", "hot spares held", whole->wall_s * spare_gpus / 3600.0);
   }
   w.simulated_mfu = implied_utilisation(w.model_flops, r.peak_flops_per_gpu, w.simulated_hours);

@@ -13,6 +13,7 @@
 /// step simulation of the same configuration; checkpoint and restart costs from bytes over the
 /// storage and network bandwidths; the slowdown that an asynchronous checkpoint write causes
 /// from re-simulating the step with the NIC capacity that the write leaves to training.
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -29,6 +30,28 @@ namespace ironlaw::training {
 /// The one adapter to the step simulation (today run::simulate with no records; to become
 /// run::simulate_step). Simulates `scenario.run.steps` steps of that exact configuration.
 run::SimulationResult simulate_step(const config::Scenario& scenario);
+
+/// simulate_step() answered from a process-wide cache keyed by the parts of the scenario that
+/// the step simulation reads: the resolved scenario text without its run-level keys
+/// (reliability, training.tokens, training.batch_ramp, training.evaluation, run.mode, output,
+/// name), plus the fields a whole run overrides on its copies (nodes, layout, batch, NIC
+/// capacity) and the seed. So the points of a sweep that differ only in run-level keys (the
+/// checkpoint interval, the failure file) simulate each step configuration once between them.
+/// A scenario without resolved text (built in code, not loaded) is simulated, never cached.
+/// Thread-safe: a configuration being simulated by one thread is waited for by the others, not
+/// simulated twice. Holds at most kSharedStepEntries results (links dropped); the oldest go
+/// first. Cost of a hit: one YAML parse and emit of the scenario text (milliseconds).
+run::SimulationResult shared_simulate_step(const config::Scenario& scenario);
+
+/// Results shared_simulate_step() keeps at most.
+inline constexpr std::size_t kSharedStepEntries = 64;
+
+/// How many step simulations shared_simulate_step() has run in this process (hits excluded).
+std::uint64_t shared_step_simulations();
+
+/// Empties shared_simulate_step()'s cache (for benchmarks that time a cold run). Not to be
+/// called while another thread simulates.
+void clear_shared_steps();
 
 /// What the whole run needs to know about one configuration's steps.
 struct StepProfile {
@@ -95,6 +118,8 @@ struct RestartEvent {
   double initialize_s = 0;
   double load_s = 0;           ///< checkpoint bytes over the shared storage path
   std::int64_t resumed_step = 0;
+  int dp = 0;                  ///< data-parallel degree training resumes with (elastic: may be fewer)
+  bool elastic_grow = false;   ///< a planned restart onto a node back from repair, not a failure's
 };
 
 /// The simulated whole run. Times in seconds unless a field is a Time.
@@ -106,7 +131,12 @@ struct WholeRunResult {
   double productive_s = 0;       ///< time running steps whose progress was kept
   double lost_work_s = 0;        ///< time running steps whose progress was lost
   double checkpoint_pause_s = 0; ///< training paused for checkpoint writes or snapshots
-  double down_s = 0;             ///< from failure to training again (detection, restart, load)
+  double down_s = 0;             ///< from failure to training again (detection, restart, load); elastic regrowth
+  double evaluation_s = 0;       ///< evaluation pauses (training.evaluation)
+  int evaluations = 0;
+  int elastic_shrinks = 0;       ///< restarts on fewer nodes (no spare ready, reliability.elastic)
+  int elastic_grows = 0;         ///< planned restarts back onto a returned node
+  double shrunk_idle_gpu_hours = 0;  ///< job GPU-hours left idle by a shrink during kept steps
   double allocated_gpu_hours = 0;///< wall × (job + spare) GPUs
   double productive_gpu_hours = 0;
   int interruptions = 0;         ///< failures that stopped the job (planned stops included)
@@ -142,6 +172,6 @@ using ProgressFn = std::function<void(double)>;
 /// (scenario, seed). Cost: the distinct step simulations, plus O(steps + failures · log nodes).
 WholeRunResult simulate_whole_run(const config::Scenario& scenario, const run::SimulationResult* base = nullptr,
                                   const ProgressFn& progress = {},
-                                  const StepCache::Simulate& simulate = simulate_step);
+                                  const StepCache::Simulate& simulate = shared_simulate_step);
 
 }  // namespace ironlaw::training

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -300,6 +301,33 @@ TEST_CASE("explain compares simulated with published GPU-hours", "[cli][explain]
   CHECK(r.out.find("= simulated steps") != std::string::npos);
   CHECK(r.out.find("unexplained (published - simulated)") != std::string::npos);
   CHECK(r.out.find("Which cluster and batch") != std::string::npos);
+}
+
+TEST_CASE("explain --what-if tabulates each change as its own explained scenario", "[cli][explain]") {
+  TempDir dir;
+  const std::string scenario = repo_path("scenarios/gpt2-ddp-1node.yaml");
+  const Outcome r = run_ironlaw({"explain", scenario, "--published-gpu-hours", "100", "--no-search", "--what-if",
+                                 "training.framework=eager", "--what-if", "parallel.zero=3"},
+                                dir.path());
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("all of the above together") != std::string::npos);
+  // The eager row is the scenario explained with that key set: same simulated GPU-hours.
+  const Outcome eager = run_ironlaw({"explain", scenario, "--published-gpu-hours", "100", "--no-search", "--set",
+                                     "training.framework=eager"},
+                                    dir.path());
+  REQUIRE(eager.exit_code == 0);
+  std::istringstream total(line_starting(eager.out, "simulated GPU-hours").substr(40));
+  double hours = -1;
+  total >> hours;
+  std::istringstream row(line_starting(r.out, "training.framework=eager").substr(62));
+  std::string mfu, mfu_unit, ettr, ettr_unit;
+  double row_hours = -2;
+  row >> mfu >> mfu_unit >> ettr >> ettr_unit >> row_hours;
+  CHECK(row_hours == Approx(hours).margin(0.5));
+  const Outcome bad = run_ironlaw({"explain", scenario, "--published-gpu-hours", "100", "--what-if", " ; "}, dir.path());
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("--what-if") != std::string::npos);
 }
 
 TEST_CASE("explain with a whole run ends the waterfall at the allocated GPU-hours", "[cli][explain]") {

@@ -150,3 +150,25 @@ TEST_CASE("the inverse search's needed ETTR is each candidate's step GPU-hours o
   }
   for (std::size_t i = 1; i < res.rows.size(); ++i) CHECK(res.rows[i - 1].distance <= res.rows[i].distance);
 }
+
+TEST_CASE("evaluation pauses and GPUs idle while shrunk are bars of their own; the bars still add up",
+          "[report][explain]") {
+  // The fleet with an evaluation of 5 min after every 1,000th step and elastic shrinking with
+  // no spares (its GPU failures then shrink the job until the node is back from repair).
+  const auto s = config::load_scenario(kFleet, {"reliability.checkpoint.interval=1 h", "training.evaluation.every_steps=1000",
+                                                "training.evaluation.duration=5 min", "reliability.elastic=global_batch",
+                                                "reliability.restart.node_repair=2 h"});
+  const auto r = fixed_step(s);
+  const auto whole = training::simulate_whole_run(s, &r, {}, fixed_step);
+  REQUIRE(whole.evaluations > 0);
+  REQUIRE(whole.elastic_shrinks > 0);
+  const auto w = report::build_waterfall(s, r, &whole);
+  const double h = kGpus / 3600.0;
+  CHECK(bar(w, "evaluation pauses") == Approx(whole.evaluations * 300 * h).epsilon(1e-12));
+  CHECK(bar(w, "GPUs idle while shrunk") == Approx(whole.shrunk_idle_gpu_hours).epsilon(1e-12));
+  CHECK(bar(w, "GPUs idle while shrunk") > 0);
+  double sum = 0;
+  for (const auto& b : w.bars) sum += b.gpu_hours;
+  CHECK(sum == Approx(w.simulated_hours).epsilon(1e-12));
+  CHECK(w.simulated_hours == Approx(whole.allocated_gpu_hours).epsilon(1e-9));
+}

@@ -281,3 +281,127 @@ TEST_CASE("a sweep of checkpoint intervals finds its simulated optimum at the Yo
   }
   CHECK(best_factor == 1.0);
 }
+
+namespace {
+
+/// A step simulation whose step time is set by the sequences each data-parallel replica
+/// runs: kStepS per sequence per replica (fleet.yaml: 512 sequences over 512 replicas, 10 s).
+run::SimulationResult per_replica_step(const config::Scenario& s) {
+  run::SimulationResult r = fixed_step(s);
+  const int dp = s.parallel.dp > 0 ? s.parallel.dp : s.gpus();
+  r.layout.dp = dp;
+  const double sequences_per_replica = s.training.global_batch_tokens / s.training.sequence_length / dp;
+  const auto step_ns = static_cast<std::int64_t>(kStepS * sequences_per_replica * 1e9);
+  r.steps = {StepRecord{.step = 0, .start_ns = 0, .end_ns = step_ns}};
+  r.step_time_s = kStepS * sequences_per_replica;
+  return r;
+}
+
+/// fleet.yaml for ~1.2 days with no checkpoints, no spares, a node back from repair in 2 h, and
+/// a failure rate at which seed 17 gives exactly one failure (at 6.1 h).
+config::Scenario elastic_fleet(const std::string& rule) {
+  return fleet({"seed=17", "training.tokens=" + std::to_string(10000LL * 512 * 1024), "reliability.checkpoint.interval=0 s",
+                "reliability.failures=failures-rare.yaml", "reliability.restart.node_repair=2 h",
+                "reliability.elastic=" + rule});
+}
+
+}  // namespace
+
+TEST_CASE("elastic: with no spare, the job shrinks by the failed node's replicas until the node is back",
+          "[training][elastic]") {
+  // By hand, for a failure at tf (crash, found at once; no checkpoint, so all work before it is
+  // lost): restart = reschedule 120 s + initialise 60 s. DDP over 512 GPUs puts 8 replicas on a
+  // node, so the job goes on with dp 504 on 63 nodes. The node is back at tf + 7,200 s; the job
+  // then stops at the next step boundary, writes a checkpoint (7 GB at 100 GB/s: 0.07 s) and
+  // restarts on 64 nodes (180 s, no load: checkpoints are off).
+  const double restart = 180, write = 0.07, repair = 7200;
+  const double steps = 10000;
+  SECTION("global batch kept: 512 sequences over 504 replicas, 2 per replica, 20 s a step") {
+    const WholeRunResult w = simulate_whole_run(elastic_fleet("global_batch"), nullptr, {}, per_replica_step);
+    REQUIRE(w.failures.size() == 1);
+    const double tf = w.failures[0].time.seconds();
+    const double shrunk_steps = std::ceil((repair - restart) / 20);  // 351 steps until the node is back
+    CHECK(w.elastic_shrinks == 1);
+    CHECK(w.elastic_grows == 1);
+    CHECK(w.steps == static_cast<std::int64_t>(steps));
+    CHECK(w.wall_s == Approx(tf + restart + shrunk_steps * 20 + write + restart + (steps - shrunk_steps) * 10).epsilon(1e-12));
+    CHECK(w.lost_work_s == Approx(tf).epsilon(1e-12));
+    CHECK(w.productive_s == Approx(shrunk_steps * 20 + (steps - shrunk_steps) * 10).epsilon(1e-12));
+    CHECK(w.productive_gpu_hours ==
+          Approx((shrunk_steps * 20 * 504 + (steps - shrunk_steps) * 10 * 512) / 3600).epsilon(1e-12));
+    CHECK(w.shrunk_idle_gpu_hours == Approx(shrunk_steps * 20 * 8 / 3600).epsilon(1e-12));
+    REQUIRE(w.restarts.size() == 2);
+    CHECK(w.restarts[0].dp == 504);
+    CHECK(w.restarts[0].wait_for_node_s == 0);
+    CHECK(w.restarts[1].elastic_grow);
+    CHECK(w.restarts[1].dp == 512);
+    // Without elastic shrinking the job waits for the node: 7,200 s idle instead of 351 slow steps.
+    const WholeRunResult off = simulate_whole_run(elastic_fleet("off"), nullptr, {}, per_replica_step);
+    REQUIRE(off.failures.size() == 1);
+    CHECK(off.wall_s == Approx(tf + repair + restart + steps * 10).epsilon(1e-12));
+    CHECK(w.wall_s < off.wall_s);
+  }
+  SECTION("replica batch kept: 504 sequences a step at 10 s until the node is back") {
+    const WholeRunResult w = simulate_whole_run(elastic_fleet("replica_batch"), nullptr, {}, per_replica_step);
+    REQUIRE(w.failures.size() == 1);
+    const double tf = w.failures[0].time.seconds();
+    const double shrunk_steps = std::ceil((repair - restart) / 10);  // 702
+    const double total = steps * 512 * 1024;
+    const double after = std::ceil((total - shrunk_steps * 504 * 1024) / (512 * 1024));
+    CHECK(w.steps == static_cast<std::int64_t>(shrunk_steps + after));
+    CHECK(w.tokens == Approx(shrunk_steps * 504 * 1024 + after * 512 * 1024));
+    CHECK(w.wall_s == Approx(tf + restart + shrunk_steps * 10 + write + restart + after * 10).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("elastic shrinking is refused for a layout whose replicas do not sit on whole nodes", "[training][elastic]") {
+  // 3 GPUs per replica (pp 3 over 8-GPU nodes): neither fills whole nodes nor fits whole in one.
+  const auto s = config::load_scenario(data("fleet.yaml"),
+                                       {"cluster.nodes=3", "parallel.pp=3", "reliability.elastic=global_batch"});
+  CHECK_THROWS_AS(simulate_whole_run(s, nullptr, {}, per_replica_step), InputError);
+}
+
+TEST_CASE("evaluation pauses add their time to the wall clock, not to productive time", "[training][evaluation]") {
+  // 1,000 steps of 10 s, an evaluation of 5 min after every 100th step except the last: 9 of
+  // them. Wall = 10,000 + 9 × 300 s; ETTR = goodput = 10,000 / 12,700.
+  const auto s = fleet({"training.tokens=" + std::to_string(1000LL * 512 * 1024), "reliability.failures=",
+                        "reliability.checkpoint.interval=0 s", "training.evaluation.every_steps=100",
+                        "training.evaluation.duration=5 min"});
+  const WholeRunResult w = run_fixed(s);
+  CHECK(w.steps == 1000);
+  CHECK(w.evaluations == 9);
+  CHECK(w.evaluation_s == Approx(2700));
+  CHECK(w.wall_s == Approx(12700).epsilon(1e-12));
+  CHECK(w.ettr == Approx(10000.0 / 12700).epsilon(1e-12));
+  CHECK(w.goodput == Approx(10000.0 / 12700).epsilon(1e-12));
+  CHECK(w.allocated_gpu_hours == Approx(12700.0 * 512 / 3600).epsilon(1e-12));
+  // every_steps without a duration, or a duration without every_steps, is refused.
+  CHECK_THROWS_AS(run_fixed(fleet({"training.evaluation.every_steps=100"})), InputError);
+  CHECK_THROWS_AS(run_fixed(fleet({"training.evaluation.duration=5 min"})), InputError);
+}
+
+TEST_CASE("scenarios that differ only in run-level keys share one step simulation", "[training][cache]") {
+  const std::string file = IRONLAW_SOURCE_DIR "/scenarios/gpt2-ddp-1node.yaml";
+  // A seed no other test uses, so the first request is a miss whatever ran before.
+  const std::vector<std::string> base{"seed=90210", "run.mode=full", "reliability.checkpoint.storage_bandwidth=10 GB/s"};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.begin(), base.begin(), base.end());
+    return config::load_scenario(file, extra);
+  };
+  const std::uint64_t before = shared_step_simulations();
+  const auto a = shared_simulate_step(with({"reliability.checkpoint.interval=10 min"}));
+  CHECK(shared_step_simulations() == before + 1);
+  // Another checkpoint interval, mode and run length: the same step, answered from the cache.
+  const auto b = shared_simulate_step(
+      with({"reliability.checkpoint.interval=1 h", "reliability.checkpoint.mode=sync", "training.tokens=1 T"}));
+  CHECK(shared_step_simulations() == before + 1);
+  REQUIRE(a.steps.size() == b.steps.size());
+  for (std::size_t i = 0; i < a.steps.size(); ++i) CHECK(a.steps[i].end_ns == b.steps[i].end_ns);
+  // The answer is the step simulation's own.
+  const auto direct = simulate_step(with({}));
+  REQUIRE(direct.steps.size() == a.steps.size());
+  CHECK(direct.steps.back().end_ns == a.steps.back().end_ns);
+  // A key the step reads (the batch) is another configuration.
+  shared_simulate_step(with({"training.global_batch_tokens=256 Ki"}));
+  CHECK(shared_step_simulations() == before + 2);
+}
