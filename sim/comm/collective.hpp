@@ -8,6 +8,7 @@
 /// turns a built collective into flows is executor.hpp; the table is nccl_bench.cpp.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,10 @@
 #include "hardware/cluster.hpp"
 
 namespace ironlaw::comm {
+
+namespace detail {
+class RouteCache;
+}
 
 enum class CollectiveOp { all_reduce, reduce_scatter, all_gather, all_to_all };
 enum class Algorithm { ring, hierarchical, automatic, tree, nvls, all_to_all };
@@ -227,6 +232,7 @@ class Communicator {
   engine::Simulator& sim_;
   engine::FlowNetwork& net_;
   const hardware::Cluster& cluster_;
+  std::shared_ptr<detail::RouteCache> routes_;  // connection routes, computed once per key
   FlowTrace trace_;
   bool fluid_rings_ = false;
   int flows_per_connection_ = 1;

@@ -43,10 +43,11 @@ struct FlowNetwork::Impl {
   struct Link {
     double bandwidth = 0;
     std::vector<Hop> flows;   // active (draining) flows; swap-remove
+    std::uint32_t load = 0;   // their total weight
     // Re-solve scratch.
     double cap_left = 0;
     std::uint32_t mark = 0;       // == epoch when in the current component
-    std::uint32_t unfrozen = 0;
+    std::uint32_t unfrozen = 0;   // weight of the flows not yet frozen in this filling
     bool dirty = false;
   };
 
@@ -68,6 +69,7 @@ struct FlowNetwork::Impl {
     double rate = 0;
     double remaining = 0;
     Time last_update;
+    std::uint32_t weight = 1;       // members of the group this flow stands for
     State state = State::free;
     std::uint32_t generation = 0;
     double bytes = 0;
@@ -97,6 +99,7 @@ struct FlowNetwork::Impl {
   EventId resolve_event = kNoEvent;
   std::size_t active = 0;
   std::uint64_t started = 0;
+  std::uint64_t records = 0;
   std::uint64_t resolve_count = 0;
   std::uint32_t epoch = 0;
   // Re-solve scratch, reused across calls.
@@ -166,6 +169,7 @@ struct FlowNetwork::Impl {
       if (link.flows.empty()) infos[l].busy_since = sim.now();
       f.path[h].pos = static_cast<std::uint32_t>(link.flows.size());
       link.flows.push_back(Hop{slot, h});
+      link.load += f.weight;
       mark_dirty(l);
     }
   }
@@ -177,12 +181,13 @@ struct FlowNetwork::Impl {
       const LinkId l = f.path[h].link;
       Link& link = links[l];
       LinkInfo& info = infos[l];
-      info.stats.bytes += bytes_carried;
+      info.stats.bytes += bytes_carried * f.weight;
       const std::uint32_t p = f.path[h].pos;
       const Hop moved = link.flows.back();
       link.flows[p] = moved;
       flows[moved.flow].path[moved.hop].pos = p;
       link.flows.pop_back();
+      link.load -= f.weight;
       if (link.flows.empty()) info.stats.busy += sim.now() - info.busy_since;
       if (dirty) mark_dirty(l);
     }
@@ -290,7 +295,7 @@ struct FlowNetwork::Impl {
     for (LinkId l : comp_links) {
       Link& link = links[l];
       link.cap_left = link.bandwidth;
-      link.unfrozen = static_cast<std::uint32_t>(link.flows.size());
+      link.unfrozen = link.load;
       if (link.unfrozen > 0) fill_heap.push_back(Share{link.bandwidth / link.unfrozen, l});
     }
     std::make_heap(fill_heap.begin(), fill_heap.end(), std::greater<>{});
@@ -311,10 +316,11 @@ struct FlowNetwork::Impl {
         if (f.frozen == epoch) continue;
         f.frozen = epoch;
         f.new_rate = share;
+        const double taken = share * f.weight;
         for (const PathHop& ph : f.path) {
           Link& k = links[ph.link];
-          k.cap_left -= share;
-          --k.unfrozen;
+          k.cap_left -= taken;
+          k.unfrozen -= f.weight;
         }
       }
     }
@@ -383,7 +389,13 @@ FlowId FlowNetwork::start_flow(std::span<const LinkId> path, double bytes, OnDon
 }
 
 FlowId FlowNetwork::start_flow(std::span<const LinkId> path, double bytes, OnDone on_done, OnDone on_drained) {
+  return start_flow_group(path, bytes, 1, std::move(on_done), std::move(on_drained));
+}
+
+FlowId FlowNetwork::start_flow_group(std::span<const LinkId> path, double bytes, std::uint32_t members, OnDone on_done,
+                                     OnDone on_drained) {
   Impl& m = *impl_;
+  if (members < 1) throw std::invalid_argument("FlowNetwork::start_flow_group: members must be ≥ 1");
   if (!(bytes >= 0) || !std::isfinite(bytes)) {
     throw std::invalid_argument("FlowNetwork::start_flow: bytes must be finite and ≥ 0");
   }
@@ -405,8 +417,10 @@ FlowId FlowNetwork::start_flow(std::span<const LinkId> path, double bytes, OnDon
   f.last_update = m.sim.now();
   f.latency = latency;
   f.event = kNoEvent;
+  f.weight = members;
   ++m.active;
-  ++m.started;
+  m.started += members;
+  ++m.records;
   const FlowId id = Impl::make_id(slot, f.generation);
   if (path.empty()) {
     f.state = Impl::State::tail;
@@ -445,6 +459,8 @@ double FlowNetwork::rate(FlowId id) const {
 std::size_t FlowNetwork::active_flows() const { return impl_->active; }
 
 std::uint64_t FlowNetwork::flows_started() const { return impl_->started; }
+
+std::uint64_t FlowNetwork::records_started() const { return impl_->records; }
 
 std::uint64_t FlowNetwork::resolves() const { return impl_->resolve_count; }
 
