@@ -19,6 +19,8 @@
 /// - Only the connected component (flows ↔ shared links) of the changed links is re-solved;
 ///   flows whose rate did not change (by more than 1e-9 relative: rounding noise of the
 ///   filling) keep their rate and their scheduled drain event.
+/// - Drain coalescing: the flows due to drain at one whole ns drain from one event, in the
+///   order their drains were scheduled (epsilon 0: instants are never moved, only shared).
 /// - Bytes are doubles, time is integer ns: a drain time is rounded up to whole ns, and a
 ///   flow with remaining ≤ max(1e-6·bytes, 1e-3 B) at a re-solve counts as drained.
 /// - A flow with zero bytes drains at once; one with an empty path completes after 0 ns.
