@@ -2,6 +2,7 @@
 // step, with the events and flows it took (make bench).
 #include <sys/resource.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <string>
 
@@ -22,12 +23,16 @@ void simulate_scenario(const char* label, const std::string& file, std::vector<s
     cpu = ironlaw::bench::cpu_seconds([&] { result = ironlaw::run::simulate(scenario, sink, ironlaw::run::TraceLevel::none); });
   });
   const std::string base = std::string("run.") + label;
+  auto per_cpu_s = [&](std::uint64_t n) { return cpu > 0 ? static_cast<double>(n) / cpu : 0.0; };
+  ironlaw::bench::report((base + ".cpu_per_step").c_str(), cpu, "s (user+sys)");
   ironlaw::bench::report((base + ".wall_per_step").c_str(), s, "s");
-  ironlaw::bench::report((base + ".cpu_per_step").c_str(), cpu, "s");
   ironlaw::bench::report((base + ".events").c_str(), static_cast<double>(result.events_executed), "events");
   ironlaw::bench::report((base + ".flows").c_str(), static_cast<double>(result.flows_started), "flows");
+  ironlaw::bench::report((base + ".flow_records").c_str(), static_cast<double>(result.flow_records), "records");
+  ironlaw::bench::report((base + ".resolves").c_str(), static_cast<double>(result.resolves), "re-solves");
   ironlaw::bench::report((base + ".tasks").c_str(), static_cast<double>(result.tasks), "tasks");
-  ironlaw::bench::report((base + ".events_per_s").c_str(), static_cast<double>(result.events_executed) / s, "events/s");
+  ironlaw::bench::report((base + ".events_per_cpu_s").c_str(), per_cpu_s(result.events_executed), "events/s");
+  ironlaw::bench::report((base + ".resolves_per_cpu_s").c_str(), per_cpu_s(result.resolves), "re-solves/s");
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);  // peak so far in this process: run the small cases first
   ironlaw::bench::report((base + ".peak_rss_so_far").c_str(), static_cast<double>(usage.ru_maxrss) / 1024.0, "MiB");
@@ -55,8 +60,16 @@ void bench_gpt2_512() {
 }
 void bench_175b_zero3() { simulate_scenario("gpt3_175b_zero3_1536", "gpt3-175b-zero3-1536.yaml", {}); }
 
+/// The Megatron-LM 2021 rows with the deepest pipelines (Narayanan et al. SC'21 Table 1): 530B on
+/// 2,520 GPUs (pp 35, interleaved, 280 microbatches) and 1T on 3,072 GPUs (pp 64, 512
+/// microbatches); `ironlaw validate` and the golden tests simulate both.
+void bench_megatron_09() { simulate_scenario("megatron_2021_09_530b", "megatron-2021/09-gpt-530b.yaml", {}); }
+void bench_megatron_10() { simulate_scenario("megatron_2021_10_1t", "megatron-2021/10-gpt-1t.yaml", {}); }
+
 const ironlaw::bench::Register reg_gpt2_512("run.gpt2_ddp_512", bench_gpt2_512);
 const ironlaw::bench::Register reg_175b("run.scale_3_gpt3_175b_zero3_1536", bench_175b_zero3);
+const ironlaw::bench::Register reg_m09("run.scale_4_megatron_2021_09", bench_megatron_09);
+const ironlaw::bench::Register reg_m10("run.scale_5_megatron_2021_10", bench_megatron_10);
 const ironlaw::bench::Register reg_default("run.default_scenario", bench_default_scenario);
 const ironlaw::bench::Register reg_405b_1k("run.scale_1_llama3_405b_1k", bench_405b_1k);
 const ironlaw::bench::Register reg_405b_16k("run.scale_2_llama3_405b_16k", bench_405b_16k);

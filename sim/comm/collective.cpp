@@ -98,7 +98,8 @@ std::vector<int> channel_ring(const std::vector<int>& ranks, const hardware::Clu
 }
 
 Communicator::Communicator(engine::Simulator& sim, engine::FlowNetwork& net, const hardware::Cluster& cluster)
-    : sim_(sim), net_(net), cluster_(cluster), flows_per_connection_(cluster.topology().comm.flows_per_connection) {}
+    : sim_(sim), net_(net), cluster_(cluster), routes_(std::make_shared<detail::RouteCache>(cluster)),
+      flows_per_connection_(cluster.topology().comm.flows_per_connection) {}
 
 void Communicator::set_flows_per_connection(int flows) {
   if (flows < 1) throw std::invalid_argument("Communicator: flows per connection must be ≥ 1");
@@ -145,7 +146,7 @@ void Communicator::start(CollectiveOp op, const std::vector<int>& ranks, double 
   check_ranks(ranks);
   if (!(bytes >= 0)) throw std::invalid_argument("Communicator::start: bytes must be ≥ 0");
   const auto& comm = cluster_.topology().comm;
-  auto collective = std::make_shared<Collective>(sim_, net_, cluster_, trace_, comm.step_latency,
+  auto collective = std::make_shared<Collective>(sim_, net_, cluster_, routes_, trace_, comm.step_latency,
                                                  flows_per_connection_, std::move(on_done));
   collective->set_fluid(fluid_rings_);
   const CollectiveCall call(op, ranks, bytes, cluster_, net_);
@@ -159,7 +160,7 @@ void Communicator::send(int src, int dst, double bytes, std::function<void()> on
     throw std::invalid_argument("Communicator::send: GPU out of range");
   }
   if (!(bytes >= 0)) throw std::invalid_argument("Communicator::send: bytes must be ≥ 0");
-  auto collective = std::make_shared<Collective>(sim_, net_, cluster_, trace_, cluster_.topology().comm.step_latency,
+  auto collective = std::make_shared<Collective>(sim_, net_, cluster_, routes_, trace_, cluster_.topology().comm.step_latency,
                                                  flows_per_connection_, std::move(on_done));
   collective->set_direct_step_latency(false);
   if (src != dst) collective->add_direct({src, dst, bytes, 0});

@@ -8,6 +8,7 @@
 /// turns a built collective into flows is executor.hpp; the table is nccl_bench.cpp.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,10 @@
 #include "hardware/cluster.hpp"
 
 namespace ironlaw::comm {
+
+namespace detail {
+class RouteCache;
+}
 
 enum class CollectiveOp { all_reduce, reduce_scatter, all_gather, all_to_all };
 enum class Algorithm { ring, hierarchical, automatic, tree, nvls, all_to_all };
@@ -89,14 +94,13 @@ NvlsChunks nvls_chunks(const config::CommSpec& comm, int channels, double bytes,
 ///
 /// Connections and flows: a GPU-to-GPU send whose route depends on the ECMP choice is spread
 /// over `flows_per_connection` = k queue pairs with distinct hashes, one flow of S/k each, as
-/// before. Merging the queue pairs that hash to the same path into one flow (one flow per
-/// distinct path, ≈ 12.4 instead of 16 over 32 spines) was tried and measured: it is exact
-/// while the NIC is the bottleneck, and cut the default Llama 3 8B ZeRO-3 step from 25.0 M to
-/// 21.1 M flows, but made that step's simulation 2× slower (31.5 s instead of 16 s): connections
-/// then hold different numbers of flows, get different max-min shares of a shared NIC and end at
-/// different instants, so the flow network re-solves far more often, and the re-solves, not
-/// the flow starts, dominate the run time (64 % of it in FlowNetwork::resolve). Weighted flows
-/// in the engine (one flow per connection with weight k) would take both gains.
+/// before. Queue pairs that hash to the same path are identical flows (same path, bytes and
+/// start) and run as one flow group of weight = their count (FlowNetwork::start_flow_group),
+/// which max-min shares exactly as the separate flows: every queue pair keeps its own share of a
+/// shared NIC and ends when it would have (≈ 12.4 records instead of 16 over 32 spines, ≈ 10.3
+/// over 16). (Merging them into one unweighted flow, tried before, gave the merged flows a
+/// single share and made the simulation slower through extra re-solves.) The routes of each
+/// (src, dst, hash, queue pairs) are computed once and cached.
 ///
 /// Algorithms:
 /// - ring: C = comm.channels rings (0 → one per NIC), each over all ranks in channel_ring order,
@@ -227,6 +231,7 @@ class Communicator {
   engine::Simulator& sim_;
   engine::FlowNetwork& net_;
   const hardware::Cluster& cluster_;
+  std::shared_ptr<detail::RouteCache> routes_;  // connection routes, computed once per key
   FlowTrace trace_;
   bool fluid_rings_ = false;
   int flows_per_connection_ = 1;

@@ -9,6 +9,7 @@
 #include <limits>
 #include <memory>
 #include <stdexcept>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -40,6 +41,69 @@ inline int channel_count(const hardware::Cluster& cluster) {
   const int c = cluster.topology().comm.channels;
   return c > 0 ? c : cluster.topology().node.nics;
 }
+
+/// The routes of GPU-to-GPU connections, computed once per (src, dst, hash, queue pairs) and
+/// reused: the same pairs recur in every bucket, layer and microbatch. A connection's queue
+/// pairs whose ECMP hashes give the same route are merged into one entry with their count.
+/// Owned by the Communicator, shared with its collectives. Not thread-safe (one per simulation).
+class RouteCache {
+ public:
+  /// One distinct route of a connection and the queue pairs on it.
+  struct Route {
+    std::vector<engine::LinkId> path;
+    std::uint32_t members = 1;
+  };
+
+  explicit RouteCache(const hardware::Cluster& cluster) : cluster_(cluster) {}
+
+  /// The distinct routes of a connection from `src` to `dst` split over `queue_pairs` flows,
+  /// queue pair q hashed with hash·1024 + q (one flow: hash·1024), in order of their first
+  /// queue pair. The reference is valid until the next call. O(1) amortised after the first call
+  /// for a key; the first costs O(queue_pairs² · path length).
+  const std::vector<Route>& connection(int src, int dst, std::uint64_t hash, int queue_pairs) {
+    if (entries_.size() > kMaxEntries) entries_.clear();  // bound memory: start over
+    const Key key{src, dst, hash, queue_pairs};
+    auto [it, fresh] = entries_.try_emplace(key);
+    if (!fresh) return it->second;
+    std::vector<Route>& routes = it->second;
+    std::vector<engine::LinkId> path;
+    for (int q = 0; q < queue_pairs; ++q) {
+      cluster_.route(src, dst, hash * 1024 + static_cast<std::uint64_t>(q), path);
+      auto same = std::find_if(routes.begin(), routes.end(), [&](const Route& r) { return r.path == path; });
+      if (same != routes.end()) {
+        ++same->members;
+      } else {
+        routes.push_back(Route{path, 1});
+      }
+    }
+    return routes;
+  }
+
+  /// The route of queue pair 0 (a one-flow connection's route).
+  const std::vector<engine::LinkId>& path(int src, int dst, std::uint64_t hash) {
+    return connection(src, dst, hash, 1).front().path;
+  }
+
+ private:
+  static constexpr std::size_t kMaxEntries = 1 << 20;
+  struct Key {
+    int src, dst;
+    std::uint64_t hash;
+    int queue_pairs;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    std::size_t operator()(const Key& k) const {
+      std::uint64_t h = k.hash * 0x9e3779b97f4a7c15ull;
+      h ^= (static_cast<std::uint64_t>(static_cast<std::uint32_t>(k.src)) << 32 |
+            static_cast<std::uint32_t>(k.dst)) + 0x7f4a7c15ull + (h << 6) + (h >> 2);
+      h ^= static_cast<std::uint64_t>(k.queue_pairs) + (h << 6) + (h >> 2);
+      return static_cast<std::size_t>(h);
+    }
+  };
+  const hardware::Cluster& cluster_;
+  std::unordered_map<Key, std::vector<Route>, KeyHash> entries_;
+};
 
 /// One ring: position i sends `bytes` to position i+1 (mod n) in each of `steps` steps.
 /// Position i starts step k when it is armed (its dependencies on earlier rings finished), its
@@ -122,10 +186,11 @@ struct Direct {
 /// completion callback. Owned by the callbacks it has scheduled; freed after the last one ran.
 class Collective : public std::enable_shared_from_this<Collective> {
  public:
-  Collective(engine::Simulator& sim, engine::FlowNetwork& net, const hardware::Cluster& cluster, FlowTrace trace,
-             Time step_latency, int flows_per_connection, std::function<void()> on_done)
-      : sim_(sim), net_(net), cluster_(cluster), trace_(std::move(trace)), step_latency_(step_latency),
-        flows_per_connection_(flows_per_connection), on_done_(std::move(on_done)) {}
+  Collective(engine::Simulator& sim, engine::FlowNetwork& net, const hardware::Cluster& cluster,
+             std::shared_ptr<RouteCache> routes, FlowTrace trace, Time step_latency, int flows_per_connection,
+             std::function<void()> on_done)
+      : sim_(sim), net_(net), cluster_(cluster), routes_(std::move(routes)), trace_(std::move(trace)),
+        step_latency_(step_latency), flows_per_connection_(flows_per_connection), on_done_(std::move(on_done)) {}
 
   /// Fluid rings: each ring position sends all its steps' bytes as one connection, after the
   /// latency of all its steps (see RingModel::fluid).
@@ -211,29 +276,35 @@ class Collective : public std::enable_shared_from_this<Collective> {
   }
 
   /// One GPU-to-GPU connection of `bytes`: one flow, or, across the spine, one flow per queue
-  /// pair, each with its own ECMP hash and an equal share (see collective.hpp). `done` runs
-  /// once, after the last flow completed.
+  /// pair, each with its own ECMP hash and an equal share (see collective.hpp). Queue pairs
+  /// whose hashes give the same route are identical flows (same path, bytes and start) and run
+  /// as one flow group (FlowNetwork::start_flow_group), which the flow network solves exactly
+  /// as the separate flows. `done` runs once, after the last flow completed.
   void connect(int src, int dst, double bytes, std::uint64_t hash, std::function<void()> done) {
     const Time start = sim_.now();
     const int k = cluster_.crosses_spine(src, dst) ? flows_per_connection_ : 1;
     auto self = shared_from_this();
-    if (k == 1) {
-      cluster_.route(src, dst, hash * 1024, path_);
-      net_.start_flow(path_, bytes, [self, src, dst, bytes, start, done = std::move(done)](engine::FlowId) {
-        self->traced(src, dst, bytes, start);
-        done();
-      });
+    const auto& routes = routes_->connection(src, dst, hash, k);
+    if (routes.size() == 1) {
+      const std::uint32_t members = routes.front().members;
+      const double share = bytes / k;
+      net_.start_flow_group(routes.front().path, share, members,
+                            [self, src, dst, share, start, members, done = std::move(done)](engine::FlowId) {
+                              for (std::uint32_t m = 0; m < members; ++m) self->traced(src, dst, share, start);
+                              done();
+                            });
       return;
     }
-    auto left = std::make_shared<int>(k);
+    auto left = std::make_shared<std::size_t>(routes.size());
     auto shared_done = std::make_shared<std::function<void()>>(std::move(done));
     const double share = bytes / k;
-    for (int q = 0; q < k; ++q) {
-      cluster_.route(src, dst, hash * 1024 + static_cast<std::uint64_t>(q), path_);
-      net_.start_flow(path_, share, [self, src, dst, share, start, left, shared_done](engine::FlowId) {
-        self->traced(src, dst, share, start);
-        if (--*left == 0) (*shared_done)();
-      });
+    for (const auto& route : routes) {
+      const std::uint32_t members = route.members;
+      net_.start_flow_group(route.path, share, members,
+                            [self, src, dst, share, start, members, left, shared_done](engine::FlowId) {
+                              for (std::uint32_t m = 0; m < members; ++m) self->traced(src, dst, share, start);
+                              if (--*left == 0) (*shared_done)();
+                            });
     }
   }
 
@@ -256,7 +327,7 @@ class Collective : public std::enable_shared_from_this<Collective> {
     auto hop = [&](std::size_t i) {
       const int src = tree.gpus[i], dst = tree.gpus[static_cast<std::size_t>(tree.parent[i])];
       double latency = step_latency_.seconds(), bandwidth = std::numeric_limits<double>::infinity();
-      for (auto link : cluster_.route(src, dst, tree.hash * 1024)) {
+      for (auto link : routes_->path(src, dst, tree.hash)) {
         latency += net_.link_latency(link).seconds();
         bandwidth = std::min(bandwidth, net_.link_bandwidth(link));
       }
@@ -382,8 +453,7 @@ class Collective : public std::enable_shared_from_this<Collective> {
       const int j = ring.next(i);
       Time wait = step_latency_ * ring.steps;
       Time path;
-      cluster_.route(ring.gpus[i], ring.gpus[j], ring.hash * 1024, path_);
-      for (auto link : path_) path += net_.link_latency(link);
+      for (auto link : routes_->path(ring.gpus[i], ring.gpus[j], ring.hash)) path += net_.link_latency(link);
       if (ring.steps > 1) wait += path * (ring.steps - 1);
       sim_.schedule_in(wait, [self = shared_from_this(), r, i] {
         const Ring& g = self->rings_[r];
@@ -485,6 +555,7 @@ class Collective : public std::enable_shared_from_this<Collective> {
   engine::Simulator& sim_;
   engine::FlowNetwork& net_;
   const hardware::Cluster& cluster_;
+  std::shared_ptr<RouteCache> routes_;
   FlowTrace trace_;
   Time step_latency_;
   int flows_per_connection_;
@@ -494,7 +565,6 @@ class Collective : public std::enable_shared_from_this<Collective> {
   std::vector<Tree> trees_;
   std::vector<Direct> directs_;
   std::vector<Nvls> nvls_;
-  std::vector<engine::LinkId> path_;  // route scratch, reused by every connect()
   bool direct_stepped_ = true;
   std::size_t units_left_ = 0;
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <unordered_map>
 #include <utility>
 
 namespace ironlaw::engine {
@@ -43,10 +44,11 @@ struct FlowNetwork::Impl {
   struct Link {
     double bandwidth = 0;
     std::vector<Hop> flows;   // active (draining) flows; swap-remove
+    std::uint32_t load = 0;   // their total weight
     // Re-solve scratch.
     double cap_left = 0;
     std::uint32_t mark = 0;       // == epoch when in the current component
-    std::uint32_t unfrozen = 0;
+    std::uint32_t unfrozen = 0;   // weight of the flows not yet frozen in this filling
     bool dirty = false;
   };
 
@@ -68,13 +70,25 @@ struct FlowNetwork::Impl {
     double rate = 0;
     double remaining = 0;
     Time last_update;
+    std::uint32_t weight = 1;       // members of the group this flow stands for
     State state = State::free;
     std::uint32_t generation = 0;
     double bytes = 0;
-    EventId event = kNoEvent;       // pending drain or completion event
+    EventId event = kNoEvent;       // pending completion event
+    std::uint32_t drain_token = 0;  // identifies its latest drain entry (see DrainInstant)
+    bool drain_pending = false;     // whether that entry is live
     Time latency;                   // sum of the path's latencies
     OnDone on_done;
     OnDone on_drained;              // optional
+  };
+
+  // Every flow due to drain at one instant, drained by one event (drain coalescing): flows
+  // that end together, e.g. the connections of a symmetric collective, cost one heap entry.
+  // An entry whose flow was re-rated, cancelled or freed since is skipped (its token moved on).
+  struct DrainInstant {
+    Time at;
+    EventId event = kNoEvent;
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> flows;  // (slot, drain token)
   };
 
   struct Share {
@@ -93,10 +107,15 @@ struct FlowNetwork::Impl {
   std::vector<Flow> flows;
   std::vector<std::uint32_t> free_flows;
   std::vector<LinkId> dirty_links;
+  std::vector<DrainInstant> instants;
+  std::vector<std::uint32_t> free_instants;
+  std::unordered_map<std::int64_t, std::uint32_t> instant_at;  // drain time [ns] → index in instants
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> draining_now;  // scratch of run_instant
   bool resolve_pending = false;
   EventId resolve_event = kNoEvent;
   std::size_t active = 0;
   std::uint64_t started = 0;
+  std::uint64_t records = 0;
   std::uint64_t resolve_count = 0;
   std::uint32_t epoch = 0;
   // Re-solve scratch, reused across calls.
@@ -149,6 +168,7 @@ struct FlowNetwork::Impl {
   void free_slot(std::uint32_t slot) {
     Flow& f = flows[slot];
     f.state = State::free;
+    f.drain_pending = false;
     f.path.clear();
     f.on_done = nullptr;
     f.on_drained = nullptr;
@@ -166,6 +186,7 @@ struct FlowNetwork::Impl {
       if (link.flows.empty()) infos[l].busy_since = sim.now();
       f.path[h].pos = static_cast<std::uint32_t>(link.flows.size());
       link.flows.push_back(Hop{slot, h});
+      link.load += f.weight;
       mark_dirty(l);
     }
   }
@@ -177,12 +198,13 @@ struct FlowNetwork::Impl {
       const LinkId l = f.path[h].link;
       Link& link = links[l];
       LinkInfo& info = infos[l];
-      info.stats.bytes += bytes_carried;
+      info.stats.bytes += bytes_carried * f.weight;
       const std::uint32_t p = f.path[h].pos;
       const Hop moved = link.flows.back();
       link.flows[p] = moved;
       flows[moved.flow].path[moved.hop].pos = p;
       link.flows.pop_back();
+      link.load -= f.weight;
       if (link.flows.empty()) info.stats.busy += sim.now() - info.busy_since;
       if (dirty) mark_dirty(l);
     }
@@ -213,7 +235,6 @@ struct FlowNetwork::Impl {
   // Drain event: the last byte has left the source.
   void on_drained(std::uint32_t slot) {
     Flow& f = flows[slot];
-    f.event = kNoEvent;
     f.remaining = 0;
     remove_from_links(slot, f.bytes, true);
     f.state = State::tail;
@@ -228,7 +249,42 @@ struct FlowNetwork::Impl {
 
   void schedule_drain(std::uint32_t slot) {
     Flow& f = flows[slot];
-    f.event = sim.schedule_in(transfer_time(f.remaining, f.rate), [this, slot] { on_drained(slot); });
+    const Time at = sim.now() + transfer_time(f.remaining, f.rate);
+    ++f.drain_token;
+    f.drain_pending = true;
+    auto [it, fresh] = instant_at.try_emplace(at.count_ns(), 0);
+    if (fresh) {
+      std::uint32_t index;
+      if (!free_instants.empty()) {
+        index = free_instants.back();
+        free_instants.pop_back();
+      } else {
+        index = static_cast<std::uint32_t>(instants.size());
+        instants.emplace_back();
+      }
+      it->second = index;
+      instants[index].at = at;
+      instants[index].event = sim.schedule_at(at, [this, index] { run_instant(index); });
+    }
+    instants[it->second].flows.emplace_back(slot, f.drain_token);
+  }
+
+  // The drain event of one instant: drains its live entries in the order they were scheduled.
+  void run_instant(std::uint32_t index) {
+    DrainInstant& d = instants[index];
+    instant_at.erase(d.at.count_ns());
+    d.event = kNoEvent;
+    draining_now.swap(d.flows);
+    d.flows.clear();
+    free_instants.push_back(index);
+    for (const auto& [slot, token] : draining_now) {
+      Flow& f = flows[slot];
+      if (f.state == State::draining && f.drain_pending && f.drain_token == token) {
+        f.drain_pending = false;
+        on_drained(slot);
+      }
+    }
+    draining_now.clear();
   }
 
   void resolve() {
@@ -271,8 +327,7 @@ struct FlowNetwork::Impl {
       f.remaining -= drained_bytes(f.rate, now - f.last_update);
       f.last_update = now;
       if (is_drained(f)) {
-        sim.cancel(f.event);
-        f.event = kNoEvent;
+        f.drain_pending = false;
         f.remaining = 0;
         remove_from_links(slot, f.bytes, false);
         f.state = State::tail;
@@ -290,7 +345,7 @@ struct FlowNetwork::Impl {
     for (LinkId l : comp_links) {
       Link& link = links[l];
       link.cap_left = link.bandwidth;
-      link.unfrozen = static_cast<std::uint32_t>(link.flows.size());
+      link.unfrozen = link.load;
       if (link.unfrozen > 0) fill_heap.push_back(Share{link.bandwidth / link.unfrozen, l});
     }
     std::make_heap(fill_heap.begin(), fill_heap.end(), std::greater<>{});
@@ -311,10 +366,11 @@ struct FlowNetwork::Impl {
         if (f.frozen == epoch) continue;
         f.frozen = epoch;
         f.new_rate = share;
+        const double taken = share * f.weight;
         for (const PathHop& ph : f.path) {
           Link& k = links[ph.link];
-          k.cap_left -= share;
-          --k.unfrozen;
+          k.cap_left -= taken;
+          k.unfrozen -= f.weight;
         }
       }
     }
@@ -325,9 +381,8 @@ struct FlowNetwork::Impl {
     for (std::uint32_t slot : comp_flows) {
       Flow& f = flows[slot];
       if (f.state != State::draining) continue;
-      if (f.event != kNoEvent && std::abs(f.new_rate - f.rate) <= kRateTolerance * f.rate) continue;
-      sim.cancel(f.event);
-      f.event = kNoEvent;
+      if (f.drain_pending && std::abs(f.new_rate - f.rate) <= kRateTolerance * f.rate) continue;
+      f.drain_pending = false;
       f.rate = f.new_rate;
       if (f.rate > 0) schedule_drain(slot);
     }
@@ -341,6 +396,7 @@ FlowNetwork::~FlowNetwork() {
   for (Impl::Flow& f : impl_->flows) {
     if (f.state != Impl::State::free) impl_->sim.cancel(f.event);
   }
+  for (Impl::DrainInstant& d : impl_->instants) impl_->sim.cancel(d.event);
   impl_->sim.cancel(impl_->resolve_event);
 }
 
@@ -383,7 +439,13 @@ FlowId FlowNetwork::start_flow(std::span<const LinkId> path, double bytes, OnDon
 }
 
 FlowId FlowNetwork::start_flow(std::span<const LinkId> path, double bytes, OnDone on_done, OnDone on_drained) {
+  return start_flow_group(path, bytes, 1, std::move(on_done), std::move(on_drained));
+}
+
+FlowId FlowNetwork::start_flow_group(std::span<const LinkId> path, double bytes, std::uint32_t members, OnDone on_done,
+                                     OnDone on_drained) {
   Impl& m = *impl_;
+  if (members < 1) throw std::invalid_argument("FlowNetwork::start_flow_group: members must be ≥ 1");
   if (!(bytes >= 0) || !std::isfinite(bytes)) {
     throw std::invalid_argument("FlowNetwork::start_flow: bytes must be finite and ≥ 0");
   }
@@ -405,8 +467,11 @@ FlowId FlowNetwork::start_flow(std::span<const LinkId> path, double bytes, OnDon
   f.last_update = m.sim.now();
   f.latency = latency;
   f.event = kNoEvent;
+  f.drain_pending = false;
+  f.weight = members;
   ++m.active;
-  ++m.started;
+  m.started += members;
+  ++m.records;
   const FlowId id = Impl::make_id(slot, f.generation);
   if (path.empty()) {
     f.state = Impl::State::tail;
@@ -430,6 +495,7 @@ void FlowNetwork::cancel_flow(FlowId id) {
   if (f == nullptr) return;
   const auto slot = static_cast<std::uint32_t>(id & 0xffffffffu);
   m.sim.cancel(f->event);
+  f->drain_pending = false;
   if (f->state == Impl::State::draining) {
     const double left = f->remaining - drained_bytes(f->rate, m.sim.now() - f->last_update);
     m.remove_from_links(slot, std::max(f->bytes - left, 0.0), true);
@@ -445,6 +511,8 @@ double FlowNetwork::rate(FlowId id) const {
 std::size_t FlowNetwork::active_flows() const { return impl_->active; }
 
 std::uint64_t FlowNetwork::flows_started() const { return impl_->started; }
+
+std::uint64_t FlowNetwork::records_started() const { return impl_->records; }
 
 std::uint64_t FlowNetwork::resolves() const { return impl_->resolve_count; }
 

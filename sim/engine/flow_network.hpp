@@ -19,12 +19,20 @@
 /// - Only the connected component (flows ↔ shared links) of the changed links is re-solved;
 ///   flows whose rate did not change (by more than 1e-9 relative: rounding noise of the
 ///   filling) keep their rate and their scheduled drain event.
+/// - Drain coalescing: the flows due to drain at one whole ns drain from one event, in the
+///   order their drains were scheduled (epsilon 0: instants are never moved, only shared).
 /// - Bytes are doubles, time is integer ns: a drain time is rounded up to whole ns, and a
 ///   flow with remaining ≤ max(1e-6·bytes, 1e-3 B) at a re-solve counts as drained.
 /// - A flow with zero bytes drains at once; one with an empty path completes after 0 ns.
 ///   Completion is always delivered by an event (or inside the drain event), never
 ///   synchronously inside start_flow().
 /// - Callbacks may start and cancel flows.
+/// - A flow group of weight w (start_flow_group) stands for w identical flows: the same path,
+///   the same bytes, the same start. It takes w shares on every link it crosses, so max-min
+///   fairness gives each member exactly what each of the w unfolded flows would get (identical
+///   flows on identical paths always receive identical rates; the filling subtracts w·share once
+///   where it subtracted share w times, a difference of float rounding only). It drains,
+///   completes and counts (flows_started, link bytes) as its w members.
 /// - Cost model: a re-solve costs O((F·P + L) log L) for the F flows (P hops each) and L links
 ///   of the changed component. Where all flows share one component (a loaded fat-tree), every
 ///   distinct drain instant re-solves all of them; flows that end together are solved once.
@@ -86,6 +94,12 @@ class FlowNetwork {
   /// source (before the path latency has passed), unless the flow is cancelled before it drains. A sender
   /// that streams (keeps several steps in flight) starts its next step there.
   FlowId start_flow(std::span<const LinkId> path, double bytes, OnDone on_done, OnDone on_drained);
+  /// A flow group: `members` (≥ 1) identical flows of `bytes` each over `path`, started now, as
+  /// one weighted flow (see the file comment). `on_done` and `on_drained` run once, for the
+  /// whole group. rate() is a member's rate. Same cost as one flow; throws as start_flow does,
+  /// and for members < 1.
+  FlowId start_flow_group(std::span<const LinkId> path, double bytes, std::uint32_t members, OnDone on_done,
+                          OnDone on_drained = nullptr);
   /// Cancels a flow in progress (draining or in its latency tail); its callback never runs.
   /// Idempotent; unknown or finished flows are ignored. O(path length) + the batched re-solve.
   void cancel_flow(FlowId id);
@@ -95,8 +109,10 @@ class FlowNetwork {
   double rate(FlowId id) const;
   /// Flows started and neither completed nor cancelled (includes flows in their latency tail).
   std::size_t active_flows() const;
-  /// Flows started since construction.
+  /// Flows started since construction (a group counts as its members).
   std::uint64_t flows_started() const;
+  /// Flow records started since construction (a group counts once): what the network simulates.
+  std::uint64_t records_started() const;
   /// Re-solve passes run since construction (for benchmarks and tests).
   std::uint64_t resolves() const;
 

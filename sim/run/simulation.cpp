@@ -125,6 +125,8 @@ SimulationResult simulate(const config::Scenario& s, RecordSink& sink, TraceLeve
   }
   res.events_executed = world.sim.events_executed();
   res.flows_started = world.net.flows_started();
+  res.flow_records = world.net.records_started();
+  res.resolves = world.net.resolves();
   return res;
 }
 

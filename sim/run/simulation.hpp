@@ -62,6 +62,8 @@ struct SimulationResult {
 
   std::uint64_t events_executed = 0;
   std::uint64_t flows_started = 0;
+  std::uint64_t flow_records = 0;        ///< flow records the network solved (a flow group counts once)
+  std::uint64_t resolves = 0;            ///< re-solve passes of the flow network
   std::uint64_t tasks = 0;
 };
 

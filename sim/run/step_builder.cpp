@@ -48,16 +48,37 @@ StepBuilder::StepBuilder(World& w, const Costs& costs, std::int64_t index)
   comm_resource_ = w.sink.intern_resource("comm");
   data_resource_ = w.sink.intern_resource("data");
 
-  const std::size_t n = ranks_.size();
-  const auto m = static_cast<std::size_t>(lay.microbatches);
-  const auto units = static_cast<std::size_t>(w.scenario.model.layers + 2);
-  auto table = [&] {
-    return std::vector<std::vector<std::vector<TaskId>>>(
-        n, std::vector<std::vector<TaskId>>(m, std::vector<TaskId>(units, kNoTask)));
-  };
-  units_.fwd_first = table();
-  units_.bwd_first = table();
-  units_.bwd_last = table();
+  // The units each simulated rank holds: the layers of its pipeline stage's chunks, the
+  // embedding with chunk 0, the head with the last chunk.
+  const int L = w.scenario.model.layers;
+  std::vector<std::vector<int>> held(ranks_.size());
+  for (std::size_t i = 0; i < ranks_.size(); ++i) {
+    const int stage = lay.coord_of(ranks_[i])[Dim::pp];
+    for (int chunk = 0; chunk < lay.chunks(); ++chunk) {
+      if (lay.stage_of_chunk(chunk) != stage) continue;
+      for (int l = 0; l < lay.chunk_layers[static_cast<std::size_t>(chunk)]; ++l) held[i].push_back(lay.first_layer(chunk) + l);
+      if (chunk == 0) held[i].push_back(L);
+      if (chunk == lay.chunks() - 1) held[i].push_back(L + 1);
+    }
+  }
+  units_.reset(held, lay.microbatches, L + 2);
+}
+
+void UnitTasks::reset(const std::vector<std::vector<int>>& held, int microbatches, int units) {
+  units_ = static_cast<std::size_t>(units);
+  slot_.assign(held.size() * units_, -1);
+  count_.assign(held.size(), 0);
+  base_.assign(held.size(), 0);
+  std::size_t cells = 0;
+  for (std::size_t i = 0; i < held.size(); ++i) {
+    for (int u : held[i]) {
+      std::int32_t& slot = slot_[i * units_ + static_cast<std::size_t>(u)];
+      if (slot < 0) slot = static_cast<std::int32_t>(count_[i]++);
+    }
+    base_[i] = cells;
+    cells += count_[i] * static_cast<std::size_t>(microbatches);
+  }
+  for (Table* t : {&fwd_first, &bwd_first, &bwd_last}) t->assign(cells, kNoTask);
 }
 
 int StepBuilder::local_of(int global) const {

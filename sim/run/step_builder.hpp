@@ -79,13 +79,34 @@ struct SharedTaskKey {
 
 /// Units of the model: 0 … L−1 layers, L embedding, L+1 head.
 struct UnitTasks {
-  /// Per local rank, microbatch, unit: the first task of its forward, the first of its
-  /// backward (the recompute or input-gradient pass included) and the last of its backward
-  /// (the weight-gradient pass, where split): what the data-parallel collectives hang on.
-  std::vector<std::vector<std::vector<TaskId>>> fwd_first, bwd_first, bwd_last;
-  TaskId& at(std::vector<std::vector<std::vector<TaskId>>>& t, int local, int mb, int unit) const {
-    return t[static_cast<std::size_t>(local)][static_cast<std::size_t>(mb)][static_cast<std::size_t>(unit)];
+  using Table = std::vector<TaskId>;
+  /// Per local rank, microbatch and unit the rank holds: the first task of its forward, the
+  /// first of its backward (the recompute or input-gradient pass included) and the last of its
+  /// backward (the weight-gradient pass, where split): what the data-parallel collectives hang on.
+  Table fwd_first, bwd_first, bwd_last;
+
+  /// Sizes the tables for `held[local]`, the units each simulated rank holds, and `microbatches`
+  /// out of `units` units; every cell kNoTask. Room: Σ held × microbatches cells per table
+  /// (a pipeline rank holds its own chunks' units, not all of them). O(ranks · units + cells).
+  void reset(const std::vector<std::vector<int>>& held, int microbatches, int units);
+  /// The cell of (local, mb, unit) in `t`; a unit `local` does not hold reads kNoTask (a spare
+  /// cell, reset on every such access, that nothing may be stored in). O(1).
+  TaskId& at(Table& t, int local, int mb, int unit) {
+    const std::int32_t slot = slot_[static_cast<std::size_t>(local) * units_ + static_cast<std::size_t>(unit)];
+    if (slot < 0) {
+      spare_ = kNoTask;
+      return spare_;
+    }
+    const std::size_t held = count_[static_cast<std::size_t>(local)];
+    return t[base_[static_cast<std::size_t>(local)] + static_cast<std::size_t>(mb) * held + static_cast<std::size_t>(slot)];
   }
+
+ private:
+  std::size_t units_ = 0;
+  std::vector<std::int32_t> slot_;   // per local and unit: its index among the local's held units, −1 if not held
+  std::vector<std::size_t> count_;   // per local: units held
+  std::vector<std::size_t> base_;    // per local: its first cell
+  TaskId spare_ = kNoTask;
 };
 
 /// Builds the task graph of one step and runs it. Not copyable; one per step.
