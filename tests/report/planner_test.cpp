@@ -32,7 +32,7 @@ ironlaw::config::Scenario tiny(const std::string& model = "models/gpt2-124m.yaml
     std::ofstream out(path);
     out << "name: planner-tiny\nmodel: " << repo(model) << "\ncluster:\n  topology: "
         << repo("topologies/dgx-h100-leaf-spine.yaml") << "\n  nodes: 1\n"
-        << "parallel:\n  tp: 8\n  dp: auto\n  microbatch_size: 1\n"
+        << "parallel:\n  tp: 4\n  dp: auto\n  microbatch_size: 1\n"
         << "training:\n  sequence_length: 1024\n  global_batch_tokens: 128 Ki\n  tokens: 10 G\n"
         << "run:\n  steps: 1\noutput:\n  path: none\n";
   }
@@ -130,9 +130,11 @@ TEST_CASE("the planner prunes what the run layer does not simulate and what does
 }
 
 TEST_CASE("the planner's memory is the run layer's", "[report][planner]") {
+  // Llama 3 8B on 8 GPUs: tp 1 at ZeRO 0 needs 16 B × 8.03e9 = 128 GB per GPU (out of memory);
+  // the other combinations span both sides of the 80 GB.
   const auto base = tiny("models/llama3-8b.yaml");
   PlanSpace sp = narrow();
-  sp.tp = {2, 8};
+  sp.tp = {1, 8};
   sp.pp = {1, 2};
   sp.zero = {0, 1};
   sp.recompute = {"none", "full"};
