@@ -15,6 +15,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/machine_output.hpp"
 #include "core/error.hpp"
 #include "report/validation.hpp"
 
@@ -27,7 +28,9 @@ int cmd_validate(const Args& args) {
   std::string name;
   int threads = 2;
   opts.add_options()("help,h", "show this help")("case", po::value(&name), "one case (default: all)")(
-      "jobs,j", po::value(&threads), "simulations run side by side (default 2)");
+      "jobs,j", po::value(&threads), "simulations run side by side (default 2)")(
+      "csv", "print one CSV row per figure (case,figure,published,predicted,error,unit,source) instead of the table")(
+      "json", "print the cases, their rows and the summary as JSON instead of the table");
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(opts).run(), vm);
   if (vm.count("help")) {
@@ -38,6 +41,8 @@ int cmd_validate(const Args& args) {
     return kExitOk;
   }
   po::notify(vm);
+  if (vm.count("csv") && vm.count("json")) throw InputError({}, "--csv", "give --csv or --json, not both");
+  const OutputFormat format = vm.count("csv") ? OutputFormat::csv : vm.count("json") ? OutputFormat::json : OutputFormat::text;
   if (threads < 1) throw InputError({}, "--jobs", "must be at least 1, got " + std::to_string(threads));
   std::vector<std::string> names = report::validation_case_names();
   if (!name.empty()) {
@@ -76,15 +81,17 @@ int cmd_validate(const Args& args) {
       }
       const std::lock_guard<std::mutex> lock(progress);
       ++done;
-      std::fprintf(stderr, "\rvalidate: %zu/%zu done (%s)\x1b[K", done, slots.size(), job.label.c_str());
-      std::fflush(stderr);
+      if (format == OutputFormat::text) {
+        std::fprintf(stderr, "\rvalidate: %zu/%zu done (%s)\x1b[K", done, slots.size(), job.label.c_str());
+        std::fflush(stderr);
+      }
     }
   };
   std::vector<std::thread> pool;
   const std::size_t n_threads = std::min<std::size_t>(static_cast<std::size_t>(threads), slots.size());
   for (std::size_t t = 0; t < n_threads; ++t) pool.emplace_back(worker);
   for (auto& t : pool) t.join();
-  if (!slots.empty()) std::fprintf(stderr, "\n");
+  if (!slots.empty() && format == OutputFormat::text) std::fprintf(stderr, "\n");
   for (const auto& f : failures)
     if (f) std::rethrow_exception(f);
 
@@ -93,6 +100,38 @@ int cmd_validate(const Args& args) {
   for (std::size_t i = 0; i < slots.size(); ++i)
     for (auto& row : results[i]) cases[slots[i].plan].rows.push_back(std::move(row));
 
+  const auto s = report::summarize(cases);
+  if (format == OutputFormat::csv) {
+    std::printf("case,figure,published,predicted,error,unit,measured,source\n");
+    for (const auto& c : cases)
+      for (const auto& r : c.rows)
+        std::printf("%s,%s,%s,%s,%s,%s,%s,%s\n", csv_field(c.name).c_str(), csv_field(r.label).c_str(),
+                    csv_number(r.published).c_str(), csv_number(r.predicted).c_str(),
+                    csv_number(std::isfinite(r.predicted) ? r.error() : std::nan("")).c_str(), csv_field(r.unit).c_str(),
+                    c.measured ? "true" : "false", csv_field(r.source).c_str());
+    return kExitOk;
+  }
+  if (format == OutputFormat::json) {
+    std::string out = "{\"cases\": [";
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      const auto& c = cases[i];
+      out += (i ? ",\n " : "") + std::string("{\"name\": ") + json_string(c.name) + ", \"description\": " +
+             json_string(c.description) + ", \"measured\": " + (c.measured ? "true" : "false") + ", \"rows\": [";
+      for (std::size_t j = 0; j < c.rows.size(); ++j) {
+        const auto& r = c.rows[j];
+        out += (j ? ", " : "") + std::string("{\"figure\": ") + json_string(r.label) + ", \"published\": " +
+               json_number(r.published) + ", \"predicted\": " + json_number(r.predicted) + ", \"error\": " +
+               json_number(std::isfinite(r.predicted) ? r.error() : std::nan("")) + ", \"unit\": " +
+               json_string(r.unit) + ", \"source\": " + json_string(r.source) + "}";
+      }
+      out += "]}";
+    }
+    out += "], \"summary\": {\"rows\": " + std::to_string(s.rows) + ", \"median_abs_error\": " +
+           json_number(s.median_abs_error) + ", \"max_abs_error\": " + json_number(s.max_abs_error) +
+           ", \"too_fast\": " + std::to_string(s.positive) + ", \"too_slow\": " + std::to_string(s.negative) + "}}\n";
+    std::fputs(out.c_str(), stdout);
+    return kExitOk;
+  }
   for (const auto& c : cases) {
     std::printf("case %s: %s\n", c.name.c_str(), c.description.c_str());
     std::printf("  %-52s %14s %14s %9s  %s\n", "figure", "published", "predicted", "error", "unit");
@@ -109,7 +148,6 @@ int cmd_validate(const Args& args) {
       }
     std::printf("\n");
   }
-  const auto s = report::summarize(cases);
   std::printf("summary over %d published rows with a prediction (seed003 arithmetic excluded):\n", s.rows);
   std::printf("  median |error| %.2f%%, max |error| %.2f%%, %d too fast (+), %d too slow (-)\n",
               100 * s.median_abs_error, 100 * s.max_abs_error, s.positive, s.negative);

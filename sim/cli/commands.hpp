@@ -17,6 +17,8 @@ int cmd_explain(const Args& args);
 int cmd_budget(const Args& args);
 int cmd_validate(const Args& args);
 int cmd_collective(const Args& args);
+int cmd_keys(const Args& args);
+int cmd_plan(const Args& args);
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitJobFailed = 1;

@@ -29,6 +29,8 @@ const char* kUsage =
     "  budget                   the 6ND training-compute calculator of seed 003 (MFU is an input)\n"
     "  validate                 compare simulated results with published figures\n"
     "  collective               an nccl-tests-style table of simulated collectives\n"
+    "  plan MODEL|SCENARIO      search layouts and cluster sizes; simulate the best (--gpus, --days, --budget)\n"
+    "  keys [PREFIX]            every scenario key with type, unit, default, bounds and meaning\n"
     "  help COMMAND             the options of COMMAND (the same as COMMAND --help)\n";
 
 }  // namespace
@@ -64,6 +66,8 @@ int main(int argc, char** argv) {
     if (command == "explain") return cmd_explain(args);
     if (command == "budget") return cmd_budget(args);
     if (command == "validate") return cmd_validate(args);
+    if (command == "plan") return cmd_plan(args);
+    if (command == "keys") return cmd_keys(args);
     if (command == "collective") {
       check_collective_args(args);
       return cmd_collective(args);

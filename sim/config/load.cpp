@@ -550,14 +550,7 @@ void parse_scenario(Section& root, Scenario& sc) {
 }
 
 /// The scenario schema: every key in reading order, with its kind.
-std::vector<std::pair<std::string, KeyKind>> scenario_schema() {
-  LoadState state;
-  state.collecting = true;
-  Scenario scratch;
-  Section root(state, YAML::Node(), "", "", SourceLoc{}, false);
-  parse_scenario(root, scratch);
-  return state.schema;
-}
+std::vector<std::pair<std::string, KeyKind>> scenario_schema() { return detail::collect_scenario_schema().schema; }
 
 /// The node at `key` under `root`, creating mappings on the way; nullopt if a scalar is in the way.
 std::optional<YAML::Node> node_at(YAML::Node root, const std::vector<std::string>& parts) {
@@ -756,6 +749,15 @@ std::string last_part(const std::string& key) {
 }
 
 }  // namespace
+
+detail::LoadState detail::collect_scenario_schema() {
+  LoadState state;
+  state.collecting = true;
+  Scenario scratch;
+  Section root(state, YAML::Node(), "", "", SourceLoc{}, false);
+  parse_scenario(root, scratch);
+  return state;
+}
 
 SourceLoc Scenario::where(const std::string& key) const {
   std::string k = key;

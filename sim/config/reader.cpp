@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <unordered_map>
 #include <cmath>
@@ -659,7 +660,21 @@ bool Section::check_sign(const std::string& key, const Leaf& l, double value, Si
   return false;
 }
 
+void Section::note(const std::string& key, const char* type, const Rule& rule, std::string default_value,
+                   std::optional<Dimension> dimension, std::vector<std::string> choices) {
+  if (!state_->collecting) return;
+  KeyTraits& t = state_->traits[full(key)];
+  t.type = type;
+  t.dimension = dimension;
+  t.choices = std::move(choices);
+  t.required = rule.required;
+  t.default_value = rule.required ? "" : std::move(default_value);
+  t.sign = rule.sign == Sign::positive ? "> 0" : rule.sign == Sign::non_negative ? ">= 0" : "";
+  t.sourced = rule.form == Form::sourced;
+}
+
 bool Section::text(const std::string& key, std::string& out, const Rule& rule) {
+  note(key, "text", rule, out);
   auto l = leaf(key, rule.form == Form::plain ? KeyKind::value : KeyKind::sourced, rule);
   if (!l) return false;
   if (l->node.IsNull()) {
@@ -677,6 +692,7 @@ bool Section::text(const std::string& key, std::string& out, const Rule& rule) {
 
 bool Section::choice(const std::string& key, std::string& out, const std::vector<std::string>& choices,
                      const Rule& rule) {
+  note(key, "choice", rule, out, std::nullopt, choices);
   const std::string what = "one of " + join(choices, ", ");
   auto l = scalar_leaf(key, KeyKind::value, rule, what);
   if (!l) return false;
@@ -695,6 +711,7 @@ bool Section::choice(const std::string& key, std::string& out, const std::vector
 }
 
 bool Section::flag(const std::string& key, bool& out, const Rule& rule) {
+  note(key, "flag", rule, out ? "true" : "false");
   auto l = scalar_leaf(key, KeyKind::value, rule, "true or false");
   if (!l) return false;
   bool value = false;
@@ -708,6 +725,7 @@ bool Section::flag(const std::string& key, bool& out, const Rule& rule) {
 }
 
 bool Section::integer(const std::string& key, int& out, const Rule& rule) {
+  note(key, "integer", rule, std::to_string(out));
   const KeyKind kind = rule.form == Form::plain ? KeyKind::value : KeyKind::sourced;
   auto l = scalar_leaf(key, kind, rule, "a whole number like \"8\"");
   if (!l) return false;
@@ -727,6 +745,11 @@ bool Section::integer(const std::string& key, int& out, const Rule& rule) {
 }
 
 bool Section::number(const std::string& key, double& out, Dimension dimension, const Rule& rule) {
+  if (state_->collecting) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%.6g", out);
+    note(key, "number", rule, buf, dimension);
+  }
   const KeyKind kind = rule.form == Form::plain ? KeyKind::value : KeyKind::sourced;
   auto l =
       scalar_leaf(key, kind, rule,
@@ -752,19 +775,23 @@ bool Section::number(const std::string& key, double& out, Dimension dimension, c
 }
 
 bool Section::duration(const std::string& key, Time& out, const Rule& rule) {
-  double seconds = 0;
-  if (!number(key, seconds, Dimension::time, rule)) return false;
+  double seconds = out.seconds();
+  const bool read = number(key, seconds, Dimension::time, rule);
+  if (state_->collecting) state_->traits[full(key)].type = "duration";
+  if (!read) return false;
   out = Time::from_seconds(seconds);
   return true;
 }
 
 std::optional<YAML::Node> Section::raw(const std::string& key, KeyKind kind, const Rule& rule) {
+  note(key, kind == KeyKind::list ? "list" : "value", rule, "");
   auto l = leaf(key, kind, rule);
   if (!l) return std::nullopt;
   return l->node;
 }
 
 Section Section::section(const std::string& key, const Rule& rule) {
+  note(key, "section", rule, "");
   known_.push_back(key);
   const std::string k = full(key);
   if (state_->collecting) {
@@ -790,6 +817,7 @@ Section Section::section(const std::string& key, const Rule& rule) {
 }
 
 Section Section::include(const std::string& key, const Rule& rule) {
+  note(key, "include", rule, "");
   known_.push_back(key);
   const std::string k = full(key);
   if (state_->collecting) {

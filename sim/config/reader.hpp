@@ -38,6 +38,19 @@ enum class KeyKind {
   list,     ///< a sequence
 };
 
+/// What the schema records of one key besides its kind, when collecting (`ironlaw keys`,
+/// config/schema.hpp): filled by the accessor that reads the key, so the reference is the
+/// loader's own reading code.
+struct KeyTraits {
+  std::string type;                  ///< text, choice, flag, integer, number, duration, list, section, include
+  std::optional<Dimension> dimension;  ///< number and duration keys
+  std::vector<std::string> choices;  ///< choice keys: every accepted value
+  std::string default_value;         ///< the value when the key is absent ("" when none or required)
+  bool required = false;
+  std::string sign;                  ///< "> 0", ">= 0" or "" (any)
+  bool sourced = false;              ///< { value, source } required (a hardware constant)
+};
+
 /// A parsed YAML file.
 struct Document {
   YAML::Node root;
@@ -57,6 +70,7 @@ struct LoadState {
   std::map<std::string, Document> includes;    ///< include key → the file it names
   bool collecting = false;
   std::vector<std::pair<std::string, KeyKind>> schema;  ///< filled when collecting
+  std::map<std::string, KeyTraits> traits;               ///< filled when collecting, by full key
 
   void error(SourceLoc where, std::string key, std::string message);
   /// Reports an error at `key`'s position and marks it bad (its value is unusable).
@@ -69,6 +83,11 @@ struct LoadState {
   /// Position of `key`, else of its nearest recorded ancestor, else the root file.
   SourceLoc where(const std::string& key) const;
 };
+
+/// The scenario schema: a LoadState in collecting mode after the scenario reader ran over
+/// nothing, so `schema` holds every key in reading order and `traits` what each accessor knows
+/// of it (defined in load.cpp, beside the reader).
+LoadState collect_scenario_schema();
 
 /// Reads `path` (the name used in messages) as YAML. Problems — missing file, malformed YAML,
 /// a top level that is not a mapping — become diagnostics, located at `referenced_at` for an
@@ -154,6 +173,9 @@ class Section {
   /// Requires a scalar: reports "expected <what>" otherwise.
   std::optional<Leaf> scalar_leaf(const std::string& key, KeyKind kind, const Rule& rule, const std::string& what);
   bool check_sign(const std::string& key, const Leaf& leaf, double value, Sign sign);
+  /// When collecting: records `key`'s traits (type, default, rule). No-op otherwise.
+  void note(const std::string& key, const char* type, const Rule& rule, std::string default_value,
+            std::optional<Dimension> dimension = std::nullopt, std::vector<std::string> choices = {});
   void missing(const std::string& key);
 
   LoadState* state_;

@@ -407,20 +407,59 @@ void H5Writer::write_sweep(const std::vector<std::string>& varied_keys,
                            const std::vector<std::string>& metric_names,
                            const std::vector<SweepRow>& rows) {
   require_open("write /sweep");
-  silence_hdf5_errors();
   if (sweep_written_) throw std::runtime_error(label_ + ": /sweep written twice");
+  std::vector<std::string> units, descriptions;
+  for (const auto& m : metric_names) units.push_back(default_metric_unit(m));
+  for (const auto& key : varied_keys) descriptions.push_back("the value of the scenario key " + key + " at this point");
+  descriptions.push_back(metric_description(kSweepStatusField));
+  for (const auto& m : metric_names) descriptions.push_back(metric_description(m));
+  const H5Handle dataset = write_labelled_rows(schema::kSweep, varied_keys, metric_names, units, descriptions, rows);
+  write_strings_attribute(dataset.get(), "varied_keys", varied_keys, label_);
+  write_strings_attribute(dataset.get(), "metrics", metric_names, label_);
+  sweep_written_ = true;
+}
+
+void H5Writer::write_plan(const std::vector<std::string>& text_fields, const std::vector<std::string>& metric_names,
+                          const std::vector<std::string>& metric_units,
+                          const std::vector<std::string>& metric_descriptions, const std::vector<SweepRow>& rows,
+                          const std::vector<std::pair<std::string, double>>& counts) {
+  require_open("write /plan");
+  if (plan_written_) throw std::runtime_error(label_ + ": /plan written twice");
+  if (metric_units.size() != metric_names.size() || metric_descriptions.size() != metric_names.size())
+    throw std::runtime_error(label_ + ": /plan needs one unit and one description per metric");
+  std::vector<std::string> descriptions;
+  for (const auto& f : text_fields) descriptions.push_back("the layout's " + f);
+  descriptions.push_back("ok (simulated), predicted (ranked, not simulated) or why the simulation failed");
+  descriptions.insert(descriptions.end(), metric_descriptions.begin(), metric_descriptions.end());
+  const H5Handle dataset = write_labelled_rows("/plan", text_fields, metric_names, metric_units, descriptions, rows);
+  for (const auto& [name, value] : counts) {
+    const H5Handle space = space_handle(H5Screate(H5S_SCALAR), label_, "cannot create an attribute space");
+    const H5Handle attr = attribute_handle(
+        H5Acreate2(dataset.get(), name.c_str(), H5T_IEEE_F64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT), label_,
+        "cannot create the attribute " + name + " of /plan");
+    check_h5(H5Awrite(attr.get(), H5T_NATIVE_DOUBLE, &value), label_, "cannot write the attribute " + name + " of /plan");
+  }
+  plan_written_ = true;
+}
+
+H5Handle H5Writer::write_labelled_rows(const char* path, const std::vector<std::string>& varied_keys,
+                                    const std::vector<std::string>& metric_names,
+                                    const std::vector<std::string>& metric_units,
+                                    const std::vector<std::string>& descriptions, const std::vector<SweepRow>& rows) {
+  silence_hdf5_errors();
+  const std::string where = path;
   std::vector<std::string> all_names = varied_keys;
   all_names.push_back(kSweepStatusField);
   all_names.insert(all_names.end(), metric_names.begin(), metric_names.end());
-  require_unique(all_names, label_, "/sweep");
-  if (all_names.empty()) throw std::runtime_error(label_ + ": /sweep has no columns");
+  require_unique(all_names, label_, where.c_str());
+  if (all_names.empty()) throw std::runtime_error(label_ + ": " + where + " has no columns");
 
-  // One string field per varied key, then the status field.
+  // One string field per label, then the status field.
   std::vector<std::size_t> widths(varied_keys.size() + 1, 1);
   for (std::size_t r = 0; r < rows.size(); ++r) {
     if (rows[r].values.size() != varied_keys.size() ||
         rows[r].metrics.size() != metric_names.size()) {
-      throw std::runtime_error(label_ + ": /sweep row " + std::to_string(r) + " has " +
+      throw std::runtime_error(label_ + ": " + where + " row " + std::to_string(r) + " has " +
                                std::to_string(rows[r].values.size()) + " values and " +
                                std::to_string(rows[r].metrics.size()) + " metrics, expected " +
                                std::to_string(varied_keys.size()) + " and " +
@@ -439,16 +478,16 @@ void H5Writer::write_sweep(const std::vector<std::string>& varied_keys,
   }
   const std::size_t row_bytes = string_bytes + 8 * metric_names.size();
   const H5Handle row = type_handle(H5Tcreate(H5T_COMPOUND, row_bytes), label_,
-                                   "cannot create the /sweep row type");
+                                   "cannot create the " + where + " row type");
   for (std::size_t k = 0; k <= varied_keys.size(); ++k) {
     const std::string& name = k < varied_keys.size() ? varied_keys[k] : std::string(kSweepStatusField);
     const H5Handle string_type = schema::make_string_type(widths[k], label_);
     check_h5(H5Tinsert(row.get(), name.c_str(), offsets[k], string_type.get()), label_,
-             "cannot add field '" + name + "' to /sweep");
+             "cannot add field '" + name + "' to " + where);
   }
   for (std::size_t m = 0; m < metric_names.size(); ++m) {
     check_h5(H5Tinsert(row.get(), metric_names[m].c_str(), string_bytes + 8 * m, H5T_IEEE_F64LE),
-             label_, "cannot add field '" + metric_names[m] + "' to /sweep");
+             label_, "cannot add field '" + metric_names[m] + "' to " + where);
   }
   std::vector<unsigned char> block(rows.size() * row_bytes, 0);
   for (std::size_t r = 0; r < rows.size(); ++r) {
@@ -464,27 +503,18 @@ void H5Writer::write_sweep(const std::vector<std::string>& varied_keys,
 
   const H5Handle dcpl = create_dataset_plist(0, false);
   const H5Handle space = vector_space(rows.size(), label_);
-  const H5Handle dataset = dataset_handle(
-      H5Dcreate2(file_.get(), schema::kSweep, row.get(), space.get(), H5P_DEFAULT, dcpl.get(),
-                 H5P_DEFAULT),
-      label_, "cannot create /sweep");
+  H5Handle dataset = dataset_handle(
+      H5Dcreate2(file_.get(), path, row.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT), label_,
+      "cannot create " + where);
   if (!rows.empty()) {
-    check_h5(H5Dwrite(dataset.get(), row.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, block.data()),
-             label_, "cannot write /sweep");
+    check_h5(H5Dwrite(dataset.get(), row.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, block.data()), label_,
+             "cannot write " + where);
   }
   std::vector<std::string> units(varied_keys.size() + 1, "");
-  std::vector<std::string> metric_units;
-  for (const auto& m : metric_names) metric_units.push_back(default_metric_unit(m));
   units.insert(units.end(), metric_units.begin(), metric_units.end());
   write_strings_attribute(dataset.get(), schema::kUnitsAttribute, units, label_);
-  std::vector<std::string> descriptions;
-  for (const auto& key : varied_keys) descriptions.push_back("the value of the scenario key " + key + " at this point");
-  descriptions.push_back(metric_description(kSweepStatusField));
-  for (const auto& m : metric_names) descriptions.push_back(metric_description(m));
   write_strings_attribute(dataset.get(), schema::kDescriptionsAttribute, descriptions, label_);
-  write_strings_attribute(dataset.get(), "varied_keys", varied_keys, label_);
-  write_strings_attribute(dataset.get(), "metrics", metric_names, label_);
-  sweep_written_ = true;
+  return dataset;
 }
 
 void H5Writer::write_string_table(const char* path, const std::vector<std::string>& values) {

@@ -81,6 +81,14 @@ class H5Writer final : public RecordSink {
   void write_sweep(const std::vector<std::string>& varied_keys,
                    const std::vector<std::string>& metric_names, const std::vector<SweepRow>& rows);
 
+  /// Writes /plan (ironlaw plan): one row per layout; one fixed-length string field per name in
+  /// `text_fields` (SweepRow::values), the string field "status", then one float64 field per
+  /// metric with its unit and description (attributes units, descriptions); `counts` become
+  /// float64 attributes of the dataset (layouts enumerated, pruned, ...). Once.
+  void write_plan(const std::vector<std::string>& text_fields, const std::vector<std::string>& metric_names,
+                  const std::vector<std::string>& metric_units, const std::vector<std::string>& metric_descriptions,
+                  const std::vector<SweepRow>& rows, const std::vector<std::pair<std::string, double>>& counts);
+
   /// Flushes buffered rows, writes the name tables, closes the file and renames it onto the
   /// target. After commit the writer accepts nothing more.
   void commit();
@@ -102,6 +110,10 @@ class H5Writer final : public RecordSink {
   void flush_steps();
   void ensure_run_layout();
   void write_string_table(const char* path, const std::vector<std::string>& values);
+  /// The table of write_sweep and write_plan at `path`; returns the open dataset.
+  H5Handle write_labelled_rows(const char* path, const std::vector<std::string>& text_fields,
+                            const std::vector<std::string>& metric_names, const std::vector<std::string>& metric_units,
+                            const std::vector<std::string>& descriptions, const std::vector<SweepRow>& rows);
   void write_numeric_table(const std::string& path, const std::vector<TableColumn>& columns);
   void close_all() noexcept;
 
@@ -113,6 +125,7 @@ class H5Writer final : public RecordSink {
   bool scenario_written_ = false;
   bool summary_written_ = false;
   bool sweep_written_ = false;
+  bool plan_written_ = false;
   bool links_written_ = false;
   std::string run_mode_;
   std::vector<std::string> run_tables_;

@@ -1,0 +1,346 @@
+#include "config/schema.hpp"
+
+#include <cstdio>
+#include <utility>
+
+#include "config/reader.hpp"
+#include "config/validate.hpp"
+
+namespace ironlaw::config {
+
+namespace {
+
+struct Doc {
+  const char* pattern;  ///< a dotted key or its last parts
+  const char* meaning;
+};
+
+/// What each key means, most specific pattern first (a key takes the first entry its name ends
+/// in). Units, types, defaults and bounds are not repeated here: they come from the loader.
+const std::vector<Doc>& docs() {
+  static const std::vector<Doc> table{
+      // top level
+      {"name", "name of the scenario; it names the output file (no '/')"},
+      {"seed", "root seed of every random stream (each component draws from its own stream of it)"},
+      {"model", "the model card: a path to models/*.yaml relative to this file, or an inline mapping"},
+      {"model.name", "model name shown in reports (default: the card's file name)"},
+      {"model.source", "where the shape comes from (paper, config file)"},
+      {"model.layers", "transformer layers"},
+      {"model.hidden", "hidden size (model width)"},
+      {"model.ffn_hidden", "feed-forward inner width of a dense layer"},
+      {"model.heads", "attention (query) heads"},
+      {"model.kv_heads", "key/value heads (grouped-query attention; default: heads)"},
+      {"model.vocab", "vocabulary size"},
+      {"model.activation", "feed-forward activation (swiglu has three matrices)"},
+      {"model.norm", "normalisation layer"},
+      {"model.bias", "linear layers carry biases (GPT-2/3)"},
+      {"model.tied_embeddings", "the LM head shares the embedding table"},
+      {"model.position_embedding", "rope, a learned table (max_position rows) or relative (Transformer-XL style)"},
+      {"model.max_position", "rows of a learned position table"},
+      {"model.experts", "MoE: routed experts per MoE layer (1 = dense)"},
+      {"model.experts_per_token", "MoE: routed experts each token goes to (top-k)"},
+      {"model.shared_experts", "MoE: experts every token goes to, per MoE layer"},
+      {"model.moe_ffn_hidden", "MoE: FFN width of one expert (0 = ffn_hidden)"},
+      {"model.dense_layers", "MoE: the first dense_layers layers are dense"},
+      {"model.head_dim", "query/key/value head dimension (0 = hidden / heads)"},
+      {"model.q_lora_rank", "multi-head latent attention: query compression rank (0 = full-rank query)"},
+      {"model.kv_lora_rank", "multi-head latent attention: key/value compression rank (0 = standard attention)"},
+      {"model.qk_nope_head_dim", "multi-head latent attention: per-head query/key dimension without RoPE"},
+      {"model.qk_rope_head_dim", "multi-head latent attention: per-head decoupled RoPE dimension"},
+      {"model.v_head_dim", "multi-head latent attention: per-head value dimension"},
+      {"model.attention_dropout", "dropout probability on the attention probabilities"},
+      {"model.hidden_dropout", "dropout probability on the attention and MLP block outputs"},
+      {"model.published", "published facts about the model, each { value, source }; shown, never simulated"},
+      {"published.params", "published parameter count"},
+      {"published.tokens", "published training tokens"},
+      {"published.gpu_hours", "published GPU-hours of the training run"},
+      {"published.training_flops", "published training compute"},
+      {"published.active_params", "MoE: published parameters activated per token"},
+      {"published.hardware", "the hardware the model was trained on"},
+      {"published.throughput", "published training throughput (text, shown beside results)"},
+      // cluster
+      {"cluster", "the machine: a topology file and how many of its nodes"},
+      {"cluster.nodes", "nodes of the topology's kind in the cluster"},
+      {"cluster.topology", "the topology: a path to topologies/*.yaml or an inline mapping"},
+      {"topology.name", "topology name (default: the file name)"},
+      {"topology.source", "where the structure comes from"},
+      {"topology.device", "the GPU: a path to a device profile or an inline mapping"},
+      {"device.name", "GPU model name"},
+      {"device.peak_flops", "dense tensor-core peak per precision"},
+      {"peak_flops.fp64", "dense fp64 peak"},
+      {"peak_flops.fp32", "dense fp32 peak (also the CUDA-core rate of vector kernels)"},
+      {"peak_flops.tf32", "dense tf32 tensor-core peak"},
+      {"peak_flops.bf16", "dense bf16 tensor-core peak"},
+      {"peak_flops.fp16", "dense fp16 tensor-core peak"},
+      {"peak_flops.fp8", "dense fp8 tensor-core peak"},
+      {"device.hbm_bytes", "HBM capacity per GPU"},
+      {"device.hbm_bandwidth", "measured achievable HBM bandwidth"},
+      {"device.sm_count", "streaming multiprocessors"},
+      {"device.max_gemm_fraction", "best measured GEMM throughput / dense peak (a micro-benchmark, not a utilisation)"},
+      {"device.max_attention_fraction", "best measured fused attention kernel / dense peak (0 = as max_gemm_fraction)"},
+      {"device.gemm_tile_m", "output tile rows of the GEMM kernel"},
+      {"device.gemm_tile_n", "output tile columns of the GEMM kernel"},
+      {"device.max_gemm_shape_m", "m of the GEMM max_gemm_fraction was measured at (0 = not given)"},
+      {"device.max_gemm_shape_n", "n of the GEMM max_gemm_fraction was measured at (0 = not given)"},
+      {"device.max_gemm_shape_k", "k of the GEMM max_gemm_fraction was measured at (0 = not given)"},
+      {"device.gemm_k_fill", "K elements per output tile spent filling and draining the K loop"},
+      {"device.power_limit_w", "board power limit in W (0 = the clock is not modelled)"},
+      {"device.max_gemm_power_limit_w", "power limit in W under which max_gemm_fraction was measured"},
+      {"device.static_power_w", "power in W that does not scale with the SM clock"},
+      {"device.clock_power_exponent", "x in dynamic power ∝ activity · clock^x"},
+      {"device.kernel_launch_overhead", "host time to launch one kernel"},
+      {"device.host_to_device_bandwidth", "pinned host-to-device copy bandwidth"},
+      {"topology.node", "one server: GPUs, NVSwitch, PCIe switches, NICs"},
+      {"node.name", "node model name"},
+      {"node.gpus", "GPUs per node"},
+      {"node.nvlink", "GPU ↔ NVSwitch link, per GPU and direction"},
+      {"node.gpus_per_pcie_switch", "GPUs behind one PCIe switch (shared with a NIC)"},
+      {"node.pcie", "PCIe switch ↔ GPU and ↔ NIC link, per direction"},
+      {"node.nics", "compute NICs per node"},
+      {"node.nic", "NIC ↔ leaf switch link, per direction"},
+      {"node.nvswitch_reduce_bandwidth", "NVLink SHARP in-switch reduction rate per GPU port (absent: no NVLS)"},
+      {"node.cpu_cores", "host CPU cores the loader workers share (0 = one dedicated core per worker)"},
+      {"topology.fabric", "the network between nodes"},
+      {"fabric.kind", "leaf/spine or rail-optimised fabric"},
+      {"fabric.nodes_per_leaf", "nodes under one leaf switch (rail-optimised: per rail leaf)"},
+      {"fabric.oversubscription", "leaf downlink : uplink capacity"},
+      {"fabric.spines", "spine switches (0 = as many as the uplink capacity needs)"},
+      {"fabric.leaf_spine", "one leaf ↔ spine link, per direction"},
+      {"fabric.switch_latency", "latency per switch traversal"},
+      {"bandwidth", "achievable payload bandwidth of the link, per direction"},
+      {"latency", "one-way latency added to every flow crossing the link"},
+      {"topology.comm", "constants of the collective library (NCCL-like)"},
+      {"comm.channels", "rings per collective (0 = one per NIC)"},
+      {"comm.launch_latency", "latency per collective call"},
+      {"comm.step_latency", "software latency per ring step and hop"},
+      {"comm.flows_per_connection", "network flows (queue pairs) one connection is spread over for ECMP"},
+      {"comm.chunk_bytes", "bytes one pipeline step of a connection carries at most (NCCL Simple protocol)"},
+      {"comm.tree_min_chunk_bytes", "smallest tree chunk (0 = chunk_bytes)"},
+      // parallel
+      {"parallel", "the parallel layout"},
+      {"parallel.tp", "tensor-parallel degree (Megatron column/row splits)"},
+      {"parallel.pp", "pipeline-parallel stages"},
+      {"parallel.cp", "context-parallel degree (ring attention over the sequence)"},
+      {"parallel.dp", "data-parallel degree, or auto = GPUs / (tp·pp·cp)"},
+      {"parallel.zero", "ZeRO stage: 0 DDP, 1 optimizer sharded, 2 + gradients, 3 + weights (FSDP)"},
+      {"parallel.pp_schedule", "pipeline schedule"},
+      {"parallel.virtual_stages", "model chunks per pipeline rank (interleaved schedule)"},
+      {"parallel.sequence_parallel", "Megatron sequence parallelism inside the TP group"},
+      {"parallel.ep", "expert-parallel degree (MoE), inside data parallelism"},
+      {"parallel.order", "placement of the dimensions on the GPUs, innermost first"},
+      {"parallel.microbatch_size", "sequences per microbatch"},
+      {"parallel.bucket_size", "DDP gradient bucket size"},
+      // training
+      {"training", "what is trained and how"},
+      {"training.sequence_length", "tokens per sequence"},
+      {"training.global_batch_tokens", "tokens per optimizer step (global batch)"},
+      {"training.tokens", "total training tokens (whole runs, days and GPU-hours)"},
+      {"training.precision", "training precision recipe (fp8: the linear layers' GEMMs in fp8)"},
+      {"training.optimizer", "optimizer (its state per parameter and its update cost)"},
+      {"training.activation_checkpointing", "recompute policy (op: torchtitan's per-op policy)"},
+      {"training.framework", "how element-wise ops become kernels: hand-fused, PyTorch eager, torch.compile"},
+      {"training.flash_attention", "fused (flash) attention kernel"},
+      {"training.batch_ramp", "batch-size ramp of whole runs: a list of { until_tokens, global_batch_tokens }"},
+      // data
+      {"data", "the input pipeline (absent: not modelled)"},
+      {"data.storage_bandwidth_per_node", "storage read bandwidth per node (0 = data loading not modelled)"},
+      {"data.shared_fs_bandwidth", "cluster-wide shared file-system bandwidth every read crosses (0 = none)"},
+      {"data.sample_bytes", "stored bytes per sample"},
+      {"data.decoded_bytes", "bytes per sample after decoding, what the host-to-device copy carries (0 = sample_bytes)"},
+      {"data.label_bytes", "label bytes per sample, copied to the last pipeline stage"},
+      {"data.loader", "loader workers and their prefetch queue"},
+      {"loader.workers_per_gpu", "loader worker processes per GPU"},
+      {"loader.prefetch_batches", "ready batches queued per GPU at most"},
+      {"decode_time", "per-sample read and decode time distribution of a worker"},
+      {"decode_time.distribution", "distribution of the per-sample decode time"},
+      {"decode_time.mean", "mean decode time per sample (a time with its unit, e.g. \"2 ms\")"},
+      {"decode_time.cv", "coefficient of variation of the decode time"},
+      {"decode_time.samples", "empirical: measured decode times, drawn uniformly (each with its unit)"},
+      {"loader.slow_loader", "one GPU whose loader workers decode more slowly (needs run.detail: full)"},
+      {"slow_loader.gpu", "global index of the slow GPU (-1 = none)"},
+      // reliability
+      {"reliability", "failures, checkpoints and restarts of whole runs"},
+      {"reliability.failures", "failure-rate file (topologies/failure-rates-*.yaml)"},
+      {"reliability.checkpoint", "checkpoint policy and storage"},
+      {"checkpoint.policy", "off, every fixed interval, or Young/Daly sqrt(2·cost·MTBF)"},
+      {"checkpoint.interval", "training time between checkpoints (policy fixed)"},
+      {"checkpoint.mode", "sync pauses for the write; async pauses for the snapshot, writes in the background"},
+      {"checkpoint.storage_bandwidth", "aggregate checkpoint storage bandwidth (0 = not modelled)"},
+      {"reliability.restart", "what a restart costs"},
+      {"restart.detection", "hang timeout: how long a hung job runs before it is found"},
+      {"restart.reschedule", "from detection to the replacement job holding its nodes"},
+      {"restart.initialize", "process start and NCCL set-up before the checkpoint load"},
+      {"restart.hot_spares", "spare nodes held beside the job"},
+      {"restart.node_repair", "time to return a failed node when no spare is left"},
+      // run, output
+      {"run", "what is simulated"},
+      {"run.steps", "training steps simulated event by event"},
+      {"run.mode", "steps: the steps alone; full: the whole run to training.tokens"},
+      {"run.detail", "symmetric: one data-parallel replica op by op; full: every rank"},
+      {"run.collectives", "fluid: one flow per ring position; stepped: every ring step"},
+      {"output", "where results go"},
+      {"output.path", "HDF5 output file (none = no file)"},
+      {"output.trace", "detail of /events: none, step, op or flow"},
+  };
+  return table;
+}
+
+bool ends_with_key(const std::string& key, const std::string& suffix) {
+  if (key.size() < suffix.size()) return false;
+  if (key.compare(key.size() - suffix.size(), suffix.size(), suffix) != 0) return false;
+  return key.size() == suffix.size() || key[key.size() - suffix.size() - 1] == '.';
+}
+
+/// The doc entry of `key`: the longest pattern it ends in.
+const char* meaning_of(const std::string& key) {
+  const Doc* best = nullptr;
+  for (const auto& d : docs()) {
+    if (ends_with_key(key, d.pattern) && (!best || std::string(d.pattern).size() > std::string(best->pattern).size()))
+      best = &d;
+  }
+  return best ? best->meaning : "";
+}
+
+const char* unit_symbol(Dimension d) {
+  switch (d) {
+    case Dimension::count: return "1";
+    case Dimension::bytes: return "B";
+    case Dimension::bandwidth: return "B/s";
+    case Dimension::time: return "s";
+    case Dimension::flops: return "FLOP";
+    case Dimension::flop_rate: return "FLOP/s";
+    case Dimension::price: return "USD/h";
+  }
+  return "";
+}
+
+std::string g6(double v) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+/// Keys the loader reads by hand (Section::raw, then its own parsing in load.cpp) rather than
+/// through a typed accessor: their type, default and bounds as that code reads them.
+struct RawKey {
+  const char* key;
+  const char* type;
+  const char* default_value;
+  const char* bounds;
+};
+const std::vector<RawKey>& raw_keys() {
+  static const std::vector<RawKey> table{
+      {"seed", "integer", "1", ">= 0 (64-bit)"},
+      {"parallel.dp", "integer or auto", "auto", "> 0; tp·pp·cp·dp = GPUs"},
+      {"parallel.order", "list", "[tp, cp, pp, dp]", "each of tp, cp, pp, dp once"},
+      {"parallel.zero", "integer", "0", "0 to 3"},
+      {"training.batch_ramp", "list", "[]", "until_tokens increasing"},
+  };
+  return table;
+}
+
+/// Keys read as raw values whose unit the reader checks itself (time_with_unit in load.cpp).
+bool is_time_with_unit(const std::string& key) {
+  return ends_with_key(key, "decode_time.mean") || ends_with_key(key, "decode_time.samples");
+}
+
+}  // namespace
+
+std::vector<KeyInfo> scenario_key_table() {
+  const detail::LoadState state = detail::collect_scenario_schema();
+  std::vector<KeyInfo> out;
+  for (const auto& [key, kind] : state.schema) {
+    if (!out.empty() && out.back().key == key) continue;  // read twice by the same reader
+    KeyInfo info;
+    info.key = key;
+    if (const auto it = state.traits.find(key); it != state.traits.end()) {
+      const detail::KeyTraits& t = it->second;
+      info.type = t.type;
+      info.choices = t.choices;
+      info.required = t.required;
+      info.sourced = t.sourced;
+      info.default_value = t.default_value;
+      if (t.dimension) info.unit = unit_symbol(*t.dimension);
+      if (t.type == "integer") info.unit = "1";
+      if (!t.sign.empty()) info.bounds = t.sign;
+    }
+    if (is_time_with_unit(key)) {
+      info.type = "duration";
+      info.unit = "s";
+    }
+    if (const detail::KeyBound* b = detail::bound_for(key)) {
+      info.bounds = (b->zero_ok && b->min > 0 ? "0 or " : "") + g6(b->min) + " to " + g6(b->max);
+    }
+    for (const auto& r : raw_keys()) {
+      if (key != r.key) continue;
+      info.type = r.type;
+      info.default_value = r.default_value;
+      info.bounds = r.bounds;
+      if (info.type.rfind("integer", 0) == 0) info.unit = "1";
+    }
+    info.meaning = meaning_of(key);
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+std::vector<std::string> documented_key_patterns() {
+  std::vector<std::string> out;
+  for (const auto& d : docs()) out.push_back(d.pattern);
+  return out;
+}
+
+std::string scenario_keys_markdown() {
+  std::string out =
+      "# Scenario keys\n\n"
+      "Generated by `ironlaw keys --markdown` from the loader's own reading code (types, defaults, units,\n"
+      "choices) and its table of bounds (`key_bounds()` in sim/config/validate.cpp); a test regenerates it\n"
+      "and compares. Do not edit by hand: run `build/ironlaw keys --markdown > docs/scenario-keys.md`.\n\n"
+      "Units: write a dimensioned number (unit other than 1) with its unit (`400 Gbit/s`, `80 GiB`,\n"
+      "`5 us`, `989.4 TFLOPS`); a bare number is read in the SI unit of the column *unit*, except\n"
+      "decode times, which must carry theirs. Counts take the suffixes k M G T P (1e3...) and\n"
+      "Ki Mi Gi Ti (2^10...). Defaults and bounds below are in the SI unit of the column *unit*. *sourced* keys are hardware constants written\n"
+      "`{ value: ..., source: ... }`. `cluster.topology` and `model` may name a file whose keys are\n"
+      "the ones listed under them.\n\n"
+      "| key | type | unit | default | bounds | meaning |\n"
+      "|---|---|---|---|---|---|\n";
+  for (const auto& k : scenario_key_table()) {
+    std::string type = k.type;
+    if (!k.choices.empty()) {
+      type += ": ";
+      for (std::size_t i = 0; i < k.choices.size(); ++i) type += (i ? " \\| " : "") + k.choices[i];
+    }
+    if (k.sourced) type += ", sourced";
+    const std::string def = k.required ? "required" : k.default_value;
+    out += "| `" + k.key + "` | " + type + " | " + k.unit + " | " + def + " | " + k.bounds + " | " + k.meaning + " |\n";
+  }
+  return out;
+}
+
+std::vector<Diagnostic> recheck_scenario(Scenario& scenario) {
+  detail::LoadState st;
+  st.root_file = scenario.file;
+  st.locations = scenario.locations;
+  const std::pair<const char*, double> values[] = {
+      {"parallel.tp", scenario.parallel.tp},
+      {"parallel.pp", scenario.parallel.pp},
+      {"parallel.cp", scenario.parallel.cp},
+      {"parallel.ep", scenario.parallel.ep},
+      {"parallel.virtual_stages", scenario.parallel.virtual_stages},
+      {"parallel.microbatch_size", scenario.parallel.microbatch_size},
+      {"training.sequence_length", scenario.training.sequence_length},
+      {"training.global_batch_tokens", scenario.training.global_batch_tokens},
+      {"training.tokens", scenario.training.tokens},
+      {"cluster.nodes", scenario.nodes},
+  };
+  for (const auto& [key, value] : values) {
+    if (const std::string problem = detail::bound_problem(key, value); !problem.empty()) st.fail(key, problem);
+  }
+  if (scenario.parallel.zero < 0 || scenario.parallel.zero > 3) {
+    st.fail("parallel.zero", "expected 0, 1, 2 or 3, got " + std::to_string(scenario.parallel.zero));
+  }
+  detail::validate_scenario(scenario, st);
+  return st.diagnostics;
+}
+
+}  // namespace ironlaw::config

@@ -1,0 +1,578 @@
+#include "report/planner.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <new>
+#include <numeric>
+#include <thread>
+#include <tuple>
+
+#include "config/schema.hpp"
+#include "core/error.hpp"
+#include "core/records.hpp"
+#include "core/time.hpp"
+#include "report/metrics.hpp"
+#include "run/layout.hpp"
+#include "run/pipeline_schedule.hpp"
+#include "run/simulation.hpp"
+#include "workload/model_cost.hpp"
+
+namespace ironlaw::report {
+
+namespace {
+
+std::vector<std::string> accepted_choices(const std::string& key) {
+  for (const auto& k : config::scenario_key_table())
+    if (k.key == key) return k.choices;
+  return {};
+}
+
+/// The first problem of a refusal as "KEY: message".
+std::string first_problem(const std::vector<Diagnostic>& ds, const char* fallback) {
+  if (ds.empty()) return fallback;
+  return (ds.front().key.empty() ? "" : ds.front().key + ": ") + ds.front().message;
+}
+
+/// The key named in a status ("invalid: parallel.tp: ..." → "invalid: parallel.tp").
+std::string reason_class(const std::string& status) {
+  const auto colon = status.find(": ");
+  if (colon == std::string::npos) return status;
+  const auto second = status.find(": ", colon + 2);
+  if (status.rfind("invalid", 0) == 0 || status.rfind("not simulated", 0) == 0) {
+    return second == std::string::npos ? status : status.substr(0, second);
+  }
+  return status.substr(0, colon);
+}
+
+/// Applies the row's layout to `s` (parallel.dp auto, nodes from the GPU count).
+void apply(config::Scenario& s, const PlanRow& r) {
+  s.nodes = r.gpus / s.topology.node.gpus;
+  s.parallel.tp = r.tp;
+  s.parallel.pp = r.pp;
+  s.parallel.cp = r.cp;
+  s.parallel.dp = 0;
+  s.parallel.ep = r.ep;
+  s.parallel.zero = r.zero;
+  s.parallel.microbatch_size = r.microbatch_size;
+  s.parallel.pp_schedule = r.schedule;
+  s.parallel.virtual_stages = r.virtual_stages;
+  s.parallel.sequence_parallel = r.sequence_parallel;
+  s.training.activation_checkpointing = r.recompute;
+  s.training.precision = r.precision;
+}
+
+double sum_time(const std::vector<workload::Op>& ops, const config::DeviceSpec& device, const std::string& precision) {
+  double t = 0;
+  for (const auto& op : ops) t += workload::op_time(op, device, precision).seconds();
+  return t;
+}
+
+/// Per-microbatch pass times of one layer kind on one GPU [s].
+struct PassTimes {
+  double forward = 0, backward = 0, recompute = 0, weight_grad = 0, attention = 0;
+};
+
+PassTimes layer_times(const config::Scenario& s, const config::TrainingSpec& per_rank, int sequences, int tp, int layer,
+                      int ep) {
+  const auto& dev = s.topology.device;
+  const std::string& prec = s.training.precision;
+  PassTimes t;
+  const auto fwd = workload::layer_forward_ops(s.model, per_rank, sequences, tp, layer, ep);
+  t.forward = sum_time(fwd, dev, prec);
+  for (const auto& op : fwd)
+    if (op.role == workload::OpRole::attention_core) t.attention += workload::op_time(op, dev, prec).seconds();
+  const auto bwd = workload::layer_backward_ops(s.model, per_rank, sequences, tp, layer, ep);
+  t.backward = sum_time(bwd, dev, prec);
+  for (const auto& op : bwd)
+    if (op.role == workload::OpRole::weight_grad) t.weight_grad += workload::op_time(op, dev, prec).seconds();
+  t.recompute = sum_time(workload::layer_recompute_ops(s.model, per_rank, sequences, tp, layer, ep), dev, prec);
+  return t;
+}
+
+/// Ring collective over `n` ranks moving `factor`·(n−1)/n·bytes per rank at `bw` [s]
+/// (all-reduce: factor 2; reduce-scatter and all-gather: 1).
+double ring_s(double bytes, int n, double bw, double factor, double step_latency_s) {
+  if (n <= 1 || bytes <= 0) return 0;
+  return factor * (n - 1.0) / n * bytes / bw + factor * (n - 1.0) * step_latency_s;
+}
+
+/// Per-GPU bandwidth of a group of `n` ranks `stride` apart: NVLink when the group fits in one
+/// node, else the node's NIC bandwidth shared by its GPUs.
+double group_bw(const config::TopologySpec& t, int stride, int n) {
+  if (static_cast<long long>(stride) * n <= t.node.gpus) return t.node.nvlink.bandwidth;
+  return t.node.nic.bandwidth * t.node.nics / t.node.gpus;
+}
+
+int stride_of(const config::Scenario& s, const std::string& dim) {
+  int stride = 1;
+  for (const auto& d : s.parallel.order) {
+    if (d == dim) return stride;
+    stride *= d == "tp" ? s.parallel.tp : d == "cp" ? s.parallel.cp : d == "pp" ? s.parallel.pp : s.parallel.dp;
+  }
+  return stride;
+}
+
+/// The run layer's memory per GPU for `s` and `lay`: workload::memory_per_gpu with the
+/// schedule's activations in flight on stage 0 — what run::simulate() compares with HBM.
+double memory_of(const config::Scenario& s, const run::Layout& lay) {
+  const double in_flight = run::in_flight_microbatches(s.parallel.pp_schedule, 0, lay.pp, lay.microbatches,
+                                                       lay.virtual_stages);
+  config::TrainingSpec per_rank = s.training;
+  per_rank.sequence_length = s.training.sequence_length / lay.cp;
+  return workload::memory_per_gpu(s.model, per_rank, s.parallel, lay.dp, static_cast<int>(std::ceil(in_flight)))
+      .total();
+}
+
+std::vector<int> powers_of_two_up_to(int limit) {
+  std::vector<int> out;
+  for (int v = 1; v <= limit; v *= 2) out.push_back(v);
+  return out;
+}
+
+/// Objective of a row under `q` (smaller is better), from predicted or simulated figures.
+std::tuple<int, double, double> objective(const PlanQuestion& q, bool meets, int gpus, double days, double cost) {
+  switch (q.goal) {
+    case PlanQuestion::Goal::deadline:
+      return meets ? std::tuple<int, double, double>{0, gpus, days} : std::tuple<int, double, double>{1, days, gpus};
+    case PlanQuestion::Goal::budget:
+      return meets ? std::tuple<int, double, double>{0, days, cost} : std::tuple<int, double, double>{1, cost, days};
+    case PlanQuestion::Goal::fastest:
+      break;
+  }
+  return {0, days, gpus};
+}
+
+double days_of(const config::Scenario& s, double step_s, double tokens_per_step) {
+  if (!(s.training.tokens > 0) || !(step_s > 0)) return 0;
+  return wall_seconds(steps_for_tokens(s.training.tokens, tokens_per_step), step_s) / 86400.0;
+}
+
+bool meets(const PlanQuestion& q, double days, double cost) {
+  if (q.goal == PlanQuestion::Goal::deadline) return days <= q.deadline_days;
+  if (q.goal == PlanQuestion::Goal::budget) return cost <= q.budget_usd;
+  return true;
+}
+
+}  // namespace
+
+std::string PlanRow::layout() const {
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "tp%d pp%d cp%d dp%d ep%d z%d mb%d %s%s%s %s %s", tp, pp, cp, dp, ep, zero,
+                microbatch_size, schedule.c_str(), schedule == "interleaved" ? ("x" + std::to_string(virtual_stages)).c_str() : "",
+                sequence_parallel ? " sp" : "", recompute.c_str(), precision.c_str());
+  return buf;
+}
+
+PlanSpace resolve_space(const config::Scenario& base, const PlanSpace& in) {
+  PlanSpace s = in;
+  const auto& m = base.model;
+  const int node_gpus = base.topology.node.gpus;
+  if (s.gpus.empty()) s.gpus = {base.gpus()};
+  if (s.tp.empty()) s.tp = powers_of_two_up_to(node_gpus);
+  if (s.pp.empty()) {
+    const int limit = std::min(m.layers, 32);
+    for (int p = 1; p <= limit; ++p)
+      if ((p & (p - 1)) == 0 || m.layers % p == 0) s.pp.push_back(p);
+  }
+  if (s.cp.empty()) s.cp = {1, 2};
+  if (s.ep.empty()) {
+    s.ep = {1};
+    if (m.experts > 1)
+      for (int e = 2; e <= std::min(m.experts, 64); e *= 2)
+        if (m.experts % e == 0) s.ep.push_back(e);
+  }
+  if (s.zero.empty()) s.zero = {0, 1, 2, 3};
+  if (s.microbatch_size.empty()) s.microbatch_size = {1, 2};
+  if (s.virtual_stages.empty()) s.virtual_stages = {2, 4};
+  if (s.schedules.empty()) s.schedules = accepted_choices("parallel.pp_schedule");
+  if (s.recompute.empty()) s.recompute = accepted_choices("training.activation_checkpointing");
+  if (s.precisions.empty()) {
+    for (const char* p : {"bf16", "fp8"})
+      if (base.topology.device.peak_flops.count(p)) s.precisions.push_back(p);
+  }
+  if (s.sequence_parallel.empty()) s.sequence_parallel = {0, 1};
+  return s;
+}
+
+PlanPrediction predict_step(const config::Scenario& s) {
+  const run::Layout lay = run::resolve_layout(s);
+  const auto& topo = s.topology;
+  const double step_latency = topo.comm.step_latency.seconds();
+  config::TrainingSpec per_rank = s.training;
+  per_rank.sequence_length = s.training.sequence_length / lay.cp;
+  const int seqs = lay.microbatch_sequences;
+  const double bpe = workload::bytes_per_element(s.training.precision);
+  const double tokens = static_cast<double>(seqs) * per_rank.sequence_length;
+
+  // The worst stage's layers: the largest chunk, times the virtual stages.
+  const int chunk_layers = *std::max_element(lay.chunk_layers.begin(), lay.chunk_layers.end());
+  const int stage_layers = chunk_layers * lay.virtual_stages;
+  const bool moe = s.model.experts > 1;
+  PassTimes per_layer = layer_times(s, per_rank, seqs, lay.tp, 0, lay.ep);
+  if (moe && s.model.dense_layers < s.model.layers) {
+    const PassTimes moe_layer = layer_times(s, per_rank, seqs, lay.tp, s.model.dense_layers, lay.ep);
+    const double share = static_cast<double>(s.model.layers - s.model.dense_layers) / s.model.layers;
+    per_layer.forward += share * (moe_layer.forward - per_layer.forward);
+    per_layer.backward += share * (moe_layer.backward - per_layer.backward);
+    per_layer.recompute += share * (moe_layer.recompute - per_layer.recompute);
+    per_layer.weight_grad += share * (moe_layer.weight_grad - per_layer.weight_grad);
+    per_layer.attention += share * (moe_layer.attention - per_layer.attention);
+  }
+  const double head = sum_time(workload::head_forward_ops(s.model, per_rank, seqs, lay.tp), topo.device,
+                               s.training.precision) +
+                      sum_time(workload::head_backward_ops(s.model, per_rank, seqs, lay.tp), topo.device,
+                               s.training.precision);
+  const double mb_compute = stage_layers * (per_layer.forward + per_layer.backward + per_layer.recompute) + head;
+
+  // Blocking collectives inside a pass: TP (2 all-reduces of the activations forward, 2
+  // backward, 2 more when full recompute repeats the forward; reduce-scatter + all-gather under
+  // sequence parallelism move the same bytes), EP (dispatch + combine forward and backward).
+  double mb_comm = 0;
+  const double act_bytes = tokens * s.model.hidden * bpe;
+  const int tp_allreduces = 4 + (s.training.activation_checkpointing == "full" ? 2 : 0);
+  mb_comm += stage_layers * tp_allreduces *
+             ring_s(act_bytes, lay.tp, group_bw(topo, stride_of(s, "tp"), lay.tp), 2, step_latency);
+  if (moe && lay.ep > 1) {
+    const auto a2a = workload::moe_all_to_all_bytes(s.model, per_rank, seqs, lay.ep);
+    const double bw = group_bw(topo, stride_of(s, "dp"), lay.ep);
+    const double moe_layers = static_cast<double>(s.model.layers - s.model.dense_layers) / lay.pp;
+    mb_comm += moe_layers * 2 * (a2a.dispatch_bytes + a2a.combine_bytes) / bw;
+  }
+  // CP: the ring passes key/value blocks while attention runs; what exceeds attention is exposed.
+  if (lay.cp > 1) {
+    const int head_dim = s.model.head_dim > 0 ? s.model.head_dim : s.model.hidden / s.model.heads;
+    const double kv_bytes = tokens * 2.0 * s.model.kv_heads * head_dim / lay.tp * bpe;
+    const double ring = (lay.cp - 1.0) * kv_bytes / group_bw(topo, stride_of(s, "cp"), lay.cp);
+    mb_comm += stage_layers * (std::max(0.0, ring - per_layer.attention) + std::max(0.0, 2 * ring - 2.5 * per_layer.attention));
+  }
+  // Pipeline sends of the activations between stages, forward and backward.
+  const double send = lay.pp > 1 ? 2 * act_bytes / group_bw(topo, stride_of(s, "pp"), lay.pp) : 0;
+  const double mb = mb_compute + mb_comm + send;
+
+  PlanPrediction out;
+  out.compute_s = lay.microbatches * mb_compute;
+  const double warmup = lay.pp > 1 ? (lay.pp - 1.0) / lay.virtual_stages : 0;
+  out.bubble_s = warmup * mb;
+  if (s.parallel.pp_schedule == "zb-h1") out.bubble_s = warmup * std::max(0.0, mb - 2 * stage_layers * per_layer.weight_grad);
+
+  // Data parallelism: gradient (and ZeRO-3 parameter) traffic over the DP group, overlapped
+  // with the backward of the last microbatch (ZeRO-3: with every pass it gathers for).
+  const auto params = workload::count_params(s.model);
+  const double local = (params.total() - params.routed_experts + params.routed_experts / lay.ep) / (lay.tp * lay.pp);
+  const double pbytes = local * workload::parameter_bytes(s.training.precision);
+  const int dpn = lay.dp * lay.cp;  // gradients are reduced over DP × CP
+  const double dp_bw = group_bw(topo, std::min(stride_of(s, "dp"), stride_of(s, "cp")), dpn);
+  double dp_comm = 0, overlap = 0;
+  switch (s.parallel.zero) {
+    case 0:
+    case 1:
+      dp_comm = ring_s(pbytes, dpn, dp_bw, 2, step_latency);
+      overlap = stage_layers * per_layer.backward;
+      break;
+    case 2:
+      dp_comm = 2 * ring_s(pbytes, dpn, dp_bw, 1, step_latency);
+      overlap = stage_layers * per_layer.backward;
+      break;
+    default:
+      dp_comm = lay.microbatches * 3 * ring_s(pbytes, dpn, dp_bw, 1, step_latency);
+      overlap = out.compute_s;
+      break;
+  }
+  out.exposed_comm_s = lay.microbatches * (mb_comm + send) + std::max(0.0, dp_comm - overlap);
+  const double opt_params = s.parallel.zero >= 1 ? local / dpn : local;
+  out.optimizer_s = workload::op_time(workload::optimizer_op(s.training, opt_params), topo.device, s.training.precision).seconds();
+  out.step_s = out.compute_s + out.exposed_comm_s + out.bubble_s + out.optimizer_s;
+  return out;
+}
+
+config::Scenario scenario_for(const config::Scenario& base, const PlanRow& row) {
+  config::Scenario s = base;
+  apply(s, row);
+  auto problems = config::recheck_scenario(s);
+  if (!problems.empty()) throw InputError(std::move(problems));
+  return s;
+}
+
+std::vector<PlanRow> enumerate_layouts(const config::Scenario& base, const PlanSpace& in) {
+  const PlanSpace sp = resolve_space(base, in);
+  std::vector<PlanRow> rows;
+  config::Scenario scratch = base;
+  scratch.resolved_yaml.clear();
+  // The loader's and run layer's verdict depends on the structure alone (GPUs, degrees,
+  // microbatch, schedule): checked once per structure.
+  for (const int gpus : sp.gpus)
+    for (const int tp : sp.tp)
+      for (const int pp : sp.pp)
+        for (const int cp : sp.cp)
+          for (const int ep : sp.ep)
+            for (const int mbs : sp.microbatch_size)
+              for (const auto& sched : sp.schedules) {
+                // With one stage every schedule is the same order: 1f1b stands for them all.
+                if (pp == 1 && sched != "1f1b" && std::find(sp.schedules.begin(), sp.schedules.end(), "1f1b") != sp.schedules.end())
+                  continue;
+                const std::vector<int> vs = sched == "interleaved" ? sp.virtual_stages : std::vector<int>{1};
+                for (const int v : vs) {
+                  PlanRow shape;
+                  shape.gpus = gpus;
+                  shape.nodes = gpus / base.topology.node.gpus;
+                  shape.tp = tp, shape.pp = pp, shape.cp = cp, shape.ep = ep, shape.microbatch_size = mbs;
+                  shape.schedule = sched, shape.virtual_stages = v;
+                  std::string verdict;
+                  run::Layout lay;
+                  shape.zero = sp.zero.front();
+                  shape.recompute = sp.recompute.front();
+                  shape.precision = sp.precisions.empty() ? base.training.precision : sp.precisions.front();
+                  config::Scenario& s = scratch;
+                  s = base;
+                  apply(s, shape);
+                  const auto problems = config::recheck_scenario(s);
+                  if (!problems.empty()) {
+                    verdict = "invalid: " + first_problem(problems, "refused");
+                  } else {
+                    shape.dp = s.parallel.dp;
+                  }
+                  for (const int zero : sp.zero)
+                    for (const int seqpar : sp.sequence_parallel) {
+                      if (seqpar && tp == 1) continue;  // sequence parallelism splits over TP
+                      for (const auto& rc : sp.recompute)
+                        for (const auto& prec : sp.precisions) {
+                          PlanRow r = shape;
+                          r.zero = zero;
+                          r.sequence_parallel = seqpar != 0;
+                          r.recompute = rc;
+                          r.precision = prec;
+                          if (!verdict.empty()) {
+                            r.status = verdict;
+                            rows.push_back(std::move(r));
+                            continue;
+                          }
+                          apply(s, r);
+                          s.parallel.dp = r.dp;
+                          try {
+                            lay = run::resolve_layout(s);
+                          } catch (const InputError& e) {
+                            r.status = "not simulated: " + first_problem(e.diagnostics(), e.what());
+                            rows.push_back(std::move(r));
+                            continue;
+                          }
+                          r.memory_bytes = memory_of(s, lay);
+                          if (r.memory_bytes > s.topology.device.hbm_bytes) {
+                            char buf[96];
+                            std::snprintf(buf, sizeof buf, "out of memory: %.1f GiB per GPU > %.1f GiB",
+                                          r.memory_bytes / 1073741824.0, s.topology.device.hbm_bytes / 1073741824.0);
+                            r.status = buf;
+                            rows.push_back(std::move(r));
+                            continue;
+                          }
+                          r.status = "predicted";
+                          rows.push_back(std::move(r));
+                        }
+                    }
+                }
+              }
+  return rows;
+}
+
+PlanResult plan(const config::Scenario& base, const PlanSpace& space, const PlanQuestion& q, std::size_t top_k,
+                unsigned threads) {
+  PlanResult out;
+  std::vector<PlanRow> rows = enumerate_layouts(base, space);
+  out.enumerated = rows.size();
+
+  // Predict every survivor; identical pass shapes share their op timings through the workload
+  // layer's pure functions, so each prediction is O(ops of a layer).
+  std::vector<std::size_t> alive;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    PlanRow& r = rows[i];
+    if (r.status != "predicted") {
+      out.prune_reasons[reason_class(r.status)]++;
+      if (r.status.rfind("invalid", 0) == 0) ++out.pruned_invalid;
+      else if (r.status.rfind("not simulated", 0) == 0) ++out.pruned_not_simulated;
+      else ++out.pruned_memory;
+      continue;
+    }
+    alive.push_back(i);
+  }
+  {
+    std::atomic<std::size_t> next{0};
+    auto work = [&] {
+      config::Scenario s = base;
+      for (std::size_t j = next++; j < alive.size(); j = next++) {
+        PlanRow& r = rows[alive[j]];
+        apply(s, r);
+        s.parallel.dp = r.dp;
+        r.predicted = predict_step(s);
+        const double tokens_per_step = s.training.global_batch_tokens;
+        r.predicted_days = days_of(s, r.predicted.step_s, tokens_per_step);
+      }
+    };
+    std::vector<std::thread> pool;
+    for (unsigned t = 1; t < std::max(1u, threads); ++t) pool.emplace_back(work);
+    work();
+    for (auto& t : pool) t.join();
+  }
+  out.survivors = alive.size();
+  auto predicted_key = [&](const PlanRow& r) {
+    const double gpu_h = r.predicted_days * 24 * r.gpus;
+    const double cost = gpu_h * q.price_per_gpu_hour;
+    const double days = r.predicted_days > 0 ? r.predicted_days : r.predicted.step_s;
+    return std::make_tuple(objective(q, meets(q, days, cost), r.gpus, days, cost), r.predicted.step_s);
+  };
+  // Stable sort: ties keep the enumeration order, so the ranking is deterministic.
+  std::stable_sort(alive.begin(), alive.end(),
+                   [&](std::size_t a, std::size_t b) { return predicted_key(rows[a]) < predicted_key(rows[b]); });
+  for (std::size_t j = 0; j < alive.size(); ++j) rows[alive[j]].predicted_rank = static_cast<int>(j + 1);
+
+  // Which K to simulate. For a deadline the answer turns on one GPU count, and a predictor a
+  // few per cent optimistic would spend every simulation on a count that then misses: half of
+  // the K go to the smallest count predicted to meet the deadline, the rest to the next counts
+  // up, each by predicted rank. Otherwise the best K by predicted rank.
+  const std::size_t k = std::min(top_k, alive.size());
+  if (q.goal == PlanQuestion::Goal::deadline && k > 1) {
+    std::vector<int> counts;
+    for (std::size_t i : alive) {
+      const PlanRow& r = rows[i];
+      if (meets(q, r.predicted_days, 0) && std::find(counts.begin(), counts.end(), r.gpus) == counts.end())
+        counts.push_back(r.gpus);
+    }
+    std::sort(counts.begin(), counts.end());
+    std::vector<std::size_t> chosen;
+    std::vector<bool> taken(alive.size(), false);
+    for (std::size_t c = 0; c < counts.size() && chosen.size() < k; ++c) {
+      const std::size_t quota = c == 0 ? (k + 1) / 2 : k;
+      std::size_t got = 0;
+      for (std::size_t j = 0; j < alive.size() && got < quota && chosen.size() < k; ++j) {
+        if (taken[j] || rows[alive[j]].gpus != counts[c]) continue;
+        taken[j] = true;
+        chosen.push_back(alive[j]);
+        ++got;
+      }
+    }
+    for (std::size_t j = 0; j < alive.size() && chosen.size() < k; ++j) {
+      if (!taken[j]) {
+        taken[j] = true;
+        chosen.push_back(alive[j]);
+      }
+    }
+    std::vector<std::size_t> rest;
+    for (std::size_t j = 0; j < alive.size(); ++j)
+      if (!taken[j]) rest.push_back(alive[j]);
+    // `alive` becomes: the chosen in predicted-rank order, then the others.
+    std::stable_sort(chosen.begin(), chosen.end(),
+                     [&](std::size_t a, std::size_t b) { return rows[a].predicted_rank < rows[b].predicted_rank; });
+    alive = chosen;
+    alive.insert(alive.end(), rest.begin(), rest.end());
+  }
+
+  // Simulate the chosen K.
+  {
+    std::atomic<std::size_t> next{0};
+    auto work = [&] {
+      for (std::size_t j = next++; j < k; j = next++) {
+        PlanRow& r = rows[alive[j]];
+        try {
+          config::Scenario s = scenario_for(base, r);
+          s.run.mode = "steps";
+          s.run.steps = std::min(s.run.steps, 2);
+          NullSink sink;
+          const run::SimulationResult res = run::simulate(s, sink, run::TraceLevel::none);
+          if (res.out_of_memory) {
+            r.status = "failed: out of memory in the simulation";
+            continue;
+          }
+          r.memory_bytes = res.memory.total();
+          r.step_time_s = res.step_time_s;
+          r.compute_s = res.compute_s;
+          r.exposed_comm_s = res.exposed_comm_s;
+          r.bubble_s = res.bubble_s;
+          r.data_stall_s = res.data_stall_s;
+          r.other_s = res.other_s;
+          r.mfu = utilisation(res.model_flops_per_step, res.step_time_s, res.peak_flops_per_gpu, res.gpus);
+          r.days = days_of(s, res.step_time_s, res.tokens_per_step);
+          r.gpu_hours = r.days * 24 * r.gpus;
+          r.cost_usd = r.gpu_hours * q.price_per_gpu_hour;
+          r.meets = meets(q, r.days > 0 ? r.days : r.step_time_s, r.cost_usd);
+          r.status = "ok";
+        } catch (const InputError& e) {
+          r.status = "failed: " + first_problem(e.diagnostics(), e.what());
+        } catch (const TimeOverflow& e) {
+          r.status = std::string("failed: the simulated clock overflowed: ") + e.what();
+        } catch (const std::bad_alloc&) {
+          r.status = "failed: out of host memory";
+        }
+      }
+    };
+    std::vector<std::thread> pool;
+    for (unsigned t = 1; t < std::max(1u, threads); ++t) pool.emplace_back(work);
+    work();
+    for (auto& t : pool) t.join();
+  }
+
+  // Rank the simulated rows by their simulated figures.
+  std::vector<std::size_t> sim;
+  for (std::size_t j = 0; j < k; ++j) {
+    if (rows[alive[j]].status == "ok") sim.push_back(alive[j]);
+    else ++out.failed;
+  }
+  out.simulated = sim.size();
+  auto simulated_key = [&](const PlanRow& r) {
+    const double days = r.days > 0 ? r.days : r.step_time_s;
+    return std::make_tuple(objective(q, r.meets, r.gpus, days, r.cost_usd), r.step_time_s);
+  };
+  std::vector<std::size_t> by_sim = sim;
+  std::stable_sort(by_sim.begin(), by_sim.end(),
+                   [&](std::size_t a, std::size_t b) { return simulated_key(rows[a]) < simulated_key(rows[b]); });
+  for (std::size_t j = 0; j < by_sim.size(); ++j) rows[by_sim[j]].rank = static_cast<int>(j + 1);
+
+  // Agreement of the predictor with the simulation on the simulated rows.
+  PlanAgreement& ag = out.agreement;
+  if (!sim.empty()) {
+    ag.top_choice = sim.front() == by_sim.front();  // `sim` is in predicted order
+    std::vector<int> counts;
+    for (std::size_t i : sim)
+      if (std::find(counts.begin(), counts.end(), rows[i].gpus) == counts.end()) counts.push_back(rows[i].gpus);
+    for (int g : counts) {
+      std::vector<std::size_t> at;
+      for (std::size_t i : sim)
+        if (rows[i].gpus == g) at.push_back(i);
+      if (at.size() < 2) continue;
+      ++ag.per_gpu_total;
+      const auto best_sim = *std::min_element(at.begin(), at.end(), [&](std::size_t a, std::size_t b) {
+        return rows[a].step_time_s < rows[b].step_time_s;
+      });
+      if (best_sim == at.front()) ++ag.per_gpu_agree;
+    }
+    double concordant = 0, discordant = 0;
+    std::vector<double> errors;
+    for (std::size_t a = 0; a < sim.size(); ++a) {
+      const PlanRow& x = rows[sim[a]];
+      errors.push_back(std::fabs(x.predicted.step_s / x.step_time_s - 1));
+      for (std::size_t b = a + 1; b < sim.size(); ++b) {
+        const PlanRow& y = rows[sim[b]];
+        const double s = (x.predicted.step_s - y.predicted.step_s) * (x.step_time_s - y.step_time_s);
+        if (s > 0) ++concordant;
+        else if (s < 0) ++discordant;
+      }
+    }
+    const double pairs = sim.size() * (sim.size() - 1) / 2.0;
+    ag.kendall_tau = pairs > 0 ? (concordant - discordant) / pairs : 1;
+    std::sort(errors.begin(), errors.end());
+    ag.median_abs_error = errors.size() % 2 ? errors[errors.size() / 2]
+                                            : (errors[errors.size() / 2 - 1] + errors[errors.size() / 2]) / 2;
+  }
+
+  // Order: simulated by rank, failed and predicted by predicted rank, pruned in enumeration order.
+  std::vector<PlanRow> ordered;
+  for (std::size_t i : by_sim) ordered.push_back(rows[i]);
+  for (std::size_t i : alive)
+    if (rows[i].status != "ok") ordered.push_back(rows[i]);
+  for (const auto& r : rows)
+    if (r.predicted_rank == 0) ordered.push_back(r);
+  out.rows = std::move(ordered);
+  return out;
+}
+
+}  // namespace ironlaw::report

@@ -1,0 +1,224 @@
+// report/planner: enumeration counted by hand on a tiny case, the reasons layouts are pruned
+// for, the memory the planner prunes with against the run layer's, determinism across thread
+// counts, and the predictor's agreement with the simulation on a small case.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+
+#include "config/load.hpp"
+#include "core/records.hpp"
+#include "report/planner.hpp"
+#include "run/simulation.hpp"
+
+using ironlaw::report::PlanQuestion;
+using ironlaw::report::PlanRow;
+using ironlaw::report::PlanSpace;
+
+namespace {
+
+std::string repo(const std::string& rel) { return std::string(IRONLAW_SOURCE_DIR) + "/" + rel; }
+
+/// GPT-2 124M (12 layers, 12 heads) on one 8-GPU DGX H100, 128 sequences of 1,024 per step.
+ironlaw::config::Scenario tiny(const std::string& model = "models/gpt2-124m.yaml") {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("ironlaw-planner-test-" + std::to_string(::getpid()) + ".yaml"))
+                               .string();
+  {
+    std::ofstream out(path);
+    out << "name: planner-tiny\nmodel: " << repo(model) << "\ncluster:\n  topology: "
+        << repo("topologies/dgx-h100-leaf-spine.yaml") << "\n  nodes: 1\n"
+        << "parallel:\n  tp: 4\n  dp: auto\n  microbatch_size: 1\n"
+        << "training:\n  sequence_length: 1024\n  global_batch_tokens: 128 Ki\n  tokens: 10 G\n"
+        << "run:\n  steps: 1\noutput:\n  path: none\n";
+  }
+  auto s = ironlaw::config::load_scenario(path);
+  std::filesystem::remove(path);
+  return s;
+}
+
+/// One value per axis except those the test sets.
+PlanSpace narrow() {
+  PlanSpace sp;
+  sp.gpus = {8};
+  sp.tp = {1};
+  sp.pp = {1};
+  sp.cp = {1};
+  sp.ep = {1};
+  sp.zero = {0};
+  sp.microbatch_size = {1};
+  sp.virtual_stages = {2};
+  sp.schedules = {"1f1b"};
+  sp.recompute = {"none"};
+  sp.precisions = {"bf16"};
+  sp.sequence_parallel = {0};
+  return sp;
+}
+
+std::size_t count_status(const std::vector<PlanRow>& rows, const std::string& prefix) {
+  return static_cast<std::size_t>(std::count_if(rows.begin(), rows.end(), [&](const PlanRow& r) {
+    return r.status.rfind(prefix, 0) == 0;
+  }));
+}
+
+}  // namespace
+
+TEST_CASE("the planner enumerates every combination and prunes those the loader refuses", "[report][planner]") {
+  const auto base = tiny();
+  PlanSpace sp = narrow();
+  sp.tp = {1, 2, 4, 8};
+  sp.pp = {1, 2, 3};
+  const auto rows = ironlaw::report::enumerate_layouts(base, sp);
+  // 4 tp × 3 pp = 12. Refused: pp 3 with every tp (tp·pp = 3, 6, 12, 24 do not divide the 8
+  // GPUs: 4 rows), tp 8 with pp 1 (8 does not divide the 12 heads) and pp 2 (tp·pp = 16 > 8).
+  // Left: (tp, pp) = (1,1) (1,2) (2,1) (2,2) (4,1) (4,2), 6 rows; dp = 8, 4, 4, 2, 2, 1.
+  REQUIRE(rows.size() == 12);
+  CHECK(count_status(rows, "invalid: parallel.tp") == 6);
+  CHECK(count_status(rows, "predicted") == 6);
+  for (const auto& r : rows) {
+    if (r.status != "predicted") continue;
+    CHECK(r.tp * r.pp * r.dp == 8);
+  }
+  const auto it = std::find_if(rows.begin(), rows.end(), [](const PlanRow& r) { return r.tp == 8 && r.pp == 1; });
+  REQUIRE(it != rows.end());
+  CHECK(it->status == "invalid: parallel.tp: must divide model.heads (12), got 8");
+}
+
+TEST_CASE("with one pipeline stage only one schedule is enumerated; interleaved adds its virtual stages",
+          "[report][planner]") {
+  const auto base = tiny();
+  PlanSpace sp = narrow();
+  sp.pp = {1, 2};
+  sp.schedules = {"gpipe", "1f1b", "interleaved"};
+  sp.virtual_stages = {2, 3};
+  const auto rows = ironlaw::report::enumerate_layouts(base, sp);
+  // pp 1: 1f1b alone (the three orders are the same with one stage) = 1; pp 2: gpipe, 1f1b,
+  // interleaved × 2 virtual stages = 4. 5 rows. Interleaved needs microbatches (128 / dp 4 =
+  // 32) a multiple of pp (2): fine; 12 layers ≥ 2·3 chunks: fine.
+  CHECK(rows.size() == 5);
+  CHECK(count_status(rows, "predicted") == 5);
+}
+
+TEST_CASE("the planner prunes what the run layer does not simulate and what does not fit in memory",
+          "[report][planner]") {
+  SECTION("ZeRO-3 with pipeline parallelism is refused by the run layer") {
+    const auto base = tiny();
+    PlanSpace sp = narrow();
+    sp.tp = {1, 2};
+    sp.pp = {1, 2};
+    sp.zero = {0, 3};
+    const auto rows = ironlaw::report::enumerate_layouts(base, sp);
+    REQUIRE(rows.size() == 8);
+    CHECK(count_status(rows, "not simulated: parallel.zero") == 2);  // tp 1 and 2 with pp 2, ZeRO 3
+    CHECK(count_status(rows, "predicted") == 6);
+  }
+  SECTION("Llama 3 70B without sharding does not fit on one node") {
+    // 16 B per parameter under mixed-precision Adam at ZeRO 0 (2 weights + 2 gradients + 12
+    // optimizer): 70.6e9 × 16 / 8 GPUs = 141 GB per GPU > 80 GB, whatever the activations.
+    const auto base = tiny("models/llama3-70b.yaml");
+    PlanSpace sp = narrow();
+    sp.tp = {8};
+    const auto rows = ironlaw::report::enumerate_layouts(base, sp);
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].status.rfind("out of memory", 0) == 0);
+    CHECK(rows[0].memory_bytes > 70.6e9 * 16 / 8);
+  }
+}
+
+TEST_CASE("the planner's memory is the run layer's", "[report][planner]") {
+  // Llama 3 8B on 8 GPUs: tp 1 at ZeRO 0 needs 16 B × 8.03e9 = 128 GB per GPU (out of memory);
+  // the other combinations span both sides of the 80 GB.
+  const auto base = tiny("models/llama3-8b.yaml");
+  PlanSpace sp = narrow();
+  sp.tp = {1, 8};
+  sp.pp = {1, 2};
+  sp.zero = {0, 1};
+  sp.recompute = {"none", "full"};
+  sp.microbatch_size = {1, 2};
+  const auto rows = ironlaw::report::enumerate_layouts(base, sp);
+  int compared = 0;
+  for (const auto& r : rows) {
+    if (r.memory_bytes == 0) continue;
+    auto s = ironlaw::report::scenario_for(base, r);
+    if (!r.status.starts_with("out of memory")) continue;  // simulate() returns at once only when OOM
+    ironlaw::NullSink sink;
+    const auto res = ironlaw::run::simulate(s, sink, ironlaw::run::TraceLevel::none);
+    INFO(r.layout());
+    CHECK(res.out_of_memory);
+    CHECK(res.memory.total() == r.memory_bytes);
+    ++compared;
+  }
+  CHECK(compared > 0);
+  // And one that fits, simulated: the planner's figure is the one simulate() reports.
+  PlanSpace one = narrow();
+  one.tp = {8};
+  one.zero = {1};
+  one.recompute = {"full"};
+  const auto fit = ironlaw::report::enumerate_layouts(base, one);
+  REQUIRE(fit.size() == 1);
+  REQUIRE(fit[0].status == "predicted");
+  auto s = ironlaw::report::scenario_for(base, fit[0]);
+  ironlaw::NullSink sink;
+  const auto res = ironlaw::run::simulate(s, sink, ironlaw::run::TraceLevel::none);
+  CHECK_FALSE(res.out_of_memory);
+  CHECK(res.memory.total() == fit[0].memory_bytes);
+}
+
+TEST_CASE("a plan is the same on one thread and on two", "[report][planner]") {
+  const auto base = tiny();
+  PlanSpace sp = narrow();
+  sp.tp = {1, 2, 4};
+  sp.pp = {1, 2};
+  sp.zero = {0, 1};
+  PlanQuestion q;
+  const auto one = ironlaw::report::plan(base, sp, q, 5, 1);
+  const auto two = ironlaw::report::plan(base, sp, q, 5, 2);
+  REQUIRE(one.rows.size() == two.rows.size());
+  CHECK(one.simulated == 5);
+  for (std::size_t i = 0; i < one.rows.size(); ++i) {
+    INFO(i);
+    CHECK(one.rows[i].layout() == two.rows[i].layout());
+    CHECK(one.rows[i].status == two.rows[i].status);
+    CHECK(one.rows[i].step_time_s == two.rows[i].step_time_s);
+    CHECK(one.rows[i].predicted.step_s == two.rows[i].predicted.step_s);
+    CHECK(one.rows[i].rank == two.rows[i].rank);
+  }
+}
+
+TEST_CASE("a deadline plan answers with the fewest GPUs whose simulated run meets it", "[report][planner]") {
+  const auto base = tiny();
+  PlanSpace sp = narrow();
+  sp.gpus = {8, 16};
+  sp.tp = {1, 2};
+  PlanQuestion q;
+  q.goal = PlanQuestion::Goal::deadline;
+  q.deadline_days = 1e6;  // every layout meets it: the answer is the smallest cluster
+  const auto res = ironlaw::report::plan(base, sp, q, 4, 2);
+  REQUIRE(res.simulated == 4);
+  REQUIRE(res.rows.front().rank == 1);
+  CHECK(res.rows.front().gpus == 8);
+  // days = ⌈tokens / batch⌉ × step / 86,400, GPU-hours = days × 24 × GPUs.
+  const auto& r = res.rows.front();
+  CHECK(r.days == Approx(std::ceil(10e9 / 131072.0) * r.step_time_s / 86400.0).epsilon(1e-12));
+  CHECK(r.gpu_hours == Approx(r.days * 24 * 8).epsilon(1e-12));
+}
+
+TEST_CASE("the predictor agrees with the simulation on a small case", "[report][planner]") {
+  // GPT-2 124M on one node, every tp × pp × ZeRO stage that divides: 12 layouts, all simulated.
+  const auto base = tiny();
+  PlanSpace sp = narrow();
+  sp.tp = {1, 2, 4};
+  sp.pp = {1, 2};
+  sp.zero = {0, 1};
+  const auto res = ironlaw::report::plan(base, sp, PlanQuestion{}, 100, 2);
+  REQUIRE(res.simulated == 12);
+  // The predictor is a ranking device: it must order the layouts as the simulation does for
+  // the most part, and find the best one.
+  CHECK(res.agreement.top_choice);
+  CHECK(res.agreement.kendall_tau > 0.5);
+  CHECK(res.agreement.median_abs_error < 0.3);
+}
