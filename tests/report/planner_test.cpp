@@ -105,16 +105,27 @@ TEST_CASE("with one pipeline stage only one schedule is enumerated; interleaved 
 
 TEST_CASE("the planner prunes what the run layer does not simulate and what does not fit in memory",
           "[report][planner]") {
-  SECTION("ZeRO-3 with pipeline parallelism is refused by the run layer") {
+  SECTION("ZeRO-3 with pipeline parallelism is simulated (as torchtitan runs it), so it is kept") {
     const auto base = tiny();
     PlanSpace sp = narrow();
     sp.tp = {1, 2};
     sp.pp = {1, 2};
     sp.zero = {0, 3};
     const auto rows = ironlaw::report::enumerate_layouts(base, sp);
-    REQUIRE(rows.size() == 8);
-    CHECK(count_status(rows, "not simulated: parallel.zero") == 2);  // tp 1 and 2 with pp 2, ZeRO 3
-    CHECK(count_status(rows, "predicted") == 6);
+    REQUIRE(rows.size() == 8);  // tp × pp × zero, each valid for the tiny model
+    CHECK(count_status(rows, "not simulated") == 0);
+    CHECK(count_status(rows, "predicted") == 8);
+  }
+  SECTION("expert parallelism of a dense model is refused by the loader's own check") {
+    const auto base = tiny();
+    PlanSpace sp = narrow();
+    sp.tp = {1, 2};
+    sp.ep = {1, 2};
+    const auto rows = ironlaw::report::enumerate_layouts(base, sp);
+    REQUIRE(rows.size() == 4);
+    // ep 2 must divide model.experts, which is 1 for a dense model (config/validate.cpp)
+    CHECK(count_status(rows, "invalid: parallel.ep") == 2);  // tp 1 and 2 with ep 2
+    CHECK(count_status(rows, "predicted") == 2);
   }
   SECTION("Llama 3 70B without sharding does not fit on one node") {
     // 16 B per parameter under mixed-precision Adam at ZeRO 0 (2 weights + 2 gradients + 12
