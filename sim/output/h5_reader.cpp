@@ -128,6 +128,8 @@ void check_stored_layout(hid_t dataset, hid_t type, hsize_t rows, std::string_vi
                                " lies outside its " + std::to_string(row) + "-byte row (a damaged file)");
     }
   }
+  // libhdf5 sizes its conversion buffer from the stored row, whatever the memory row is.
+  checked_buffer_bytes(dataset, false, rows, row, file, failure);
   const H5Handle dcpl = plist_handle(H5Dget_create_plist(dataset), file, failure);
   const int filters = H5Pget_nfilters(dcpl.get());
   if (filters < 0) throw_h5_error(file, failure);
@@ -368,6 +370,10 @@ std::vector<StepRecord> H5Reader::steps() const {
   const H5Handle type = schema::make_step_type(label_);
   const H5Handle space = space_handle(H5Dget_space(dataset.get()), label_, "cannot read /steps");
   const hsize_t rows = element_count(space.get(), label_, "cannot read /steps");
+  {
+    const H5Handle stored = type_handle(H5Dget_type(dataset.get()), label_, "cannot read /steps");
+    check_stored_layout(dataset.get(), stored.get(), rows, label_, schema::kSteps);
+  }
   std::vector<unsigned char> block(
       checked_buffer_bytes(dataset.get(), false, rows, schema::kStepRowBytes, label_, "cannot read /steps"));
   if (rows > 0) {
@@ -421,6 +427,10 @@ void H5Reader::for_each_event_batch(
   const hsize_t total = element_count(file_space.get(), label_, failure);
   // Never allocated whole, but a damaged row count would make the batch loop run for ever.
   checked_buffer_bytes(dataset.get(), false, total, schema::kEventRowBytes, label_, failure);
+  {
+    const H5Handle stored = type_handle(H5Dget_type(dataset.get()), label_, failure);
+    check_stored_layout(dataset.get(), stored.get(), total, label_, schema::kEvents);
+  }
   std::vector<unsigned char> block(std::min<hsize_t>(batch_rows, total) * schema::kEventRowBytes);
   std::vector<EventRecord> batch;
   for (hsize_t start = 0; start < total; start += batch_rows) {

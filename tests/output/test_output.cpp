@@ -509,6 +509,9 @@ TEST_CASE("damaged run files found by fuzzing are refused with a named error, ne
   // /steps declared 541,165,879,297 rows of 88 bytes in a 19 KB file (a 47 TB allocation).
   const H5Reader steps_rows(corpus / "h5_steps_rows_huge.h5");
   CHECK_THROWS_WITH(steps_rows.steps(), Catch::Contains("/steps") && Catch::Contains("damaged file"));
+  // /steps' stored row type had a field past its 88-byte row; libhdf5 sized a 3.3 GB conversion buffer.
+  const H5Reader steps_member(corpus / "h5_steps_member_outside_row.h5");
+  CHECK_THROWS_WITH(steps_member.steps(), Catch::Contains("/steps") && Catch::Contains("damaged file"));
 }
 
 TEST_CASE("summary units default from the metric name and can be given") {
