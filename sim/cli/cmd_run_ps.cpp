@@ -83,19 +83,8 @@ std::string format_ps_summary(const config::Scenario& sc, const run::PsResult& r
 }  // namespace
 
 void check_ps_limits(const config::Scenario& s, const Limits& limits) {
-  if (limits.max_steps < 1) throw InputError({}, "--max-steps", "expected at least 1");
-  if (s.run.steps > limits.max_steps) {
-    throw InputError(s.where("run.steps"), "run.steps",
-                     std::to_string(s.run.steps) + " steps exceed the limit of " + std::to_string(limits.max_steps) +
-                         " (raise it with --max-steps)");
-  }
-  double limit = run::default_memory_limit();
-  if (!limits.max_memory.empty()) {
-    std::string error;
-    const auto v = config::parse_quantity(limits.max_memory, config::Dimension::bytes, &error);
-    if (!v || !(*v > 0)) throw InputError({}, "--max-memory", error.empty() ? "expected a positive size like \"32 GiB\"" : error);
-    limit = *v;
-  }
+  check_step_limit(s, limits);
+  const double limit = memory_limit(limits);
   // Two paths of up to ~12 links per (worker, server) pair, and one 56-byte record per
   // (gradient, server); the cluster's own links are small beside them.
   const double workers = static_cast<double>(s.gpus());

@@ -83,20 +83,26 @@ void add_limit_options(boost::program_options::options_description& opts, Limits
   }
 }
 
-void check_scenario_limits(const config::Scenario& s, const run::Layout& layout, const Limits& limits) {
+void check_step_limit(const config::Scenario& s, const Limits& limits) {
   if (limits.max_steps < 1) throw InputError({}, "--max-steps", "expected at least 1");
   if (s.run.steps > limits.max_steps) {
     throw InputError(s.where("run.steps"), "run.steps",
                      std::to_string(s.run.steps) + " steps exceed the limit of " + std::to_string(limits.max_steps) +
                          " (raise it with --max-steps)");
   }
-  double limit = run::default_memory_limit();
-  if (!limits.max_memory.empty()) {
-    std::string error;
-    const auto v = config::parse_quantity(limits.max_memory, config::Dimension::bytes, &error);
-    if (!v || !(*v > 0)) throw InputError({}, "--max-memory", error.empty() ? "expected a positive size like \"32 GiB\"" : error);
-    limit = *v;
-  }
+}
+
+double memory_limit(const Limits& limits) {
+  if (limits.max_memory.empty()) return run::default_memory_limit();
+  std::string error;
+  const auto v = config::parse_quantity(limits.max_memory, config::Dimension::bytes, &error);
+  if (!v || !(*v > 0)) throw InputError({}, "--max-memory", error.empty() ? "expected a positive size like \"32 GiB\"" : error);
+  return *v;
+}
+
+void check_scenario_limits(const config::Scenario& s, const run::Layout& layout, const Limits& limits) {
+  check_step_limit(s, limits);
+  const double limit = memory_limit(limits);
   const run::ResourceEstimate e = run::estimate_resources(s, layout);
   if (e.bytes > limit) {
     throw InputError(s.where("cluster.nodes"), "",

@@ -36,6 +36,10 @@ void add_limit_options(boost::program_options::options_description& opts, Limits
 /// Refuses with InputError (exit 2), before anything is built: run.steps above --max-steps, an
 /// estimated peak memory above --max-memory (the estimate and what drives it in the message),
 /// or a run whose simulated time cannot fit the int64-nanosecond clock. O(1).
+/// --max-steps against run.steps (exit 2 naming the key and the flag).
+void check_step_limit(const config::Scenario& scenario, const Limits& limits);
+/// The memory limit in bytes: --max-memory if given, else run::default_memory_limit().
+double memory_limit(const Limits& limits);
 void check_scenario_limits(const config::Scenario& scenario, const run::Layout& layout, const Limits& limits);
 
 /// Checks an output path before simulating (regular file or absent, its folder existing and
