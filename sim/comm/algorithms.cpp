@@ -22,7 +22,7 @@ namespace {
 /// Flat ring: one ring per channel over all ranks, the buffer split evenly over the channels;
 /// on one node a single ring (see collective.hpp: the channels' rings coincide there).
 void build_ring(Collective& c, CollectiveOp op, const std::vector<int>& ranks, double bytes, bool one_node,
-                const hardware::Cluster& cluster) {
+                const hardware::Cluster& cluster, Time step_latency) {
   const int n = static_cast<int>(ranks.size());
   // Channels differ only in where each ring enters and leaves a node. Inside one node (the
   // NVSwitch is non-blocking) or with one rank per node (every channel ring is the same ring,
@@ -32,14 +32,14 @@ void build_ring(Collective& c, CollectiveOp op, const std::vector<int>& ranks, d
   const int steps = op == CollectiveOp::all_reduce ? 2 * (n - 1) : n - 1;
   const double step_bytes = bytes / (static_cast<double>(channels) * n);
   for (int ch = 0; ch < channels; ++ch) {
-    c.add_ring(channel_ring(ranks, cluster, ch), steps, step_bytes, static_cast<std::uint64_t>(ch));
+    c.add_ring(channel_ring(ranks, cluster, ch), steps, step_bytes, static_cast<std::uint64_t>(ch), step_latency);
   }
 }
 
 /// Hierarchical: per slice, phases alternate between intra-node rings (one per node, over
 /// NVLink) and inter-node rings (one per local index, each over its own NIC).
 void build_hierarchical(Collective& c, CollectiveOp op, const std::vector<std::vector<int>>& groups, double bytes,
-                        const hardware::Cluster& cluster) {
+                        const hardware::Cluster& cluster, Time intra_latency, Time inter_latency) {
   struct Phase {
     bool intra;
     int steps;
@@ -85,7 +85,8 @@ void build_hierarchical(Collective& c, CollectiveOp op, const std::vector<std::v
         } else {
           for (int m = 0; m < nodes; ++m) members.push_back(groups[m][k]);
         }
-        const int id = c.add_ring(std::move(members), ph.steps, ph.step_bytes, hash++);
+        const int id = c.add_ring(std::move(members), ph.steps, ph.step_bytes, hash++,
+                                  ph.intra ? intra_latency : inter_latency);
         if (k == 0) first_ring[s][p] = id;
       }
     }
@@ -244,6 +245,76 @@ struct Costs {
 bool reduces_all(const CollectiveCall& call) { return call.op == CollectiveOp::all_reduce; }
 bool moves_data(const CollectiveCall& call) { return call.op != CollectiveOp::all_to_all; }
 
+/// The protocols of the ring family (config::CommSpec::protocols), or the one implicit
+/// protocol at comm.step_latency with payload-only wire bytes.
+std::vector<config::CommSpec::Protocol> ring_protocols(const config::CommSpec& comm) {
+  if (!comm.protocols.empty()) return comm.protocols;
+  config::CommSpec::Protocol simple;
+  simple.name = "simple";
+  simple.nvlink_step_latency = comm.step_latency;
+  simple.net_step_latency = comm.step_latency;
+  return {simple};
+}
+
+/// The protocol with the lowest `time_of(protocol)` [s] (ties: the earlier one) and that time.
+template <class F>
+std::pair<config::CommSpec::Protocol, double> fastest_protocol(const CollectiveCall& call, F time_of) {
+  const auto protocols = ring_protocols(call.cluster.topology().comm);
+  std::size_t best = 0;
+  double best_s = std::numeric_limits<double>::infinity();
+  for (std::size_t i = 0; i < protocols.size(); ++i) {
+    const double t = time_of(protocols[i]);
+    if (t < best_s) {
+      best = i;
+      best_s = t;
+    }
+  }
+  return {protocols[best], best_s};
+}
+
+/// Flat ring time under `p` [s] (see Communicator::predict): every step pays the protocol's
+/// step latency over the ring's slowest kind of link and moves wire_bytes_per_byte × payload.
+double ring_seconds(const CollectiveCall& call, const config::CommSpec::Protocol& p) {
+  const Costs k(call);
+  const int n = call.size();
+  const double s = call.bytes * p.wire_bytes_per_byte;
+  const int steps = reduces_all(call) ? 2 * (n - 1) : n - 1;
+  if (call.nodes() == 1) {
+    return k.launch + steps * (p.nvlink_step_latency.seconds() + k.intra.latency_s + s / n / k.intra.bandwidth);
+  }
+  const double per_channel = std::min(k.intra.bandwidth / k.channels,
+                                      k.inter.bandwidth * std::min(1.0, static_cast<double>(k.nics) / k.channels));
+  return k.launch + steps * (p.net_step_latency.seconds() + k.inter.latency_s +
+                             s / (static_cast<double>(k.channels) * n) / per_channel);
+}
+
+/// Hierarchical time under `p` [s]: intra-node phases at the NVLink step latency, the
+/// inter-node phase at the network's.
+double hierarchical_seconds(const CollectiveCall& call, const config::CommSpec::Protocol& p) {
+  const Costs k(call);
+  const auto& comm = call.cluster.topology().comm;
+  const int nodes = call.nodes();
+  const int local = static_cast<int>(call.groups.front().size());
+  const double s = call.bytes * p.wire_bytes_per_byte;
+  const int slices = hierarchical_slices(comm, k.nics, s, nodes, local);
+  const double slice = s / slices;
+  const double alpha_intra = p.nvlink_step_latency.seconds() + k.intra.latency_s;
+  const double alpha_inter = p.net_step_latency.seconds() + k.inter.latency_s;
+  const double nic_share = k.inter.bandwidth * std::min(1.0, static_cast<double>(k.nics) / local);
+  const double intra_phase = (local - 1) * (alpha_intra + slice / local / k.intra.bandwidth);
+  const double inter_step = alpha_inter + slice / (static_cast<double>(local) * nodes) / nic_share;
+  std::vector<double> phases;
+  if (call.op == CollectiveOp::all_reduce) phases = {intra_phase, 2 * (nodes - 1) * inter_step, intra_phase};
+  if (call.op == CollectiveOp::reduce_scatter) phases = {intra_phase, (nodes - 1) * inter_step};
+  if (call.op == CollectiveOp::all_gather) phases = {(nodes - 1) * inter_step, intra_phase};
+  double sum = 0, longest = 0;
+  for (double ph : phases) {
+    sum += ph;
+    longest = std::max(longest, ph);
+  }
+  return k.launch + sum + (slices - 1) * longest;
+}
+
 class RingUnit final : public AlgorithmUnit {
  public:
   Algorithm id() const override { return Algorithm::ring; }
@@ -251,17 +322,13 @@ class RingUnit final : public AlgorithmUnit {
   /// `automatic` runs the hierarchical form where it applies (see collective.hpp).
   bool eligible(const CollectiveCall& call) const override { return moves_data(call) && !call.layered(); }
   Time predict(const CollectiveCall& call) const override {
-    const Costs k(call);
-    const int n = call.size();
-    const double s = call.bytes;
-    const int steps = reduces_all(call) ? 2 * (n - 1) : n - 1;
-    if (call.nodes() == 1) return Time::from_seconds(k.launch + steps * (k.alpha_intra + s / n / k.intra.bandwidth));
-    const double per_channel = std::min(k.intra.bandwidth / k.channels,
-                                        k.inter.bandwidth * std::min(1.0, static_cast<double>(k.nics) / k.channels));
-    return Time::from_seconds(k.launch + steps * (k.alpha_inter + s / (static_cast<double>(k.channels) * n) / per_channel));
+    return Time::from_seconds(fastest_protocol(call, [&](const auto& p) { return ring_seconds(call, p); }).second);
   }
   void build(const CollectiveCall& call, Collective& out) const override {
-    build_ring(out, call.op, call.ranks, call.bytes, call.nodes() == 1, call.cluster);
+    const auto p = fastest_protocol(call, [&](const auto& q) { return ring_seconds(call, q); }).first;
+    const bool one_node = call.nodes() == 1;
+    build_ring(out, call.op, call.ranks, call.bytes * p.wire_bytes_per_byte, one_node, call.cluster,
+               one_node ? p.nvlink_step_latency : p.net_step_latency);
   }
 };
 
@@ -270,29 +337,13 @@ class HierarchicalUnit final : public AlgorithmUnit {
   Algorithm id() const override { return Algorithm::hierarchical; }
   bool applies(const CollectiveCall& call) const override { return moves_data(call) && call.layered(); }
   Time predict(const CollectiveCall& call) const override {
-    const Costs k(call);
-    const auto& comm = call.cluster.topology().comm;
-    const int nodes = call.nodes();
-    const int local = static_cast<int>(call.groups.front().size());
-    const double s = call.bytes;
-    const int slices = hierarchical_slices(comm, k.nics, s, nodes, local);
-    const double slice = s / slices;
-    const double nic_share = k.inter.bandwidth * std::min(1.0, static_cast<double>(k.nics) / local);
-    const double intra_phase = (local - 1) * (k.alpha_intra + slice / local / k.intra.bandwidth);
-    const double inter_step = k.alpha_inter + slice / (static_cast<double>(local) * nodes) / nic_share;
-    std::vector<double> phases;
-    if (call.op == CollectiveOp::all_reduce) phases = {intra_phase, 2 * (nodes - 1) * inter_step, intra_phase};
-    if (call.op == CollectiveOp::reduce_scatter) phases = {intra_phase, (nodes - 1) * inter_step};
-    if (call.op == CollectiveOp::all_gather) phases = {(nodes - 1) * inter_step, intra_phase};
-    double sum = 0, longest = 0;
-    for (double p : phases) {
-      sum += p;
-      longest = std::max(longest, p);
-    }
-    return Time::from_seconds(k.launch + sum + (slices - 1) * longest);
+    return Time::from_seconds(
+        fastest_protocol(call, [&](const auto& p) { return hierarchical_seconds(call, p); }).second);
   }
   void build(const CollectiveCall& call, Collective& out) const override {
-    build_hierarchical(out, call.op, call.groups, call.bytes, call.cluster);
+    const auto p = fastest_protocol(call, [&](const auto& q) { return hierarchical_seconds(call, q); }).first;
+    build_hierarchical(out, call.op, call.groups, call.bytes * p.wire_bytes_per_byte, call.cluster,
+                       p.nvlink_step_latency, p.net_step_latency);
   }
 };
 
@@ -324,16 +375,45 @@ class TreeUnit final : public AlgorithmUnit {
   }
 };
 
-/// In-switch reduction (NVLink SHARP) inside one node: see collective.hpp.
+/// Per-GPU NVLS traffic of `call`: nvls_chunks()'s chunk count; per chunk, the bytes a GPU
+/// sends into the switch (`up`) and receives from it (`down`). all_reduce: (n+1)/n · S/k both
+/// ways (nvls_chunks); reduce_scatter (multimem load-reduce): the whole chunk S/k up, its
+/// reduced 1/n share down; all_gather (multimem store, S the output): its 1/n share up, every
+/// share down.
+struct NvlsTraffic {
+  int chunks = 1;
+  double up = 0, down = 0;
+};
+
+NvlsTraffic nvls_traffic(const CollectiveCall& call) {
+  const auto& comm = call.cluster.topology().comm;
+  const NvlsChunks c = nvls_chunks(comm, channel_count(call.cluster), call.bytes, call.size());
+  NvlsTraffic t;
+  t.chunks = c.count;
+  const double chunk = call.bytes / c.count;
+  const double n = call.size();
+  switch (call.op) {
+    case CollectiveOp::reduce_scatter: t.up = chunk; t.down = chunk / n; break;
+    case CollectiveOp::all_gather: t.up = chunk / n; t.down = chunk; break;
+    default: t.up = t.down = c.bytes; break;
+  }
+  return t;
+}
+
+/// In-switch reduction (NVLink SHARP) inside one node: see collective.hpp. NCCL runs NVLS for
+/// all-reduce, reduce-scatter and all-gather (src/graph/tuning.cc admits NVLS for
+/// ncclFuncReduceScatter and ncclFuncAllGather, at a bus bandwidth × (ppn − 1)/ppn).
 class NvlsUnit final : public AlgorithmUnit {
  public:
   Algorithm id() const override { return Algorithm::nvls; }
   bool applies(const CollectiveCall& call) const override {
-    return reduces_all(call) && call.nodes() == 1 && call.cluster.switch_reduces();
+    return moves_data(call) && call.nodes() == 1 && call.cluster.switch_reduces();
   }
+  /// Λ + σ + λ + min(up, down)/B + k · max(up, down)/B: the first chunk's shorter leg, then the
+  /// longer leg of every chunk back to back (see Communicator::predict for all-reduce).
   Time predict(const CollectiveCall& call) const override {
     const auto& comm = call.cluster.topology().comm;
-    const NvlsChunks c = nvls_chunks(comm, channel_count(call.cluster), call.bytes, call.size());
+    const NvlsTraffic t = nvls_traffic(call);
     const int gpu = call.ranks.front();
     double bandwidth = std::numeric_limits<double>::infinity(), latency = 0;
     for (bool to_switch : {true, false}) {
@@ -343,14 +423,15 @@ class NvlsUnit final : public AlgorithmUnit {
       }
     }
     return Time::from_seconds(comm.launch_latency.seconds() + comm.step_latency.seconds() + latency +
-                              (c.count + 1) * c.bytes / bandwidth);
+                              (std::min(t.up, t.down) + t.chunks * std::max(t.up, t.down)) / bandwidth);
   }
   void build(const CollectiveCall& call, Collective& out) const override {
-    const NvlsChunks c = nvls_chunks(call.cluster.topology().comm, channel_count(call.cluster), call.bytes, call.size());
+    const NvlsTraffic t = nvls_traffic(call);
     Nvls nvls;
     nvls.gpus = call.ranks;
-    nvls.chunks = c.count;
-    nvls.chunk_bytes = c.bytes;
+    nvls.chunks = t.chunks;
+    nvls.chunk_bytes = t.up;
+    nvls.down_chunk_bytes = t.down;
     out.add_nvls(std::move(nvls));
   }
 };

@@ -4,6 +4,19 @@
 /// the collective's rings, trees or switch reductions for the executor. `automatic` is one loop
 /// over the registry: the fastest prediction among the units eligible for it, earlier units
 /// winning ties.
+///
+/// Protocols (ring and hierarchical): NCCL runs each collective with one of its protocols, LL,
+/// LL128 or Simple, trading latency per step against bytes on the wire (LL: 8-byte lines of
+/// 4 B data + 4 B flag; LL128: 128-byte lines with 8 B of flags; Simple: payload only, a fence
+/// per step), and its tuner (src/graph/tuning.cc) takes the one with the lowest predicted
+/// time. The ring-family units do the same over topology.comm.protocols: predict() is the
+/// minimum over the protocols of the closed form with the protocol's step latency (NVLink for
+/// a ring inside one node and for the intra-node phases of the hierarchical form, the network's
+/// for rings that cross nodes) and wire_bytes_per_byte × the payload; build() runs the chosen
+/// protocol's rings with those step latencies and wire bytes. Not modelled: the protocols'
+/// different base latencies (comm.launch_latency, Simple's, is paid by every call), NCCL's
+/// per-SM bandwidth caps of LL and LL128, and protocols for the tree and NVLS (they run at
+/// comm.step_latency, Simple's).
 #include <vector>
 
 #include "comm/collective.hpp"

@@ -113,6 +113,7 @@ struct Ring {
   int steps = 0;
   double bytes = 0;
   std::uint64_t hash = 0;  // ECMP flow hash base of this ring's flows
+  Time step_latency;       // before each step (the protocol's, over this ring's links)
   std::vector<int> started, sent, received, pending;
   std::vector<char> armed, done;
   std::vector<std::vector<std::pair<int, int>>> dependents;  // per position: (ring, position)
@@ -166,11 +167,16 @@ struct Tree {
 /// In-switch reduction (NVLS): every GPU streams its data to the switch's reducer port in
 /// `chunks` chunks of `chunk_bytes`, one after another; once the switch holds chunk j from every
 /// GPU it multicasts the reduced chunk j back, to each GPU one chunk after another.
-/// `chunk_bytes` is what one GPU moves per chunk in each direction.
+/// `chunk_bytes` is what one GPU moves per chunk into the switch, `down_chunk_bytes` what the
+/// switch sends it back per chunk (0: chunk_bytes). All-reduce moves the same both ways;
+/// reduce-scatter sends the whole chunk up and gets its reduced 1/n back; all-gather sends its
+/// 1/n up and gets every GPU's share back (multicast).
 struct Nvls {
   std::vector<int> gpus;
   int chunks = 1;
   double chunk_bytes = 0;
+  double down_chunk_bytes = 0;
+  double down_bytes() const { return down_chunk_bytes > 0 ? down_chunk_bytes : chunk_bytes; }
   std::vector<int> up_started, up_done, down_started, down_drained, down_done;
 };
 
@@ -196,8 +202,14 @@ class Collective : public std::enable_shared_from_this<Collective> {
   /// latency of all its steps (see RingModel::fluid).
   void set_fluid(bool fluid) { fluid_ = fluid; }
 
+  /// A ring whose steps each wait the collective's step latency.
   int add_ring(std::vector<int> gpus, int steps, double bytes, std::uint64_t hash) {
+    return add_ring(std::move(gpus), steps, bytes, hash, step_latency_);
+  }
+  /// A ring whose steps each wait `step_latency` (a protocol's, over the ring's kind of link).
+  int add_ring(std::vector<int> gpus, int steps, double bytes, std::uint64_t hash, Time step_latency) {
     rings_.emplace_back(std::move(gpus), steps, bytes, hash);
+    rings_.back().step_latency = step_latency;
     units_left_ += rings_.back().gpus.size();
     return static_cast<int>(rings_.size()) - 1;
   }
@@ -390,11 +402,12 @@ class Collective : public std::enable_shared_from_this<Collective> {
       latency += net_.link_latency(link);
     }
     const double total = x.chunk_bytes * x.chunks;
+    const double total_down = x.down_bytes() * x.chunks;
     for (int gpu : x.gpus) switch_flow(gpu, true, total, [self = shared_from_this()] { self->unit_done(); });
     const Time fill = latency + Time::from_seconds(x.chunk_bytes / bandwidth);
-    sim_.schedule_in(fill, [self = shared_from_this(), v, total] {
+    sim_.schedule_in(fill, [self = shared_from_this(), v, total_down] {
       for (int gpu : self->nvls_[static_cast<std::size_t>(v)].gpus) {
-        self->switch_flow(gpu, false, total, [self] { self->unit_done(); });
+        self->switch_flow(gpu, false, total_down, [self] { self->unit_done(); });
       }
     });
   }
@@ -426,7 +439,7 @@ class Collective : public std::enable_shared_from_this<Collective> {
     if (x.down_started[u] >= reduced || x.down_drained[u] != x.down_started[u]) return;
     ++x.down_started[u];
     switch_flow(
-        x.gpus[u], false, x.chunk_bytes,
+        x.gpus[u], false, x.down_bytes(),
         [self = shared_from_this(), v, i] {
           Nvls& y = self->nvls_[static_cast<std::size_t>(v)];
           if (++y.down_done[static_cast<std::size_t>(i)] == y.chunks) self->unit_done();
@@ -451,7 +464,7 @@ class Collective : public std::enable_shared_from_this<Collective> {
       ring.started[i] = ring.steps;
       // steps × (step latency + path latency), less the path latency the flow itself adds.
       const int j = ring.next(i);
-      Time wait = step_latency_ * ring.steps;
+      Time wait = ring.step_latency * ring.steps;
       Time path;
       for (auto link : routes_->path(ring.gpus[i], ring.gpus[j], ring.hash)) path += net_.link_latency(link);
       if (ring.steps > 1) wait += path * (ring.steps - 1);
@@ -470,10 +483,15 @@ class Collective : public std::enable_shared_from_this<Collective> {
     }
     if (!ring.armed[i] || k >= ring.steps || ring.sent[i] != k || ring.received[i] < k) return;
     ++ring.started[i];
-    after(true, [self = shared_from_this(), r, i] {
+    auto step = [self = shared_from_this(), r, i] {
       const Ring& g = self->rings_[r];
       self->connect(g.gpus[i], g.gpus[g.next(i)], g.bytes, g.hash, [self, r, i] { self->ring_sent(r, i); });
-    });
+    };
+    if (ring.step_latency == Time::zero()) {
+      step();
+    } else {
+      sim_.schedule_in(ring.step_latency, std::move(step));
+    }
   }
 
   void ring_sent(int r, int i) {

@@ -110,6 +110,19 @@ void parse_device(Section s, DeviceSpec& d) {
   }
   s.number("host_to_device_bandwidth", d.host_to_device_bandwidth, Dimension::bandwidth, kHardware);
   s.number("speed_variation_cv", d.speed_variation_cv, Dimension::count, kOptionalHardwareLatency);
+  {
+    // Absent: no allocator replay. Given: every constant, each with its source.
+    const Rule rule = s.has("memory_allocator") ? kHardware : kOptionalHardware;
+    Section m = s.include("memory_allocator");
+    auto& a = d.memory_allocator;
+    m.number("min_block_size", a.min_block, Dimension::bytes, rule);
+    m.number("small_size", a.small_size, Dimension::bytes, rule);
+    m.number("small_buffer", a.small_buffer, Dimension::bytes, rule);
+    m.number("large_buffer", a.large_buffer, Dimension::bytes, rule);
+    m.number("min_large_alloc", a.min_large_alloc, Dimension::bytes, rule);
+    m.number("round_large", a.round_large, Dimension::bytes, rule);
+    m.finish();
+  }
   s.finish();
 }
 
@@ -159,6 +172,25 @@ void parse_comm(Section s, CommSpec& c) {
   }
   s.number("chunk_bytes", c.chunk_bytes, Dimension::bytes, kOptionalHardware);
   s.number("tree_min_chunk_bytes", c.tree_min_chunk_bytes, Dimension::bytes, kOptionalHardware);
+  {
+    Section protocols = s.section("protocols");
+    for (const char* name : {"ll", "ll128", "simple"}) {
+      const Rule rule = protocols.has(name) ? kHardwareLatency : kOptionalHardwareLatency;
+      Section p = protocols.section(name);
+      CommSpec::Protocol proto;
+      proto.name = name;
+      p.duration("nvlink_step_latency", proto.nvlink_step_latency, rule);
+      p.duration("net_step_latency", proto.net_step_latency, rule);
+      const Rule wire = protocols.has(name) ? kHardware : kOptionalHardware;
+      if (p.number("wire_bytes_per_byte", proto.wire_bytes_per_byte, Dimension::count, wire) &&
+          proto.wire_bytes_per_byte < 1) {
+        p.state().fail(p.full("wire_bytes_per_byte"), "must be at least 1 (a protocol adds bytes, never removes them)");
+      }
+      p.finish();
+      if (protocols.has(name)) c.protocols.push_back(proto);
+    }
+    protocols.finish();
+  }
   s.finish();
 }
 
@@ -379,6 +411,7 @@ void parse_training(Section s, TrainingSpec& t) {
   s.flag("flash_attention", t.flash_attention);
   s.choice("reduce_dtype", t.reduce_dtype, {"fp32", "bf16", "fp16"});
   s.flag("fp8_all_gather", t.fp8_all_gather);
+  s.flag("expandable_segments", t.expandable_segments);
   parse_batch_ramp(s, t.batch_ramp);
   {
     Section e = s.section("evaluation");

@@ -58,6 +58,18 @@ struct DeviceSpec {
   /// take their nominal time × (1 + cv·Z), Z standard normal, drawn once per GPU
   /// (hardware/gpu_speed.hpp). 0 = every GPU runs at the profile's speed.
   double speed_variation_cv = 0;
+  /// PyTorch's CUDA caching allocator constants [B] (the device file's `memory_allocator`, an
+  /// include of topologies/pytorch-caching-allocator.yaml; c10/cuda/CUDACachingAllocator.cpp).
+  /// All 0 (key absent): the allocator is not replayed and reserved memory = allocated memory.
+  struct MemoryAllocator {
+    double min_block = 0;        ///< kMinBlockSize: requests round up to a multiple
+    double small_size = 0;       ///< kSmallSize: largest small-pool request
+    double small_buffer = 0;     ///< kSmallBuffer: small-pool segment (and expandable page)
+    double large_buffer = 0;     ///< kLargeBuffer: segment for requests below min_large_alloc (and expandable page)
+    double min_large_alloc = 0;  ///< kMinLargeAlloc
+    double round_large = 0;      ///< kRoundLarge: larger segments round up to a multiple
+    bool present() const { return min_block > 0; }
+  } memory_allocator;
 };
 
 /// A point-to-point link (one direction) as the flow network sees it.
@@ -125,6 +137,20 @@ struct CommSpec {
   /// Smallest tree chunk: a tree halves its chunk from chunk_bytes while a channel holds fewer
   /// chunks than the tree is deep, down to this size. 0 = chunk_bytes.
   double tree_min_chunk_bytes = 0;
+  /// One of NCCL's protocols for the ring family (src/graph/tuning.cc): its per-step latency
+  /// over NVLink and over the network, and the bytes it puts on the wire per payload byte (LL:
+  /// 8-byte lines of 4 B data + 4 B flag, 2; LL128: 128-byte lines with 8 B of flags, 128/120;
+  /// Simple: 1).
+  struct Protocol {
+    std::string name;
+    Time nvlink_step_latency;
+    Time net_step_latency;
+    double wire_bytes_per_byte = 1;
+  };
+  /// The protocols a ring or hierarchical collective may use, each call taking the one with the
+  /// lowest predicted time (as NCCL's tuner does). Empty (key absent): one protocol whose step
+  /// latency is step_latency and whose wire carries payload only.
+  std::vector<Protocol> protocols;
 };
 
 struct TopologySpec {
@@ -244,6 +270,10 @@ struct TrainingSpec {
   /// float8.enable_fsdp_float8_all_gather): 1 byte per weight on the wire and unsharded;
   /// norms, embedding and LM head stay in the parameters' precision. Needs precision fp8, zero 3.
   bool fp8_all_gather = false;
+  /// PyTorch's caching allocator grows one segment per stream by mapping pages
+  /// (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, as torchtitan's launch script sets)
+  /// instead of reserving a segment per cudaMalloc (PyTorch's default).
+  bool expandable_segments = false;
   /// Batch-size ramp (full runs): stages in increasing until_tokens; the last one runs to the
   /// end. Empty = global_batch_tokens throughout.
   std::vector<BatchRampStage> batch_ramp;

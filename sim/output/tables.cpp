@@ -49,7 +49,7 @@ std::string default_metric_unit(std::string_view metric_name) {
 }
 
 std::string metric_description(std::string_view metric_name) {
-  static constexpr std::array<std::pair<std::string_view, std::string_view>, 46> known{{
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 47> known{{
       {"step_time_s", "simulated time of one training step (mean over the simulated steps)"},
       {"tokens_per_s_per_gpu", "training throughput per GPU"},
       {"model_tflops_per_gpu", "model FLOPs (PaLM convention) per second per GPU"},
@@ -63,6 +63,7 @@ std::string metric_description(std::string_view metric_name) {
       {"data_stall_s", "time per step waiting for the input pipeline"},
       {"other_s", "idle time per step that is not a pipeline bubble"},
       {"peak_memory_bytes", "peak memory of the most loaded GPU"},
+      {"peak_memory_reserved_bytes", "peak memory PyTorch's caching allocator reserves on that GPU (the step's allocations replayed)"},
       {"memory_weights_bytes", "weights per GPU on the most loaded GPU"},
       {"memory_gradients_bytes", "gradients per GPU on the most loaded GPU"},
       {"memory_optimizer_bytes", "optimizer state per GPU on the most loaded GPU"},

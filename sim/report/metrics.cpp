@@ -118,6 +118,7 @@ std::vector<Metric> summary_metrics(const config::Scenario& s, const run::Simula
   m.push_back({"data_stall_s", r.data_stall_s, "s"});
   m.push_back({"other_s", r.other_s, "s"});
   m.push_back({"peak_memory_bytes", r.memory.total(), "B"});
+  m.push_back({"peak_memory_reserved_bytes", r.memory_reserved, "B"});
   m.push_back({"memory_weights_bytes", r.memory.weights, "B"});
   m.push_back({"memory_gradients_bytes", r.memory.gradients, "B"});
   m.push_back({"memory_optimizer_bytes", r.memory.optimizer, "B"});
@@ -151,6 +152,7 @@ std::string format_memory_table(const run::SimulationResult& r) {
   row("optimizer", r.memory.optimizer);
   row("activations", r.memory.activations);
   row("total", r.memory.total());
+  row("reserved", r.memory_reserved);
   row("HBM", r.hbm_bytes);
   return out;
 }

@@ -147,7 +147,7 @@ ValidationPlan megatron_plan(const std::string& data_dir) {
                              const double gib = 1024.0 * 1024 * 1024;
                              return std::vector<ValidationRow>{
                                  {label + " (OOM: " +
-                                      std::to_string(static_cast<int>(std::lround(r.memory.total() / gib))) + " GiB)",
+                                      std::to_string(static_cast<int>(std::lround(r.memory_reserved / gib))) + " GiB)",
                                   row.tflops, nan, "TFLOP/s", src}};
                            }
                            const double flops =
@@ -218,7 +218,7 @@ ValidationPlan torchtitan_plan(const std::string& data_dir) {
                              rows.push_back({label + " tokens/s", row.tokens_per_gpu,
                                              s.training.global_batch_tokens / r.step_time_s / r.gpus, "tok/s/GPU", src});
                            }
-                           rows.push_back({label + " memory", row.memory_gib, r.memory.total() / gib, "GiB", src});
+                           rows.push_back({label + " memory (reserved)", row.memory_gib, r.memory_reserved / gib, "GiB", src});
                            return rows;
                          }});
   }

@@ -12,6 +12,7 @@
 #include "run/step_builder.hpp"
 #include "run/step_costs.hpp"
 #include "workload/layer_list.hpp"
+#include "workload/step_memory.hpp"
 
 namespace ironlaw::run {
 
@@ -42,6 +43,30 @@ StepMeasurement run_step(detail::World& world, const detail::Costs& costs, const
   return measured;
 }
 
+/// Stage 0's slots (the stage that holds the most activations) as the memory replay sees them:
+/// input-gradient passes free activations as backward passes do; weight-gradient passes hold none.
+std::vector<workload::MemoryPass> memory_passes(const PipelineSchedule& schedule, const Layout& lay) {
+  std::vector<workload::MemoryPass> out;
+  for (const PipelineSlot& slot : schedule.order(0, lay.pp, lay.microbatches, lay.virtual_stages)) {
+    if (slot.pass == Pass::weight_grad) continue;
+    out.push_back({slot.pass == Pass::forward, slot.microbatch, slot.local_chunk});
+  }
+  return out;
+}
+
+workload::AllocatorRules allocator_rules(const config::DeviceSpec::MemoryAllocator& a, bool expandable) {
+  auto bytes = [](double b) { return static_cast<std::uint64_t>(std::llround(b)); };
+  workload::AllocatorRules r;
+  r.min_block = bytes(a.min_block);
+  r.small_size = bytes(a.small_size);
+  r.small_buffer = bytes(a.small_buffer);
+  r.large_buffer = bytes(a.large_buffer);
+  r.min_large_alloc = bytes(a.min_large_alloc);
+  r.round_large = bytes(a.round_large);
+  r.expandable_segments = expandable;
+  return r;
+}
+
 }  // namespace
 
 SimulationResult simulate(const config::Scenario& s, RecordSink& sink, TraceLevel trace) {
@@ -69,7 +94,16 @@ SimulationResult simulate(const config::Scenario& s, RecordSink& sink, TraceLeve
     res.model_flops_per_step = fpt.palm * lay.tokens_per_step;
     res.model_flops_6n_per_step = fpt.six_n * lay.tokens_per_step;
   }
-  res.out_of_memory = res.memory.total() > res.hbm_bytes;
+  res.memory_reserved = res.memory.total();
+  const auto& rules = s.topology.device.memory_allocator;
+  if (!s.model.layer_list && rules.present()) {
+    const auto peaks = workload::replay_step_memory(s.model, per_rank, s.parallel, lay.dp,
+                                                    memory_passes(*schedule, lay), lay.virtual_stages,
+                                                    allocator_rules(rules, s.training.expandable_segments));
+    res.memory_reserved = peaks.reserved;
+    res.memory_allocated_peak = peaks.allocated;
+  }
+  res.out_of_memory = res.memory_reserved > res.hbm_bytes;
   // The config layer has checked that the device has a peak for the precision (validate.cpp).
   res.peak_flops_per_gpu = s.topology.device.peak_flops.at(s.training.precision);
   if (res.out_of_memory) return res;

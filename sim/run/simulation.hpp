@@ -36,7 +36,15 @@ struct SimulationResult {
   Layout layout;
   workload::MemoryBreakdown memory;  ///< per GPU, on the rank that needs the most
   double hbm_bytes = 0;              ///< capacity per GPU
-  bool out_of_memory = false;        ///< memory.total() > hbm_bytes: nothing was simulated
+  /// Peak memory PyTorch's caching allocator reserves on that rank [B]: the step's allocations
+  /// and frees replayed through the device's memory_allocator rules
+  /// (workload/step_memory.hpp); memory.total() where the device gives no allocator rules or
+  /// the model is a layer list.
+  double memory_reserved = 0;
+  /// Peak of the replayed live tensors [B] (0 where nothing was replayed): memory.total()'s
+  /// terms placed in time, with the allocator's block rounding.
+  double memory_allocated_peak = 0;
+  bool out_of_memory = false;        ///< memory_reserved > hbm_bytes: nothing was simulated
 
   std::vector<StepRecord> steps;
   /// Means over the simulated steps and ranks; compute + exposed_comm + bubble + data_stall +

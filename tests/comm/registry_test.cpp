@@ -82,7 +82,9 @@ TEST_CASE("which algorithms apply follows the ranks' placement and the switch") 
   };
   CHECK(applies(Algorithm::nvls, CollectiveOp::all_reduce, one_node));
   CHECK_FALSE(applies(Algorithm::nvls, CollectiveOp::all_reduce, two_nodes));  // NVLS_TREE: not modelled
-  CHECK_FALSE(applies(Algorithm::nvls, CollectiveOp::all_gather, one_node));
+  // NCCL runs NVLS for reduce-scatter and all-gather too (nvls_rs_ag_test.cpp), not all-to-all.
+  CHECK(applies(Algorithm::nvls, CollectiveOp::all_gather, one_node));
+  CHECK_FALSE(applies(Algorithm::nvls, CollectiveOp::all_to_all, one_node));
   CHECK(applies(Algorithm::hierarchical, CollectiveOp::all_reduce, two_nodes));
   CHECK_FALSE(applies(Algorithm::hierarchical, CollectiveOp::all_reduce, ragged));
   CHECK_FALSE(applies(Algorithm::hierarchical, CollectiveOp::all_reduce, one_node));
