@@ -296,7 +296,9 @@ int cmd_sweep(const Args& args) {
       "  N points failed (N capped at 100, so 11..110); 2 bad input before any point ran.\n"
       "  days and GPU-hours: from the whole-run layer with run.mode: full, else training.tokens at\n"
       "  the simulated tokens/s with no failures (HDF5 metrics wall_days/gpu_hours or\n"
-      "  ideal_wall_days/ideal_gpu_hours)");
+      "  ideal_wall_days/ideal_gpu_hours)\n"
+      "  Over MPI ranks (one host or many): mpirun -n N ironlaw-mpi sweep ... (or srun) writes the\n"
+      "  same table and HDF5 file, each rank simulating every N-th point (built when Boost.MPI is)");
   std::string scenario_path, out_path;
   std::vector<std::string> varies, sets;
   int threads = 1;
