@@ -7,13 +7,17 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <mutex>
 #include <new>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,7 +26,10 @@
 #include "cli/common.hpp"
 #include "cli/run_ps.hpp"
 #include "cli/machine_output.hpp"
+#include "cli/ranks.hpp"
 #include "config/load.hpp"
+#include "config/schema.hpp"
+#include "config/units.hpp"
 #include "core/error.hpp"
 #include "core/records.hpp"
 #include "core/time.hpp"
@@ -65,13 +72,22 @@ double parse_number(const std::string& text, const std::string& key, const std::
     used = 0;
   }
   if (used == 0 || used != text.size() || !std::isfinite(v)) {
-    throw InputError({"--vary", 0, 0}, key, "expected a number in the range \"" + whole + "\", got \"" + text + "\"");
+    throw InputError({"--vary", 0, 0}, key,
+                     "expected a number in the range \"" + whole + "\" (A..B:STEP, then any unit), got \"" + text +
+                         "\"");
   }
   return v;
 }
 
-/// Expands "A..B" or "A..B:STEP" (STEP > 0, default 1) into A, A+STEP, ... ≤ B.
-void expand_range(const std::string& item, const std::string& key, std::vector<std::string>& out) {
+/// Expands "A..B" or "A..B:STEP" (STEP > 0, default 1) into A, A+STEP, ... ≤ B; a unit after
+/// the last number ("25..50:5 GB/s") is written after every value.
+void expand_range(const std::string& written, const std::string& key, std::vector<std::string>& out) {
+  std::size_t end = written.size();
+  while (end > 0 && !std::isdigit(static_cast<unsigned char>(written[end - 1])) && written[end - 1] != '.') --end;
+  std::string unit = written.substr(end);
+  unit.erase(0, unit.find_first_not_of(' '));
+  const std::string item = written.substr(0, end);
+  const std::string suffix = unit.empty() ? "" : " " + unit;
   const auto dots = item.find("..");
   const auto colon = item.find(':', dots);
   const std::string a_text = item.substr(0, dots);
@@ -86,7 +102,7 @@ void expand_range(const std::string& item, const std::string& key, std::vector<s
     throw InputError({"--vary", 0, 0}, key, "the range \"" + item + "\" has more than " +
                                                 format_value(kMaxRangeValues) + " values");
   }
-  for (double i = 0; i < n; ++i) out.push_back(format_value(a + i * step));
+  for (double i = 0; i < n; ++i) out.push_back(format_value(a + i * step) + suffix);
 }
 
 /// The values `auto` stands for: parallel.tp, the powers of two up to the GPUs of a node that
@@ -132,6 +148,24 @@ Axis parse_vary(const std::string& text, const config::Scenario& base) {
     start = comma + 1;
   }
   return a;
+}
+
+/// A bare number for a key that needs a unit is the same mistake at every point: refused as bad
+/// input before anything runs, with the forms that would be read (as the loader's message).
+void refuse_bare_numbers(const std::vector<Axis>& axes) {
+  const auto table = config::scenario_key_table();
+  for (const auto& a : axes) {
+    const auto info = std::find_if(table.begin(), table.end(), [&](const config::KeyInfo& k) { return k.key == a.key; });
+    if (info == table.end() || !info->dimension || !config::needs_unit(*info->dimension)) continue;
+    for (const auto& v : a.values) {
+      const auto si = config::parse_quantity(v, *info->dimension, nullptr);
+      if (!si || *si == 0 || !config::is_bare_number(v)) continue;
+      const auto forms = config::unit_suggestions(v, *si, *info->dimension);
+      std::string message = v + " has no unit; write ";
+      for (std::size_t i = 0; i < forms.size(); ++i) message += (i ? " or " : "") + ("--vary '" + a.key + "=" + forms[i] + "'");
+      throw InputError(SourceLoc{"--vary", 0, 0}, a.key, message + " (a range takes its unit last: A..B:STEP UNIT)");
+    }
+  }
 }
 
 struct Point {
@@ -185,6 +219,52 @@ void append_ideal_run(Point& p) {
 const std::vector<std::string> kShown = {"step_time_s", "tokens_per_s_per_gpu", "mfu", "exposed_comm_s",
                                          "peak_memory_bytes"};
 
+/// One point's result as bytes, for gathering over ranks: status, detail, then each metric's
+/// name, unit and value (its exact bits), every field length-prefixed. decode_result() is the
+/// inverse, so a gathered point is the point its rank simulated, bit for bit.
+void put(std::string& out, const std::string& field) {
+  out += std::to_string(field.size()) + ":" + field;
+}
+
+std::string encode_result(const Point& p) {
+  std::string out;
+  put(out, p.status);
+  put(out, p.detail);
+  put(out, std::to_string(p.metrics.size()));
+  for (const auto& m : p.metrics) {
+    put(out, m.name);
+    put(out, m.unit);
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, &m.value, sizeof bits);
+    put(out, std::to_string(bits));
+  }
+  return out;
+}
+
+void decode_result(const std::string& in, Point& p) {
+  std::size_t at = 0;
+  const auto take = [&] {
+    const std::size_t colon = in.find(':', at);
+    if (colon == std::string::npos) throw std::runtime_error("a gathered sweep point is truncated");
+    const std::size_t n = std::stoull(in.substr(at, colon - at));
+    if (colon + 1 + n > in.size()) throw std::runtime_error("a gathered sweep point is truncated");
+    at = colon + 1 + n;
+    return in.substr(colon + 1, n);
+  };
+  p.status = take();
+  p.detail = take();
+  const std::size_t n = std::stoull(take());
+  p.metrics.clear();
+  for (std::size_t i = 0; i < n; ++i) {
+    report::Metric m;
+    m.name = take();
+    m.unit = take();
+    const std::uint64_t bits = std::stoull(take());
+    std::memcpy(&m.value, &bits, sizeof bits);
+    p.metrics.push_back(std::move(m));
+  }
+}
+
 std::string clock_text(double s) {
   char buf[32];
   if (s < 60) {
@@ -208,14 +288,17 @@ int cmd_sweep(const Args& args) {
   po::options_description opts(
       "ironlaw sweep SCENARIO.yaml --vary KEY=V1,V2,... [options]\n"
       "  values: V1,V2,... or a range A..B:STEP (A, A+STEP, ... up to B; STEP 1 if omitted), mixed\n"
-      "  freely; `auto` for parallel.tp (powers of two up to a node's GPUs dividing the heads) and\n"
+      "  freely; a dimensioned key's values carry their unit (\"25 GB/s\"; a range: 25..50:5 GB/s);\n"
+      "  `auto` for parallel.tp (powers of two up to a node's GPUs dividing the heads) and\n"
       "  parallel.pp (divisors of the layer count).\n"
       "  A point that cannot be simulated (invalid combination, out of memory, over a limit) is a\n"
       "  row with its reason; the sweep goes on. Exit status: 0 every point simulated; 10 + N when\n"
       "  N points failed (N capped at 100, so 11..110); 2 bad input before any point ran.\n"
       "  days and GPU-hours: from the whole-run layer with run.mode: full, else training.tokens at\n"
       "  the simulated tokens/s with no failures (HDF5 metrics wall_days/gpu_hours or\n"
-      "  ideal_wall_days/ideal_gpu_hours)");
+      "  ideal_wall_days/ideal_gpu_hours)\n"
+      "  Over MPI ranks (one host or many): mpirun -n N ironlaw-mpi sweep ... (or srun) writes the\n"
+      "  same table and HDF5 file, each rank simulating every N-th point (built when Boost.MPI is)");
   std::string scenario_path, out_path;
   std::vector<std::string> varies, sets;
   int threads = 1;
@@ -273,6 +356,7 @@ int cmd_sweep(const Args& args) {
     }
     total *= a.values.size();
   }
+  refuse_bare_numbers(axes);
 
   // The sweep file: checked (regular file or absent, folder writable) before anything runs.
   if (out_path.empty()) {
@@ -305,15 +389,22 @@ int cmd_sweep(const Args& args) {
     points.push_back(std::move(p));
   }
 
-  const bool progress = isatty(STDERR_FILENO) && !vm.count("no-progress");
+  // Under MPI (ironlaw-mpi) each rank simulates every size-th point and rank 0 gathers them;
+  // one process simulates them all.
+  Ranks& group = ranks();
+  std::vector<std::size_t> mine;
+  for (std::size_t i = static_cast<std::size_t>(group.rank()); i < points.size(); i += static_cast<std::size_t>(group.size()))
+    mine.push_back(i);
+
+  const bool progress = isatty(STDERR_FILENO) && !vm.count("no-progress") && group.rank() == 0;
   const auto started = std::chrono::steady_clock::now();
   std::atomic<std::size_t> next{0}, done{0};
   std::mutex mu;
   auto worker = [&] {
     while (true) {
-      const std::size_t i = next++;
-      if (i >= points.size()) return;
-      Point& p = points[i];
+      const std::size_t k = next++;
+      if (k >= mine.size()) return;
+      Point& p = points[mine[k]];
       if (p.status == "ok") {
         try {
           // A whole run's step comes from the process-wide step cache, so points that vary
@@ -344,19 +435,28 @@ int cmd_sweep(const Args& args) {
       const std::size_t d = ++done;
       if (progress) {
         const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-        const double eta = elapsed / static_cast<double>(d) * static_cast<double>(points.size() - d);
+        const double eta = elapsed / static_cast<double>(d) * static_cast<double>(mine.size() - d);
         std::lock_guard<std::mutex> lock(mu);
-        std::fprintf(stderr, "\r[%zu/%zu] points, %s elapsed, ETA %s   ", d, points.size(), clock_text(elapsed).c_str(),
+        std::fprintf(stderr, "\r[%zu/%zu] points, %s elapsed, ETA %s   ", d, mine.size(), clock_text(elapsed).c_str(),
                      clock_text(eta).c_str());
         std::fflush(stderr);
       }
     }
   };
   std::vector<std::thread> pool;
-  const int n_threads = std::min<int>(threads, static_cast<int>(points.size()));
+  const int n_threads = std::min<int>(threads, static_cast<int>(mine.size()));
   for (int t = 0; t < n_threads; ++t) pool.emplace_back(worker);
   for (auto& t : pool) t.join();
   if (progress) std::fprintf(stderr, "\n");
+  if (group.size() > 1) {
+    std::vector<std::string> encoded;
+    for (const std::size_t i : mine) encoded.push_back(encode_result(points[i]));
+    const auto gathered = group.gather(encoded);
+    if (group.rank() != 0) return kExitOk;  // rank 0 prints, writes and sets the exit status
+    for (std::size_t r = 0; r < gathered.size(); ++r) {
+      for (std::size_t j = 0; j < gathered[r].size(); ++j) decode_result(gathered[r][j], points[r + j * gathered.size()]);
+    }
+  }
 
   // The metric columns: the first simulated point's, then any a later point adds (a sweep over
   // run.mode mixes the step and whole-run metrics).

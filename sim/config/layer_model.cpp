@@ -74,6 +74,10 @@ void detail::parse_layer_card(Section s, LayerModelSpec& m) {
                                                        : "expected [n] with n positive");
     }
   }
+  if (st.collecting) {  // the keys of one layer, listed as model.layers[].KEY
+    LayerSpec scratch;
+    parse_layer(Section(st, YAML::Node(), s.file(), s.full("layers") + "[]", SourceLoc{}, false), scratch);
+  }
   if (const auto list = s.raw("layers", KeyKind::list, Rule{.required = true})) {
     if (!list->IsSequence() || list->size() == 0) {
       st.fail(s.full("layers"), "expected a non-empty list of layers like [{ kind: dense, units: 10 }]");

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <filesystem>
+#include <set>
 #include <utility>
 
 #include "config/failures.hpp"
@@ -149,7 +150,7 @@ void parse_fabric(Section s, FabricSpec& f) {
   s.integer("spines", f.spines, kOptionalHardwareLatency);
   parse_link(s.section("leaf_spine", Rule{.required = true}), f.leaf_spine);
   s.duration("switch_latency", f.switch_latency, kHardwareLatency);
-  if (s.has("pod")) {
+  if (s.has("pod") || s.state().collecting) {  // collecting: the optional section's keys are listed too
     Section pod = s.section("pod");
     pod.integer("nodes", f.pod.nodes, kHardware);
     if (pod.number("oversubscription", f.pod.oversubscription, Dimension::count, kHardware) &&
@@ -235,7 +236,7 @@ void parse_published(Section s, PublishedFacts& p) {
 void parse_model(Section s, ModelSpec& m) {
   m.file = s.file();
   m.name = stem(s.file());
-  if (s.has("architecture")) {
+  if (s.has("architecture") && !s.state().collecting) {
     auto list = std::make_shared<LayerModelSpec>();
     list->file = s.file();
     detail::parse_layer_card(s, *list);
@@ -285,6 +286,19 @@ void parse_model(Section s, ModelSpec& m) {
     }
   }
   parse_published(s.section("published"), m.published);
+  if (s.state().collecting) {
+    // The keys of a layer-list card (architecture: layer_list) are listed after the transformer
+    // card's; the keys both read (name, source, layers, published) keep the transformer's traits.
+    // The card's own keys (architecture, input_kind, input) are required of a layer-list card
+    // only, so the listing does not call them required.
+    std::set<std::string> before;
+    for (const auto& [key, traits] : s.state().traits) before.insert(key);
+    LayerModelSpec scratch;
+    detail::parse_layer_card(s, scratch);
+    for (auto& [key, traits] : s.state().traits) {
+      if (!before.count(key) && key.find("[]") == std::string::npos) traits.required = false;
+    }
+  }
   s.finish();
 }
 
@@ -376,22 +390,31 @@ void parse_parallel(Section s, ParallelSpec& p) {
 }
 
 /// training.batch_ramp: a list of { until_tokens, global_batch_tokens }, until_tokens increasing.
+void parse_ramp_stage(Section stage, BatchRampStage& b) {
+  stage.number("until_tokens", b.until_tokens, Dimension::count, Rule{.sign = Sign::positive, .required = true});
+  stage.number("global_batch_tokens", b.global_batch_tokens, Dimension::count,
+               Rule{.sign = Sign::positive, .required = true});
+  stage.finish();
+}
+
 void parse_batch_ramp(Section& s, std::vector<BatchRampStage>& ramp) {
   const auto node = s.raw("batch_ramp", KeyKind::list);
-  if (!node) return;
   const std::string key = s.full("batch_ramp");
+  if (s.state().collecting) {  // the keys of one stage, listed as training.batch_ramp[].KEY
+    BatchRampStage scratch;
+    parse_ramp_stage(Section(s.state(), YAML::Node(), s.file(), key + "[]", SourceLoc{}, false), scratch);
+  }
+  if (!node) return;
   if (!node->IsSequence()) {
     s.state().fail(key, "expected a list of { until_tokens, global_batch_tokens }");
     return;
   }
   for (std::size_t i = 0; i < node->size(); ++i) {
     const YAML::Node item = (*node)[i];
-    Section stage(s.state(), item, s.file(), key + "." + std::to_string(i), s.position("batch_ramp", item), false);
     BatchRampStage b;
-    stage.number("until_tokens", b.until_tokens, Dimension::count, Rule{.sign = Sign::positive, .required = true});
-    stage.number("global_batch_tokens", b.global_batch_tokens, Dimension::count,
-                 Rule{.sign = Sign::positive, .required = true});
-    stage.finish();
+    parse_ramp_stage(Section(s.state(), item, s.file(), key + "." + std::to_string(i), s.position("batch_ramp", item),
+                             false),
+                     b);
     if (!ramp.empty() && b.until_tokens <= ramp.back().until_tokens) {
       s.state().error(s.position("batch_ramp", item), key, "until_tokens must increase from stage to stage");
     }
@@ -422,8 +445,7 @@ void parse_training(Section s, TrainingSpec& t) {
   s.finish();
 }
 
-/// A time that must carry its unit ("2.5 ms"): a bare number is refused, since a per-sample
-/// time in seconds is almost never what was meant.
+/// A time that must carry its unit ("2.5 ms"), like every dimensioned number (missing_unit_problem).
 bool time_with_unit(Section& s, const std::string& key, const YAML::Node& node, double& out) {
   const SourceLoc at = s.position(key, node);
   if (!node.IsScalar()) {
@@ -439,8 +461,11 @@ bool time_with_unit(Section& s, const std::string& key, const YAML::Node& node, 
     s.state().bad.insert(s.full(key));
     return false;
   }
-  if (text.empty() || !std::isalpha(static_cast<unsigned char>(text.back()))) {
-    s.state().error(at, s.full(key), "a time needs its unit (ns, us, ms, s), got " + in_quotes(text));
+  if (const std::string problem =
+          detail::missing_unit_problem(s.full(key), text, *value, Dimension::time,
+                                       at.file == "--set" && !node.IsNull() && key != "samples");
+      !problem.empty()) {
+    s.state().error(at, s.full(key), problem);
     s.state().bad.insert(s.full(key));
     return false;
   }
@@ -672,7 +697,7 @@ void apply_overrides(LoadState& st, const Document& doc, const std::vector<std::
   const std::map<std::string, KeyKind> kinds(schema.begin(), schema.end());
   std::vector<std::string> settable;
   for (const auto& [key, kind] : schema) {
-    if (kind != KeyKind::section) settable.push_back(key);
+    if (kind != KeyKind::section && key.find("[]") == std::string::npos) settable.push_back(key);
   }
 
   std::vector<Override> pending;
@@ -684,6 +709,11 @@ void apply_overrides(LoadState& st, const Document& doc, const std::vector<std::
       continue;
     }
     const auto kind = kinds.find(key);
+    if (const auto item = key.find("[]"); item != std::string::npos && kind != kinds.end()) {
+      st.error(cli, key, "a key of a list item cannot be set alone; set the whole list, e.g. --set '" +
+                             key.substr(0, item) + "=[...]'");
+      continue;
+    }
     if (kind == kinds.end()) {
       std::string message = "unknown key";
       const std::string guess = did_you_mean(key, settable);
@@ -817,17 +847,20 @@ std::string did_you_mean(const std::string& key, const std::vector<std::string>&
   if (key.find('.') != std::string::npos) return best;
   // A bare name typed for a dotted key ("nodes" for "cluster.nodes"): match last parts, and
   // take that match when it is closer and no other candidate's last part is as close.
+  // Among equally close last parts the shallowest key wins ("nodes": cluster.nodes, not
+  // cluster.topology.fabric.pod.nodes); a tie at the same depth suggests nothing.
   std::string by_part;
   std::size_t part_distance = cap;
   bool unique = false;
+  const auto depth = [](const std::string& k) { return std::count(k.begin(), k.end(), '.'); };
   for (const auto& c : candidates) {
     if (c.find('.') == std::string::npos) continue;
     const std::size_t d = levenshtein(key, last_part(c));
-    if (d < part_distance) {
+    if (d < part_distance || (d == part_distance && depth(c) < depth(by_part))) {
       by_part = c;
       part_distance = d;
       unique = true;
-    } else if (d == part_distance) {
+    } else if (d == part_distance && depth(c) == depth(by_part)) {
       unique = false;
     }
   }
@@ -837,7 +870,9 @@ std::string did_you_mean(const std::string& key, const std::vector<std::string>&
 std::vector<std::string> scenario_keys() {
   std::vector<std::string> keys;
   for (const auto& [key, kind] : scenario_schema()) {
-    if (kind != KeyKind::section) keys.push_back(key);
+    // A key inside a list item (training.batch_ramp[].until_tokens) is written with its list.
+    if (kind == KeyKind::section || key.find("[]") != std::string::npos) continue;
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
   }
   return keys;
 }

@@ -413,6 +413,18 @@ std::optional<std::string> check_yaml_shape(const std::string& text, SourceLoc* 
   return std::nullopt;
 }
 
+std::string missing_unit_problem(const std::string& key, const std::string& text, double si, Dimension d,
+                                 bool cli) {
+  if (!needs_unit(d) || si == 0 || !is_bare_number(text)) return "";
+  const auto forms = unit_suggestions(text, si, d);
+  std::string out = forms.front().substr(0, forms.front().rfind(' ')) + " has no unit; write ";
+  for (std::size_t i = 0; i < forms.size(); ++i) {
+    if (i) out += " or ";
+    out += cli ? "--set '" + key + "=" + forms[i] + "'" : forms[i];
+  }
+  return out;
+}
+
 void LoadState::error(SourceLoc where_at, std::string key, std::string message) {
   if (collecting) return;
   if (diagnostics.size() >= kMaxDiagnostics) {
@@ -662,7 +674,8 @@ bool Section::check_sign(const std::string& key, const Leaf& l, double value, Si
 
 void Section::note(const std::string& key, const char* type, const Rule& rule, std::string default_value,
                    std::optional<Dimension> dimension, std::vector<std::string> choices) {
-  if (!state_->collecting) return;
+  // The first reader of a key describes it (a key two card formats share keeps the first's).
+  if (!state_->collecting || state_->traits.count(full(key))) return;
   KeyTraits& t = state_->traits[full(key)];
   t.type = type;
   t.dimension = dimension;
@@ -759,6 +772,12 @@ bool Section::number(const std::string& key, double& out, Dimension dimension, c
   const auto value = parse_quantity(l->text, dimension, &error);
   if (!value) {
     state_->error(l->where, full(key), error);
+    state_->bad.insert(full(key));
+    return false;
+  }
+  if (const std::string problem = missing_unit_problem(full(key), l->text, *value, dimension, from_cli(key));
+      !problem.empty()) {
+    state_->error(l->where, full(key), problem);
     state_->bad.insert(full(key));
     return false;
   }

@@ -107,6 +107,12 @@ std::optional<YAML::Node> parse_yaml_value(const std::string& text, std::string*
 /// `relative` resolved against the folder of `file`, lexically normalised.
 std::string resolve_path(const std::string& file, const std::string& relative);
 
+/// The problem with a bare number `text` (read as `si` in SI base units) given to a key of
+/// dimension `d` that needs a unit (needs_unit): "0.5 has no unit; write 0.5 s or 500 ms", or
+/// for a value from the command line "... write --set 'KEY=0.5 s' or --set 'KEY=500 ms'".
+/// Empty when the value is fine: `d` needs no unit, `text` carries one, or the value is 0.
+std::string missing_unit_problem(const std::string& key, const std::string& text, double si, Dimension d, bool cli);
+
 enum class Sign { any, non_negative, positive };
 enum class Form { plain, sourced, either };
 

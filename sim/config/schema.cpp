@@ -1,6 +1,7 @@
 #include "config/schema.hpp"
 
 #include <cstdio>
+#include <set>
 #include <utility>
 
 #include "config/reader.hpp"
@@ -25,7 +26,7 @@ const std::vector<Doc>& docs() {
       {"model", "the model card: a path to models/*.yaml relative to this file, or an inline mapping"},
       {"model.name", "model name shown in reports (default: the card's file name)"},
       {"model.source", "where the shape comes from (paper, config file)"},
-      {"model.layers", "transformer layers"},
+      {"model.layers", "transformer layers; a layer_list card lists its layers instead (model.layers[].KEY)"},
       {"model.hidden", "hidden size (model width)"},
       {"model.ffn_hidden", "feed-forward inner width of a dense layer"},
       {"model.heads", "attention (query) heads"},
@@ -50,6 +51,23 @@ const std::vector<Doc>& docs() {
       {"model.v_head_dim", "multi-head latent attention: per-head value dimension"},
       {"model.attention_dropout", "dropout probability on the attention probabilities"},
       {"model.hidden_dropout", "dropout probability on the attention and MLP block outputs"},
+      {"model.architecture", "layer_list: the card lists its layers (MLP, CNN, RNN) instead of a transformer shape"},
+      {"model.input_kind", "layer_list: what one sample is (image, vector or tokens)"},
+      {"model.input", "layer_list: one sample's shape, [channels, height, width] for an image, else [n]"},
+      {"layers[].kind", "layer_list: what the layer is"},
+      {"layers[].name", "layer_list: name shown in reports"},
+      {"layers[].units", "layer_list: output features (dense), hidden size (lstm, gru), embedding width, bottleneck output channels"},
+      {"layers[].filters", "layer_list: output channels of a conv2d"},
+      {"layers[].kernel", "layer_list: square kernel size of a conv2d or pool layer"},
+      {"layers[].stride", "layer_list: stride of a conv2d or pool"},
+      {"layers[].padding", "layer_list: zero padding of a conv2d or pool"},
+      {"layers[].vocab", "layer_list: rows of an embedding table"},
+      {"layers[].heads", "layer_list: heads of an attention layer"},
+      {"layers[].width", "layer_list: inner channels of a bottleneck block"},
+      {"layers[].biases", "layer_list: bias vectors per gate of an lstm or gru (1 TensorFlow/Keras, 2 PyTorch/cuDNN)"},
+      {"layers[].bias", "layer_list: the layer adds a bias"},
+      {"layers[].downsample", "layer_list: a bottleneck block with the 1x1 projection shortcut (stride: stride)"},
+      {"layers[].repeat", "layer_list: the layer repeated this many times in a row"},
       {"model.published", "published facts about the model, each { value, source }; shown, never simulated"},
       {"published.params", "published parameter count"},
       {"published.tokens", "published training tokens"},
@@ -121,6 +139,10 @@ const std::vector<Doc>& docs() {
       {"fabric.spines", "spine switches (0 = as many as the uplink capacity needs)"},
       {"fabric.leaf_spine", "one leaf ↔ spine link, per direction"},
       {"fabric.switch_latency", "latency per switch traversal"},
+      {"fabric.pod", "a third tier: pods of leaves under spines, joined by core switches (absent: two tiers)"},
+      {"pod.nodes", "nodes per pod"},
+      {"pod.oversubscription", "spine downlink : core uplink capacity"},
+      {"pod.spine_core", "one spine ↔ core link, per direction"},
       {"bandwidth", "achievable payload bandwidth of the link, per direction"},
       {"latency", "one-way latency added to every flow crossing the link"},
       {"topology.comm", "constants of the collective library (NCCL-like)"},
@@ -168,6 +190,8 @@ const std::vector<Doc>& docs() {
       {"training.framework", "how element-wise ops become kernels: hand-fused, PyTorch eager, torch.compile"},
       {"training.flash_attention", "fused (flash) attention kernel"},
       {"training.batch_ramp", "batch-size ramp of whole runs: a list of { until_tokens, global_batch_tokens }"},
+      {"batch_ramp[].until_tokens", "the stage lasts until this many tokens are trained"},
+      {"batch_ramp[].global_batch_tokens", "tokens per optimizer step during the stage"},
       {"training.reduce_dtype", "precision of gradient reduction (FSDP reduce_dtype; default: the training precision)"},
       {"training.fp8_all_gather", "FSDP all-gathers the linear weights in fp8 (precision fp8, zero 3)"},
       {"training.expandable_segments", "PyTorch allocator grows one segment per stream (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)"},
@@ -290,8 +314,9 @@ bool is_time_with_unit(const std::string& key) {
 std::vector<KeyInfo> scenario_key_table() {
   const detail::LoadState state = detail::collect_scenario_schema();
   std::vector<KeyInfo> out;
+  std::set<std::string> seen;
   for (const auto& [key, kind] : state.schema) {
-    if (!out.empty() && out.back().key == key) continue;  // read twice by the same reader
+    if (!seen.insert(key).second) continue;  // read twice (by one reader, or by both model card formats)
     KeyInfo info;
     info.key = key;
     if (const auto it = state.traits.find(key); it != state.traits.end()) {
@@ -301,11 +326,13 @@ std::vector<KeyInfo> scenario_key_table() {
       info.required = t.required;
       info.sourced = t.sourced;
       info.default_value = t.default_value;
+      info.dimension = t.dimension;
       if (t.dimension) info.unit = unit_symbol(*t.dimension);
       if (t.type == "integer") info.unit = "1";
       if (!t.sign.empty()) info.bounds = t.sign;
     }
     if (is_time_with_unit(key)) {
+      info.dimension = Dimension::time;
       info.type = "duration";
       info.unit = "s";
     }
@@ -337,12 +364,14 @@ std::string scenario_keys_markdown() {
       "Generated by `ironlaw keys --markdown` from the loader's own reading code (types, defaults, units,\n"
       "choices) and its table of bounds (`key_bounds()` in sim/config/validate.cpp); a test regenerates it\n"
       "and compares. Do not edit by hand: run `build/ironlaw keys --markdown > docs/scenario-keys.md`.\n\n"
-      "Units: write a dimensioned number (unit other than 1) with its unit (`400 Gbit/s`, `80 GiB`,\n"
-      "`5 us`, `989.4 TFLOPS`); a bare number is read in the SI unit of the column *unit*, except\n"
-      "decode times, which must carry theirs. Counts take the suffixes k M G T P (1e3...) and\n"
-      "Ki Mi Gi Ti (2^10...). Defaults and bounds below are in the SI unit of the column *unit*. *sourced* keys are hardware constants written\n"
+      "Units: a dimensioned number (unit other than 1) must be written with its unit (`400 Gbit/s`,\n"
+      "`80 GiB`, `5 us`, `989.4 TFLOPS`), in files and in `--set`/`--vary` alike; a bare number other\n"
+      "than 0 is refused with the forms that would be read (`0.5 has no unit; write 0.5 s or 500 ms`).\n"
+      "Counts stay bare and take the suffixes k M G T P (1e3...) and Ki Mi Gi Ti (2^10...).\n"
+      "Defaults and bounds below are in the SI unit of the column *unit*. *sourced* keys are hardware constants written\n"
       "`{ value: ..., source: ... }`. `cluster.topology` and `model` may name a file whose keys are\n"
-      "the ones listed under them.\n\n"
+      "the ones listed under them. `KEY[].NAME` is a key of each item of the list KEY (set the whole\n"
+      "list with `--set`).\n\n"
       "| key | type | unit | default | bounds | meaning |\n"
       "|---|---|---|---|---|---|\n";
   for (const auto& k : scenario_key_table()) {

@@ -8,10 +8,12 @@
 ///
 /// Also: re-running the loader's checks between keys on a scenario changed in code (a layout
 /// the planner proposes), so that no second copy of those checks exists.
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "config/spec.hpp"
+#include "config/units.hpp"
 #include "core/error.hpp"
 
 namespace ironlaw::config {
@@ -21,6 +23,8 @@ struct KeyInfo {
   std::string key;            ///< dotted path, e.g. "parallel.tp"
   std::string type;           ///< text, choice, flag, integer, number, duration, list, value, section, include
   std::string unit;           ///< SI unit of the value: B, B/s, s, FLOP, FLOP/s, 1 (a count); "" for non-numbers
+  std::optional<Dimension> dimension;  ///< what the value is read as (numbers and durations); needs_unit() tells
+                                       ///< whether a bare number is refused
   std::string default_value;  ///< the value when absent, in `unit`; "" when none or required
   std::string bounds;         ///< accepted range ("1 to 1.04858e+06", "> 0", "0 or 1e+06 to 1e+20"); "" = any
   std::vector<std::string> choices;  ///< choice keys: every accepted value

@@ -3,6 +3,7 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <string_view>
 #include <vector>
 
@@ -129,7 +130,112 @@ std::string expected_message(Dimension d, const std::string& text) {
          "\"";
 }
 
+/// The base unit of `d` as written in a file ("B/s"), and the prefixed units a readable value
+/// may use, smallest first.
+struct Scale {
+  const char* base;
+  std::vector<Unit> units;
+  std::vector<Unit> binary;  ///< used when the value is a whole number of them and not of decimal ones
+};
+
+Scale scale_of(Dimension d) {
+  auto sizes = [](const std::string& suffix) {
+    Scale s{"", {}, {}};
+    for (const char* p : {"", "k", "M", "G", "T", "P", "E"}) {
+      s.units.push_back({std::string(p) + "B" + suffix, 0});
+    }
+    double f = 1;
+    for (auto& u : s.units) {
+      u.factor = f;
+      f *= 1e3;
+    }
+    for (const auto& p : kBinary) s.binary.push_back({std::string(p.name) + "B" + suffix, p.factor});
+    return s;
+  };
+  switch (d) {
+    case Dimension::bytes: {
+      Scale s = sizes("");
+      s.base = "B";
+      return s;
+    }
+    case Dimension::bandwidth: {
+      Scale s = sizes("/s");
+      s.base = "B/s";
+      return s;
+    }
+    case Dimension::time:
+      return {"s", {{"ns", 1e-9}, {"us", 1e-6}, {"ms", 1e-3}, {"s", 1}, {"min", 60}, {"h", 3600}, {"d", 86400}}, {}};
+    case Dimension::flops:
+      return {"FLOP",
+              {{"FLOP", 1}, {"kFLOP", 1e3}, {"MFLOP", 1e6}, {"GFLOP", 1e9}, {"TFLOP", 1e12}, {"PFLOP", 1e15},
+               {"EFLOP", 1e18}, {"ZFLOP", 1e21}},
+              {}};
+    case Dimension::flop_rate:
+      return {"FLOPS",
+              {{"FLOPS", 1}, {"kFLOPS", 1e3}, {"MFLOPS", 1e6}, {"GFLOPS", 1e9}, {"TFLOPS", 1e12}, {"PFLOPS", 1e15},
+               {"EFLOPS", 1e18}},
+              {}};
+    case Dimension::count:
+    case Dimension::price:
+      break;
+  }
+  return {"", {}, {}};
+}
+
+std::string g6(double v) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+/// The largest of `units` not above |si| (the smallest when |si| is below all of them).
+const Unit* readable_unit(const std::vector<Unit>& units, double si) {
+  const Unit* best = units.empty() ? nullptr : &units.front();
+  for (const auto& u : units) {
+    if (std::fabs(si) >= u.factor) best = &u;
+  }
+  return best;
+}
+
+bool whole(double v) { return v == std::floor(v) && std::fabs(v) < 1e15; }
+
 }  // namespace
+
+bool needs_unit(Dimension d) {
+  switch (d) {
+    case Dimension::bytes:
+    case Dimension::bandwidth:
+    case Dimension::time:
+    case Dimension::flops:
+    case Dimension::flop_rate:
+      return true;
+    case Dimension::count:
+    case Dimension::price:
+      return false;
+  }
+  return false;
+}
+
+bool is_bare_number(const std::string& text) {
+  std::string_view s(text);
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  const std::size_t n = number_length(s);
+  return n > 0 && n == s.size();
+}
+
+std::vector<std::string> unit_suggestions(const std::string& text, double si, Dimension d) {
+  std::string written(text);
+  while (!written.empty() && is_space(written.front())) written.erase(written.begin());
+  while (!written.empty() && is_space(written.back())) written.pop_back();
+  const Scale scale = scale_of(d);
+  std::vector<std::string> out{written + " " + scale.base};
+  const Unit* unit = readable_unit(scale.units, si);
+  const Unit* binary = readable_unit(scale.binary, si);
+  if (binary && si != 0 && whole(si / binary->factor) && unit && !whole(si / unit->factor)) unit = binary;
+  if (unit && unit->name != scale.base) out.push_back(g6(si / unit->factor) + " " + unit->name);
+  return out;
+}
 
 const char* dimension_name(Dimension d) {
   switch (d) {

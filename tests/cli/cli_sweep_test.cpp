@@ -84,6 +84,26 @@ TEST_CASE("sweep ranges A..B:STEP expand and mix with single values", "[cli][swe
   }
 }
 
+TEST_CASE("a dimensioned key's sweep values carry their unit; a range takes it last; a bare one is bad input",
+          "[cli][sweep][units]") {
+  TempDir dir;
+  const fs::path file = dir.write("s.yaml", tiny_scenario(dir / "out.h5"));
+  const Outcome r = run_ironlaw({"sweep", file.string(), "--vary", "parallel.bucket_size=10..30:10 MiB,64 MiB", "-o",
+                                 "s.h5"},
+                                dir.path());
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(column(H5Reader(dir / "s.h5").sweep(), 0) ==
+        std::vector<std::string>{"10 MiB", "20 MiB", "30 MiB", "64 MiB"});
+  // 10485760 bytes is exactly 10 MiB: both forms are suggested.
+  const Outcome bare = run_ironlaw({"sweep", file.string(), "--vary", "parallel.bucket_size=10485760", "-o", "b.h5"},
+                                   dir.path());
+  CHECK(bare.exit_code == 2);
+  CHECK(bare.err.find("--vary: parallel.bucket_size: 10485760 has no unit; write --vary "
+                      "'parallel.bucket_size=10485760 B' or --vary 'parallel.bucket_size=10 MiB'") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "b.h5"));
+}
+
 TEST_CASE("auto for tp is the powers of two up to a node's GPUs that divide the heads", "[cli][sweep]") {
   TempDir dir;
   const fs::path file = dir.write("s.yaml", tiny_scenario(dir / "out.h5"));

@@ -158,7 +158,9 @@ TEST_CASE("input pipeline keys: a decode time needs its unit; empirical needs sa
   // basic.yaml line 26: "    decode_time: { distribution: lognormal, mean: 2 ms, cv: 0.5 }"
   const auto bare = scenario_errors("basic.yaml", {"data.loader.decode_time.mean=0.002"});
   REQUIRE(bare.size() == 1);
-  CHECK(bare[0].find("data.loader.decode_time.mean: a time needs its unit (ns, us, ms, s), got \"0.002\"") !=
+  // 0.002 read as seconds is 2 ms: both forms are suggested, as --set takes them.
+  CHECK(bare[0].find("--set: data.loader.decode_time.mean: 0.002 has no unit; write "
+                     "--set 'data.loader.decode_time.mean=0.002 s' or --set 'data.loader.decode_time.mean=2 ms'") !=
         std::string::npos);
   CHECK(scenario_errors("basic.yaml", {"data.loader.decode_time.mean=2 ms"}) == Errors{"(no error)"});
 
@@ -170,7 +172,7 @@ TEST_CASE("input pipeline keys: a decode time needs its unit; empirical needs sa
   const auto bare_sample = scenario_errors(
       "basic.yaml", {"data.loader.decode_time.distribution=empirical", "data.loader.decode_time.samples=[1 ms, 3]"});
   REQUIRE(bare_sample.size() == 1);
-  CHECK(bare_sample[0].find("a time needs its unit") != std::string::npos);
+  CHECK(bare_sample[0].find("samples: 3 has no unit; write 3 s") != std::string::npos);
 
   const auto slow = scenario_errors("basic.yaml", {"data.loader.slow_loader.gpu=1"});
   REQUIRE(slow.size() == 1);
@@ -180,4 +182,23 @@ TEST_CASE("input pipeline keys: a decode time needs its unit; empirical needs sa
   const auto outside = scenario_errors("basic.yaml", {"data.loader.slow_loader.gpu=100000", "run.detail=full"});
   REQUIRE(outside.size() == 1);
   CHECK(outside[0].find("must be a GPU index below") != std::string::npos);
+}
+
+TEST_CASE("a dimensioned number without its unit is refused where it is written, with the forms that would be read",
+          "[errors][units]") {
+  // no_units.yaml: a bare 26214400 for a size (25 MiB exactly), 0.5 for a time, 1800 for an
+  // interval; 0 needs no unit (storage_bandwidth_per_node: 0), nor do counts (cv: 0.5).
+  CHECK(scenario_errors("no_units.yaml") ==
+        Errors{"no_units.yaml:8:16: parallel.bucket_size: 26214400 has no unit; write 26214400 B or 25 MiB",
+               "no_units.yaml:15:51: data.loader.decode_time.mean: 0.5 has no unit; write 0.5 s or 500 ms",
+               "no_units.yaml:17:27: reliability.checkpoint.interval: 1800 has no unit; write 1800 s or 30 min"});
+  // From the command line the message shows the --set that would be read; hardware constants
+  // ({ value, source }) take the same check.
+  const auto set = scenario_errors("basic.yaml", {"cluster.topology.node.nvlink.bandwidth=1e18"});
+  REQUIRE(set.size() == 1);
+  CHECK(set[0] ==
+        "--set: cluster.topology.node.nvlink.bandwidth: 1e18 has no unit; write "
+        "--set 'cluster.topology.node.nvlink.bandwidth=1e18 B/s' or --set 'cluster.topology.node.nvlink.bandwidth=1 EB/s'");
+  CHECK(scenario_errors("basic.yaml", {"cluster.topology.node.nvlink.bandwidth=1e18 B/s"}) == Errors{"(no error)"});
+  CHECK(scenario_errors("basic.yaml", {"data.storage_bandwidth_per_node=0"}) == Errors{"(no error)"});
 }

@@ -249,5 +249,9 @@ TEST_CASE("did_you_mean suggests near misses only", "[scenario]") {
   CHECK(did_you_mean("Nodes", keys) == "nodes");
   CHECK(did_you_mean("bandwidth", keys).empty());
   CHECK(did_you_mean("nodes", {"cluster.nodes", "model.name"}) == "cluster.nodes");
-  CHECK(did_you_mean("name", {"model.name", "cluster.topology.name"}).empty());
+  // Equally close last parts: the shallowest key wins (cluster.nodes over the optional
+  // cluster.topology.fabric.pod.nodes); at the same depth nothing is suggested.
+  CHECK(did_you_mean("nodes", {"cluster.topology.fabric.pod.nodes", "cluster.nodes"}) == "cluster.nodes");
+  CHECK(did_you_mean("name", {"model.name", "cluster.topology.name"}) == "model.name");
+  CHECK(did_you_mean("name", {"model.name", "cluster.name"}).empty());
 }

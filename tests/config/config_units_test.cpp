@@ -100,3 +100,28 @@ TEST_CASE("text that is not a quantity is rejected", "[units]") {
   CHECK(error_of("1e300 EB", Dimension::bytes) == "number out of range: \"1e300 EB\"");
   CHECK(error_of("0x10", Dimension::count) == "expected a number like \"15 T\", got \"0x10\" (unknown unit \"x10\")");
 }
+
+TEST_CASE("which dimensions need a unit, and the forms a bare number is suggested in", "[units]") {
+  for (Dimension d : {Dimension::bytes, Dimension::bandwidth, Dimension::time, Dimension::flops, Dimension::flop_rate})
+    CHECK(needs_unit(d));
+  CHECK_FALSE(needs_unit(Dimension::count));
+  CHECK_FALSE(needs_unit(Dimension::price));
+  CHECK(is_bare_number(" 0.5 "));
+  CHECK(is_bare_number("1e18"));
+  CHECK_FALSE(is_bare_number("0.5 s"));
+  CHECK_FALSE(is_bare_number("15 T"));
+  CHECK_FALSE(is_bare_number("abc"));
+  // The base unit as written, then the prefixed unit putting the value in [1, 1000): 0.5 s =
+  // 500 ms; 1e18 B/s = 1 EB/s; 2^25 B = 32 MiB (33.554432 MB is not whole); 989.4e12 FLOP/s.
+  CHECK(unit_suggestions("0.5", 0.5, Dimension::time) == std::vector<std::string>{"0.5 s", "500 ms"});
+  CHECK(unit_suggestions("2", 2, Dimension::time) == std::vector<std::string>{"2 s"});
+  CHECK(unit_suggestions("7200", 7200, Dimension::time) == std::vector<std::string>{"7200 s", "2 h"});
+  CHECK(unit_suggestions("1e18", 1e18, Dimension::bandwidth) == std::vector<std::string>{"1e18 B/s", "1 EB/s"});
+  CHECK(unit_suggestions("33554432", 33554432, Dimension::bytes) == std::vector<std::string>{"33554432 B", "32 MiB"});
+  CHECK(unit_suggestions("2e9", 2e9, Dimension::bytes) == std::vector<std::string>{"2e9 B", "2 GB"});
+  CHECK(unit_suggestions("989.4e12", 989.4e12, Dimension::flop_rate) ==
+        std::vector<std::string>{"989.4e12 FLOPS", "989.4 TFLOPS"});
+  CHECK(unit_suggestions("3.14e23", 3.14e23, Dimension::flops) == std::vector<std::string>{"3.14e23 FLOP", "314 ZFLOP"});
+  // Every suggested form reads back as the same value.
+  for (const auto& form : unit_suggestions("0.5", 0.5, Dimension::time)) CHECK(parsed(form, Dimension::time) == Approx(0.5));
+}

@@ -174,7 +174,7 @@ TEST_CASE("variables are sharded by size over the servers, round-robin", "[ps]")
   CHECK(one.shards[0].server == 0);
   CHECK(one.shards[1].server == 1);
   const auto split =
-      run::plan_parameter_servers(world(2, {"parameter_server.servers=2", "parameter_server.min_shard_bytes=100000"}));
+      run::plan_parameter_servers(world(2, {"parameter_server.servers=2", "parameter_server.min_shard_bytes=100000 B"}));
   REQUIRE(split.shards.size() == 3);
   CHECK(split.shards[0].params == 100480.0 / 2);
   CHECK(split.servers[0].dense_params == 100480.0 / 2 + 1290);

@@ -69,7 +69,7 @@ TEST_CASE("one slow loader on one rank stalls every rank of its data-parallel gr
 TEST_CASE("with pipeline stages the first gets the inputs and the last the labels", "[run][data]") {
   // pipeline.yaml: pp 4 on the ideal node, 8 microbatches of one sequence.
   MemorySink sink;
-  const auto s = config::load_scenario(kPipeline, {"data.storage_bandwidth_per_node=1e18", "data.sample_bytes=8KiB",
+  const auto s = config::load_scenario(kPipeline, {"data.storage_bandwidth_per_node=1e18 B/s", "data.sample_bytes=8KiB",
                                                    "data.label_bytes=8KiB", "data.loader.workers_per_gpu=2"});
   run::simulate(s, sink, run::TraceLevel::op);
   const std::uint32_t input = index_of(sink.names, "input batch");

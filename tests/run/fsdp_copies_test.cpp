@@ -37,7 +37,7 @@ struct Trace {
 };
 
 std::unique_ptr<Trace> trace(std::vector<std::string> overrides) {
-  overrides.push_back("cluster.topology.node.nvlink.bandwidth=1e18");
+  overrides.push_back("cluster.topology.node.nvlink.bandwidth=1e18 B/s");
   overrides.push_back("parallel.zero=3");
   auto t = std::make_unique<Trace>();
   t->scenario = config::load_scenario(kTimeline, overrides);

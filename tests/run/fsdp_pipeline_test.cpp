@@ -52,7 +52,7 @@ struct Trace {
 /// and 2 and the head (split_layers(3, 2) = {1, 2}).
 std::unique_ptr<Trace> trace(std::vector<std::string> extra = {}) {
   std::vector<std::string> o{"cluster.nodes=2",
-                             "cluster.topology.node.nvlink.bandwidth=1e18",
+                             "cluster.topology.node.nvlink.bandwidth=1e18 B/s",
                              "parallel.pp=2",
                              "parallel.dp=2",
                              "parallel.zero=3",
@@ -153,7 +153,7 @@ TEST_CASE("fp32 gradient reduction doubles the reduce-scatter bytes of bf16 grad
 
 TEST_CASE("fp8 all-gather moves one byte per linear weight and the parameters' bytes for the rest",
           "[run][zero3][recipe]") {
-  const std::vector<std::string> fp8{"cluster.topology.device.peak_flops.fp8=1e19", "training.precision=fp8"};
+  const std::vector<std::string> fp8{"cluster.topology.device.peak_flops.fp8=1e19 FLOPS", "training.precision=fp8"};
   auto with = fp8;
   with.push_back("training.fp8_all_gather=true");
   const auto plain = trace(fp8);
@@ -178,7 +178,7 @@ TEST_CASE("fp8 all-gather moves one byte per linear weight and the parameters' b
 TEST_CASE("fp8 all-gather is refused without the fp8 recipe or without ZeRO-3", "[config][zero3][recipe]") {
   CHECK_THROWS_WITH(config::load_scenario(kTimeline, {"parallel.zero=3", "training.fp8_all_gather=true"}),
                     Catch::Contains("training.fp8_all_gather") && Catch::Contains("needs training.precision fp8"));
-  CHECK_THROWS_WITH(config::load_scenario(kTimeline, {"cluster.topology.device.peak_flops.fp8=1e19",
+  CHECK_THROWS_WITH(config::load_scenario(kTimeline, {"cluster.topology.device.peak_flops.fp8=1e19 FLOPS",
                                                       "training.precision=fp8", "training.fp8_all_gather=true"}),
                     Catch::Contains("zero 0"));
 }

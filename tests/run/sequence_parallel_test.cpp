@@ -125,7 +125,7 @@ TEST_CASE("under Float8 TP the sequence-parallel all-gathers that feed fp8 linea
   auto t = std::make_unique<Trace>();
   t->scenario = config::load_scenario(
       kTimeline, {"parallel.tp=2", "parallel.dp=1", "training.global_batch_tokens=512", "parallel.sequence_parallel=true",
-                  "cluster.topology.device.peak_flops.fp8=1e19", "training.precision=fp8"});
+                  "cluster.topology.device.peak_flops.fp8=1e19 FLOPS", "training.precision=fp8"});
   t->result = run::simulate(t->scenario, t->sink, run::TraceLevel::op);
   const EventRecord head = t->first("lm_head", EventKind::forward);
   std::vector<EventRecord> forward;

@@ -142,7 +142,7 @@ TEST_CASE("a forward TP all-reduce blocks the next op; a backward one runs besid
 TEST_CASE("DDP launches each gradient bucket when backward has filled it", "[run][timeline][ddp]") {
   // Units in backward order: head (1 KiB of bf16 weights), layers 2, 1, 0 (98 KB each), the
   // embedding (1 KiB). With 50 KB buckets: [head, layer 2], [layer 1], [layer 0], [embedding].
-  const auto t = trace({"cluster.topology.node.nvlink.bandwidth=1e18", "parallel.bucket_size=50 KB"});
+  const auto t = trace({"cluster.topology.node.nvlink.bandwidth=1e18 B/s", "parallel.bucket_size=50 KB"});
   const auto& s = t->scenario;
   // One task per unit and pass [ns]; the embedding's lookup (1 kernel) is the first forward
   // task, its backward (the last op of the head's backward list) the last backward one.
@@ -174,7 +174,7 @@ TEST_CASE("ZeRO-3 gathers a unit's parameters once the gather two before it has 
   // the embedding's copy-out (one 1-kernel task), layer 2's for layer 0's (after the embedding's
   // copy-out and forward: three 1-kernel tasks), the head's for layer 1's (after layer 0's
   // forward, a task of f kernels: four 1-kernel tasks and f). Tasks are launch-bound (task_ns).
-  const auto t = trace({"cluster.topology.node.nvlink.bandwidth=1e18", "parallel.zero=3"});
+  const auto t = trace({"cluster.topology.node.nvlink.bandwidth=1e18 B/s", "parallel.zero=3"});
   const auto& s = t->scenario;
   const double f = task_ns(kernel_count(workload::layer_forward_ops(s.model, s.training, 1, 1)));
   const double emb = task_ns(1);
@@ -193,7 +193,7 @@ TEST_CASE("ZeRO-1 reduce-scatters the same buckets and all-gathers the parameter
   // As DDP above, with reduce-scatters in place of the all-reduces; the optimizer (1 kernel)
   // updates the shard once the last bucket is reduced, and the updated parameters are gathered
   // right after it.
-  const auto t = trace({"cluster.topology.node.nvlink.bandwidth=1e18", "parallel.bucket_size=50 KB", "parallel.zero=1"});
+  const auto t = trace({"cluster.topology.node.nvlink.bandwidth=1e18 B/s", "parallel.bucket_size=50 KB", "parallel.zero=1"});
   const auto& s = t->scenario;
   const double f = task_ns(kernel_count(workload::layer_forward_ops(s.model, s.training, 1, 1)));
   const double b = task_ns(kernel_count(workload::layer_backward_ops(s.model, s.training, 1, 1)));
