@@ -93,6 +93,10 @@ void parse_device(Section s, DeviceSpec& d) {
   s.number("power_limit_w", d.power_limit_w, Dimension::count, kOptionalHardware);
   s.number("max_gemm_power_limit_w", d.max_gemm_power_limit_w, Dimension::count, kOptionalHardware);
   s.number("static_power_w", d.static_power_w, Dimension::count, kOptionalHardwareLatency);
+  if (s.number("sustained_gemm_clock", d.sustained_gemm_clock, Dimension::count, kOptionalHardware) &&
+      !(d.sustained_gemm_clock > 0 && d.sustained_gemm_clock <= 1)) {
+    s.state().fail(s.full("sustained_gemm_clock"), "must be in (0, 1] (a fraction of the benchmark's clock)");
+  }
   if (s.number("clock_power_exponent", d.clock_power_exponent, Dimension::count, kOptionalHardware) &&
       d.clock_power_exponent < 1) {
     s.state().fail(s.full("clock_power_exponent"), "must be at least 1 (dynamic power grows at least linearly with the clock)");

@@ -119,6 +119,8 @@ const std::vector<Doc>& docs() {
       {"device.power_limit_w", "board power limit in W (0 = the clock is not modelled)"},
       {"device.max_gemm_power_limit_w", "power limit in W under which max_gemm_fraction was measured"},
       {"device.static_power_w", "power in W that does not scale with the SM clock"},
+      {"device.sustained_gemm_clock",
+       "clock the best GEMM holds at max_gemm_power_limit_w under continuous load, over the benchmark's burst clock"},
       {"device.clock_power_exponent", "x in dynamic power ∝ activity · clock^x"},
       {"device.kernel_launch_overhead", "host time to launch one kernel"},
       {"device.host_to_device_bandwidth", "pinned host-to-device copy bandwidth"},

@@ -42,6 +42,12 @@ struct DeviceSpec {
   double power_limit_w = 0;           ///< board power limit [W]; 0 = the clock is not modelled
   double max_gemm_power_limit_w = 0;  ///< power limit under which max_gemm_fraction was measured [W]
   double static_power_w = 0;          ///< power that does not scale with the SM clock [W]
+  /// The clock, as a fraction of the one max_gemm_fraction was measured at, that the best GEMM
+  /// holds under max_gemm_power_limit_w once the clock has settled under continuous load (a
+  /// training step), where the benchmark timed short bursts after idle at the boost clock:
+  /// sustained over achievable matmul throughput (MSMF / MAMF). 1 = the measurement was
+  /// sustained. Only with a power limit (power_limit_w > 0). In (0, 1].
+  double sustained_gemm_clock = 1;
   /// x in P_dynamic ∝ activity · f^x: 3 where the voltage tracks the clock (V ∝ f, P ∝ f·V²),
   /// 1 at a fixed voltage floor.
   double clock_power_exponent = 3;

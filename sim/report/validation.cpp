@@ -68,16 +68,18 @@ ValidationPlan nccl_plan(const std::string& data_dir) {
 
 /// One row of Narayanan et al. (SC'21) Table 1, as ../shared/reference/calibration.md copies it.
 ///
-/// Where the model stands (2026-11-30, README's validation table has the figures): every row is
-/// still predicted faster than published (+14 % to +28 %), with nothing fitted per row. Modelled
-/// since the first version: GEMMs by shape (K-loop fill, tile orientation, the mainloop rate
-/// that reproduces the MAMF measurement at its own shape, never above it), fp16 loss scaling
-/// and gradient clipping, Megatron 2021's unbucketed "local" DDP (one all-reduce after
-/// backward). Still missing, in order of their estimated weight: the clock a long GEMM-dense
-/// step sustains below a microbenchmark's (temperature-dependent leakage), the fp32 gradient
-/// buffers of LocalDDP (all-reduced in fp32: twice the bytes modelled), the host dispatch of
-/// Megatron's many small kernels, and the per-rank variability that makes every sync wait for
-/// the slowest of 32–3,072 GPUs.
+/// Where the model stands (2026-12-01, README's validation table has the figures): −0.5 % to
+/// +8.4 % on the ten rows, with nothing fitted per row. Modelled: GEMMs by shape (K-loop fill,
+/// tile orientation, the mainloop rate that reproduces the MAMF measurement at its own shape,
+/// never above it) at the clock a GEMM-dense step sustains under the power limit
+/// (device.sustained_gemm_clock: assumed for A100 from an H200 measurement), fp16 loss scaling
+/// and gradient clipping, Megatron 2021's data parallelism as run_table_1.sh chose it (torch
+/// DDP's 25 MiB buckets overlapping backward for 1.7B-18B; LocalDDP's single all-reduce after
+/// backward above) and LocalDDP's per-microbatch main_grad adds. Still missing: the blocking
+/// pipeline send/recv of that Megatron version (batch_isend_irecv, then
+/// torch.cuda.synchronize(): the sender waits for its transfer), the TP all-gather that
+/// rebuilds a scatter-gathered pipeline activation, and the host dispatch of Megatron's many
+/// small kernels.
 struct MegatronRow {
   const char* file;      ///< scenarios/megatron-2021/<file>.yaml
   const char* params;    ///< the paper's parameter count, billions, as printed

@@ -146,14 +146,23 @@ const TimedOps* FsdpCopies::before(int local, const PassKey& key) {
   return t.ops.empty() ? nullptr : &t;
 }
 
-const TimedOps* FsdpCopies::after(int local, const PassKey& key, const PartList& parts) {
-  if (!on_ || key.part != PassPart::backward) return nullptr;
-  const bool produces = std::any_of(parts.begin(), parts.end(), [](const Part& p) {
+namespace {
+
+/// Whether a backward-direction pass produces its unit's gradients: it holds a weight-gradient
+/// or embedding-gradient op (the fused backward, or the W pass of a split one).
+bool produces_gradients(const PartList& parts) {
+  return std::any_of(parts.begin(), parts.end(), [](const Part& p) {
     return std::any_of(p.ops.ops.begin(), p.ops.ops.end(), [](const workload::Op& op) {
       return op.role == workload::OpRole::weight_grad || op.role == workload::OpRole::vocab_embedding_grad;
     });
   });
-  if (!produces) return nullptr;
+}
+
+}  // namespace
+
+const TimedOps* FsdpCopies::after(int local, const PassKey& key, const PartList& parts) {
+  if (!on_ || key.part != PassPart::backward) return nullptr;
+  if (!produces_gradients(parts)) return nullptr;
   Kind kind = copy_in;
   if (pipelined_) {
     const int seen = gradients_[{local, key.unit}]++;
@@ -162,6 +171,29 @@ const TimedOps* FsdpCopies::after(int local, const PassKey& key, const PartList&
   }
   const TimedOps& t = ops(key.unit, kind);
   return t.ops.empty() ? nullptr : &t;
+}
+
+GradientAccumulation::GradientAccumulation(StepBuilder& b)
+    : b_(b), timer_(b.world().scenario.topology.device, b.world().scenario.training.precision,
+              b.world().scenario.training.framework, b.world().sink) {
+  const auto& s = b.world().scenario;
+  const bool fsdp = s.parallel.zero == 3 && b.layout().dp * b.layout().cp > 1 && !s.model.layer_list;
+  on_ = !fsdp && b.layout().microbatches > 1;
+}
+
+const TimedOps* GradientAccumulation::after(int local, const PassKey& key, const PartList& parts) {
+  if (!on_ || key.part != PassPart::backward || !produces_gradients(parts)) return nullptr;
+  if (gradients_[{local, key.unit}]++ == 0) return nullptr;  // the first microbatch's gradients start the sum
+  auto it = cache_.find(key.unit);
+  if (it == cache_.end()) {
+    const auto& s = b_.world().scenario;
+    workload::Op op;
+    op.name = "grad_accumulate";
+    const double params = unit_params(b_.costs(), s.model.layers, key.unit);
+    op.bytes = params * (workload::parameter_bytes(s.training.precision) + 2.0 * workload::reduce_bytes(s.training));
+    it = cache_.emplace(key.unit, timer_.whole({op})).first;
+  }
+  return it->second.ops.front().bytes > 0 ? &it->second : nullptr;
 }
 
 PassRunner::PassTasks PassRunner::run(const std::vector<int>& group, const PartList& parts, EventKind kind,
@@ -220,6 +252,9 @@ PassRunner::PassTasks PassRunner::run(const std::vector<int>& group, const PartL
     if (async_gates[g] != kNoTask) gates[g] = async_gates[g];
   if (const TimedOps* copy = fsdp_.after(group.front(), key, parts)) {
     for (std::size_t g = 0; g < group.size(); ++g) out.last[g] = b_.compute(group[g], kind, *copy, name);
+  }
+  if (const TimedOps* add = accumulation_.after(group.front(), key, parts)) {
+    for (std::size_t g = 0; g < group.size(); ++g) out.last[g] = b_.compute(group[g], kind, *add, name);
   }
   return out;
 }

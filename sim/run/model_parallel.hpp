@@ -109,10 +109,37 @@ class FsdpCopies {
   std::map<std::pair<int, int>, int> gradients_;             // (local, unit) → passes seen
 };
 
+/// Gradient accumulation across the microbatches of a step, outside FSDP: after the first
+/// microbatch's backward of a unit, each later backward that produces the unit's gradients adds
+/// them into the accumulated ones, a memory-bound pass on the compute stream at the device's
+/// achieved HBM bandwidth: the fresh gradient read (pb), the accumulated one read and written in
+/// its dtype (rb = reduce_bytes: the parameters' dtype, or fp32 under reduce_dtype fp32, as
+/// Megatron's accumulate_allreduce_grads_in_fp32 keeps main_grad): pb + 2·rb per parameter,
+/// "grad_accumulate". PyTorch's AccumulateGrad does this in place for microbatches 2…m
+/// (`.grad += new`, under DDP's no_sync); Megatron-LM's LocalDDP (2021) registers a hook per
+/// parameter that runs param.main_grad.add_(param.grad) after every backward
+/// (megatron/model/distributed.py, _make_param_hook). Not modelled: LocalDDP's add of the first
+/// microbatch into its zeroed buffer and the zeroing itself (2 of the m + 1 passes), and
+/// Megatron's later gradient_accumulation_fusion, which folds the add into the wgrad GEMM.
+/// Off under FSDP (FsdpCopies accumulates there) and with one microbatch. O(1) per pass.
+class GradientAccumulation {
+ public:
+  explicit GradientAccumulation(StepBuilder& b);
+  /// The accumulation that follows pass `key` (with parts `parts`) on `local`'s group, or nullptr.
+  const TimedOps* after(int local, const PassKey& key, const PartList& parts);
+
+ private:
+  StepBuilder& b_;
+  bool on_ = false;
+  OpTimer timer_;
+  std::map<int, TimedOps> cache_;                 // unit → its accumulation
+  std::map<std::pair<int, int>, int> gradients_;  // (local, unit) → backward passes seen
+};
+
 /// Lays passes on the ranks of a TP group.
 class PassRunner {
  public:
-  explicit PassRunner(StepBuilder& b) : b_(b), tp_(b), ep_(b), cp_(b), fsdp_(b) {}
+  explicit PassRunner(StepBuilder& b) : b_(b), tp_(b), ep_(b), cp_(b), fsdp_(b), accumulation_(b) {}
 
   TensorParallel& tensor_parallel() { return tp_; }
 
@@ -135,6 +162,7 @@ class PassRunner {
   ExpertParallel ep_;
   ContextParallel cp_;
   FsdpCopies fsdp_;
+  GradientAccumulation accumulation_;
 };
 
 }  // namespace ironlaw::run::detail

@@ -320,9 +320,11 @@ double attention_mainloop_fraction(const config::DeviceSpec& device);
 /// The SM clock, as a fraction of the clock max_gemm_fraction was measured at, that a kernel
 /// whose tensor cores run at `tensor_fraction` of peak sustains under power_limit_w. Dynamic
 /// power ∝ activity · f^x (x = clock_power_exponent; 3 when V ∝ f); the benchmark's GEMM
-/// (activity = gemm_mainloop_fraction) held max_gemm_power_limit_w at f = 1; static_power_w
-/// does not scale. f = min(1, ((P − P_s) / ((P_ref − P_s) · activity))^(1/x)). 1 when the device
-/// gives no power limit. Throws std::invalid_argument if a limit does not exceed static power.
+/// (activity = gemm_mainloop_fraction) holds max_gemm_power_limit_w under continuous load at
+/// f = s = sustained_gemm_clock (its measurement, a burst after idle, ran at f = 1);
+/// static_power_w does not scale. f = min(1, s · ((P − P_s) / ((P_ref − P_s) · activity))^(1/x)).
+/// 1 when the device gives no power limit. Throws std::invalid_argument if a limit does not
+/// exceed static power or s is not in (0, 1].
 double sustained_clock_fraction(const config::DeviceSpec& device, double tensor_fraction);
 
 /// Bytes per element of the activations and the bf16/fp16 GEMM operands under the training

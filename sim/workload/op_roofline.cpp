@@ -103,14 +103,19 @@ double sustained_clock_fraction(const config::DeviceSpec& device, double tensor_
   if (!(reference > idle) || !(limit > idle)) {
     throw std::invalid_argument("device " + device.name + ": power limits must exceed static_power");
   }
-  // Dynamic power ∝ activity · f^x (x = clock_power_exponent). The best GEMM held the reference
-  // limit at the clock its benchmark measured (f = 1 here) with activity ∝ its mainloop
-  // fraction; a kernel of another activity under another limit runs at the clock where its
-  // dynamic power meets the limit, never above the benchmark's clock.
+  // Dynamic power ∝ activity · f^x (x = clock_power_exponent). The best GEMM (activity ∝ its
+  // mainloop fraction) holds the reference limit under continuous load at f = s, the
+  // sustained_gemm_clock (the benchmark's burst ran at f = 1); a kernel of another activity
+  // under another limit runs at the clock where its dynamic power meets the limit, never above
+  // the benchmark's (boost) clock.
+  const double sustained = device.sustained_gemm_clock;
+  if (!(sustained > 0 && sustained <= 1)) {
+    throw std::invalid_argument("device " + device.name + ": sustained_gemm_clock must be in (0, 1]");
+  }
   const double activity = tensor_fraction / gemm_mainloop_fraction(device);
   const double fx = (limit - idle) / ((reference - idle) * activity);
   const double x = device.clock_power_exponent >= 1 ? device.clock_power_exponent : 3.0;
-  return std::min(1.0, std::pow(fx, 1.0 / x));
+  return std::min(1.0, sustained * std::pow(fx, 1.0 / x));
 }
 
 Time op_time(const Op& op, const config::DeviceSpec& device, const std::string& precision) {

@@ -233,6 +233,32 @@ TEST_CASE("a 500 W limit slows GEMMs by the cube root of the dynamic power ratio
   CHECK(sustained_clock_fraction(h100_sxm(), 0.8) == 1.0);
 }
 
+TEST_CASE("a step of continuous GEMMs holds the settled clock, not the benchmark's burst", "[workload][roofline]") {
+  // mamf-finder on H200 (stas00/ml-engineering benchmarks/README): sustained 744.5 vs burst
+  // 846.5 TFLOP/s, s = 0.88 of the burst clock at the 700 W limit the burst was measured under.
+  config::DeviceSpec settled = h100_shaped();
+  settled.sustained_gemm_clock = 0.88;
+  settled.clock_power_exponent = 1.42;
+  // The MAMF shape: 0.801 · 989.4 · 0.88 = 697.4 TFLOP/s.
+  CHECK(achieved(gemm(6144, 17920, 2816), settled) == Approx(0.801 * 989.4e12 * 0.88).epsilon(1e-6));
+  // At 500 W the power law scales the settled clock: 0.88 · (380 / 580)^(1 / 1.42) = 0.65336.
+  settled.power_limit_w = 500;
+  CHECK(sustained_clock_fraction(settled, gemm_mainloop_fraction(settled)) ==
+        Approx(0.88 * std::pow(380.0 / 580.0, 1.0 / 1.42)).epsilon(1e-9));
+  // Flash attention at 35 % of peak, activity 0.35 / 0.89255 = 0.39214, draws less: at 500 W
+  // 0.88 · ((380 / 580) / 0.39214)^(1 / 1.42) = 0.88 · 1.4354 = 1.263 → the boost clock, 1.
+  CHECK(sustained_clock_fraction(settled, 0.35) == 1.0);
+  // At 700 W a kernel at half the best GEMM's activity: 0.88 · 2^(1 / 1.42) = 1.43 → 1; at
+  // 0.9 of it: 0.88 · (1 / 0.9)^(1 / 1.42) = 0.94778.
+  settled.power_limit_w = 700;
+  const double best = gemm_mainloop_fraction(settled);
+  CHECK(sustained_clock_fraction(settled, 0.5 * best) == 1.0);
+  CHECK(sustained_clock_fraction(settled, 0.9 * best) == Approx(0.88 * std::pow(1.0 / 0.9, 1.0 / 1.42)).epsilon(1e-9));
+  // Without a power limit the profile's measurement stands.
+  settled.power_limit_w = 0;
+  CHECK(sustained_clock_fraction(settled, best) == 1.0);
+}
+
 TEST_CASE("a GEMM is tiled in the orientation that takes fewer waves", "[workload][roofline]") {
   // m = 128 × 11 = 1408, n = 256 × 12 = 3072: 128 × 256 tiles give 11 × 12 = 132 (one wave on
   // 132 SMs), 256 × 128 tiles ⌈1408 / 256⌉ · ⌈3072 / 128⌉ = 6 · 24 = 144 (two waves); the

@@ -1,0 +1,91 @@
+// Gradient accumulation across microbatches outside FSDP (run/model_parallel.hpp,
+// GradientAccumulation): every backward after a unit's first adds the fresh gradients into the
+// accumulated ones, reading P·pb and reading and writing P·rb. Timelines of
+// tests/run/data/timeline.yaml (tiny-dense on the launch-bound node, see timeline_test.cpp).
+//
+// Hand count of one tiny-dense layer (hidden 64, ffn 256, 2 heads of 32, no biases, RMSNorm):
+// Q, K, V, O 4·64·64 = 16,384 and GELU MLP 2·64·256 = 32,768 linear weights, 49,152, plus its
+// norm gains (at most two RMSNorms of 64).
+#include <catch2/catch.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/load.hpp"
+#include "core/records.hpp"
+#include "run/simulation.hpp"
+
+using namespace ironlaw;
+
+namespace {
+
+const std::string kTimeline = IRONLAW_SOURCE_DIR "/tests/run/data/timeline.yaml";
+constexpr double kLinearParams = 49152;
+constexpr double kNormParams = 128;
+
+struct Trace {
+  config::Scenario scenario;
+  MemorySink sink;
+  run::SimulationResult result;
+
+  std::vector<EventRecord> named(const std::string& name, int rank = 0) const {
+    std::vector<EventRecord> out;
+    for (const auto& e : sink.events)
+      if (sink.names.at(e.name) == name && e.rank == rank) out.push_back(e);
+    return out;
+  }
+};
+
+std::unique_ptr<Trace> trace(std::vector<std::string> overrides) {
+  overrides.push_back("cluster.topology.node.nvlink.bandwidth=1e18");
+  overrides.push_back("cluster.topology.device.hbm_bandwidth=1 TB/s");
+  auto t = std::make_unique<Trace>();
+  t->scenario = config::load_scenario(kTimeline, overrides);
+  t->result = run::simulate(t->scenario, t->sink, run::TraceLevel::op);
+  return t;
+}
+
+/// The adds of a layer: the three of equal size that lie within the hand count's bounds.
+std::vector<EventRecord> layer_adds(const std::vector<EventRecord>& events, double bytes_per_param) {
+  std::vector<EventRecord> out;
+  for (const auto& e : events)
+    if (e.bytes >= kLinearParams * bytes_per_param && e.bytes <= (kLinearParams + kNormParams) * bytes_per_param)
+      out.push_back(e);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the second microbatch's gradients are added into the first's: P·(2 + 2·2) bytes per layer in bf16",
+          "[run][grad-accumulate]") {
+  // dp 2, 2048 tokens of 512 per step: two microbatches of one sequence per rank.
+  const auto t = trace({"training.global_batch_tokens=2048"});
+  const auto adds = t->named("grad_accumulate");
+  // One add per unit with gradients (3 layers, embedding, head), after microbatch 1's backward.
+  CHECK(adds.size() == 5);
+  const auto layers = layer_adds(adds, 6.0);
+  REQUIRE(layers.size() == 3);
+  for (const auto& e : layers) {
+    CHECK(e.bytes == layers[0].bytes);
+    // Its time: the 1 us launch of the fixture plus its bytes at 1 TB/s.
+    CHECK(static_cast<double>(e.end_ns - e.start_ns) == Approx(1000.0 + e.bytes / 1e12 * 1e9).margin(2));
+  }
+}
+
+TEST_CASE("fp32 accumulation buffers read and write 4 bytes per gradient", "[run][grad-accumulate]") {
+  const auto bf16 = trace({"training.global_batch_tokens=2048"});
+  const auto fp32 = trace({"training.global_batch_tokens=4096", "training.reduce_dtype=fp32"});
+  // Four microbatches per rank: three adds per unit, each P·(2 + 2·4) bytes for a layer, 10/6 of
+  // the bf16 add of the same layer.
+  const auto adds = fp32->named("grad_accumulate");
+  CHECK(adds.size() == 15);
+  const auto layers = layer_adds(adds, 10.0);
+  REQUIRE(layers.size() == 9);
+  CHECK(layers[0].bytes == Approx(layer_adds(bf16->named("grad_accumulate"), 6.0).at(0).bytes * 10.0 / 6.0));
+}
+
+TEST_CASE("one microbatch accumulates nothing, and FSDP accumulates its own way", "[run][grad-accumulate]") {
+  CHECK(trace({})->named("grad_accumulate").empty());
+  CHECK(trace({"training.global_batch_tokens=2048", "parallel.zero=3"})->named("grad_accumulate").empty());
+}
