@@ -76,16 +76,18 @@ class TaskGraph {
  private:
   static constexpr std::uint32_t kNone = 0xffffffffu;
   enum class State : std::uint8_t { waiting, ready, running, done };
+  // 80 bytes (the 1-byte state last, after the 4-byte fields: no padding in the middle); a
+  // step of a deep pipeline holds millions.
   struct Task {
     Launch launch;
     Time duration;          // used when launch is empty (timed task)
+    Time started, ended;
     StreamId stream = kNoStream;
     std::uint32_t unmet = 0;  // unmet dependencies, counting the stream predecessor
-    State state = State::waiting;
-    Time started, ended;
     std::uint32_t succ_head = kNone;  // first edge in edges_ (singly linked, insertion order)
     std::uint32_t succ_tail = kNone;
     TaskId stream_next = kNone;
+    State state = State::waiting;
   };
   struct Edge {
     TaskId to;

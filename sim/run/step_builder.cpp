@@ -99,14 +99,18 @@ void StepBuilder::add_compute_streams() {
 }
 
 TaskId StepBuilder::compute(int local, EventKind kind, const TimedOps& ops, std::uint32_t name) {
-  const double factor = slowdown_[static_cast<std::size_t>(local)];
-  const Time work = factor == 1.0 ? ops.total : Time::from_seconds(ops.total.seconds() * factor);
+  // The launch captures only `this` (held inside std::function, no allocation per task: a
+  // step holds millions of them); rank and work are read back from the task's meta.
   const TaskId id = graph_.add_task(
-      [this, local, work](TaskGraph& g, TaskId self) {
-        sms_[static_cast<std::size_t>(local)].start(work, [&g, self] { g.complete(self); });
+      [this](TaskGraph& g, TaskId self) {
+        const TaskMeta& m = meta_[self];
+        const auto rank = static_cast<std::size_t>(m.local);
+        const double factor = slowdown_[rank];
+        const Time work = factor == 1.0 ? m.ops->total : Time::from_seconds(m.ops->total.seconds() * factor);
+        sms_[rank].start(work, [&g, self] { g.complete(self); });
       },
       streams_[static_cast<std::size_t>(local)]);
-  remember(id, TaskMeta{ranks_[static_cast<std::size_t>(local)], kind, name, &ops, ops.bytes, 0, 0});
+  remember(id, TaskMeta{ranks_[static_cast<std::size_t>(local)], kind, name, local, &ops, ops.bytes, 0, 0});
   return id;
 }
 
@@ -165,7 +169,7 @@ TaskId StepBuilder::data(int local) {
   const TaskId id = graph_.add_task(
       [this, gpu](TaskGraph& g, TaskId self) { w_.data.request(gpu, [&g, self] { g.complete(self); }); },
       streams_[static_cast<std::size_t>(local)]);
-  remember(id, TaskMeta{gpu, EventKind::data, data_name_, nullptr, w_.data.batch_bytes(gpu), 0, 0});
+  remember(id, TaskMeta{gpu, EventKind::data, data_name_, local, nullptr, w_.data.batch_bytes(gpu), 0, 0});
   return id;
 }
 
@@ -231,9 +235,9 @@ void StepBuilder::observe(TaskId id, Time s, Time e) {
       timeline_[static_cast<std::size_t>(local)].comm.add(s, e);
     }
   } else if (m.kind == EventKind::data) {
-    timeline_[static_cast<std::size_t>(local_of_.at(m.rank))].data.add(s, e);
+    timeline_[static_cast<std::size_t>(m.local)].data.add(s, e);
   } else {
-    auto& t = timeline_[static_cast<std::size_t>(local_of_.at(m.rank))];
+    auto& t = timeline_[static_cast<std::size_t>(m.local)];
     t.compute.add(s, e);
     if (m.kind == EventKind::backward || m.kind == EventKind::recompute) t.last_backward_end = std::max(t.last_backward_end, e);
     if (m.kind == EventKind::optimizer) t.optimizer += e - s;

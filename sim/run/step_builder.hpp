@@ -172,9 +172,10 @@ class StepBuilder {
 
  private:
   struct TaskMeta {
-    std::int32_t rank = -1;  // compute: the global rank; communication: -1
+    std::int32_t rank = -1;  // compute, data: the global rank; communication: -1
     EventKind kind = EventKind::forward;
     std::uint32_t name = 0;
+    std::int32_t local = -1;  // compute, data: the local index of `rank`
     const TimedOps* ops = nullptr;
     double bytes = 0;
     std::uint32_t first_participant = 0;  // communication: range in participants_
