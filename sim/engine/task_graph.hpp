@@ -20,6 +20,7 @@
 ///   it launched), adding a dependency to a task already launched, a self-dependency.
 ///   Unknown ids or streams throw std::out_of_range.
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <string>
 #include <vector>
@@ -99,8 +100,11 @@ class TaskGraph {
   void drain_ready();
 
   Simulator& sim_;
-  std::vector<Task> tasks_;
-  std::vector<Edge> edges_;
+  // Deques, not vectors: a step of a deep pipeline holds millions of tasks and edges, and a
+  // vector's doubling copy would hold the old and the new array at once (peak memory ≈ 2× the
+  // graph at the last doubling); a deque grows block by block and never moves an element.
+  std::deque<Task> tasks_;
+  std::deque<Edge> edges_;
   std::vector<TaskId> stream_last_;
   std::vector<std::string> stream_names_;
   std::vector<TaskId> ready_;       // released, not yet launched (FIFO from ready_head_)

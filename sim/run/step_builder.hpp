@@ -7,6 +7,7 @@
 /// (model_parallel, pipeline_wiring, data_parallel) adds its own tasks through it.
 #include <compare>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <string>
@@ -198,7 +199,7 @@ class StepBuilder {
   std::vector<StreamId> streams_;       // compute stream per local rank
   std::vector<GpuSms> sms_;             // per local rank
   std::vector<double> slowdown_;        // kernel-time factor per local rank
-  std::vector<TaskMeta> meta_;
+  std::deque<TaskMeta> meta_;  // a deque: no doubling copy of millions of entries (peak memory)
   std::vector<int> participants_;
   std::vector<RankTimeline> timeline_;
   std::uint32_t compute_resource_ = 0, comm_resource_ = 0, data_resource_ = 0, data_name_ = 0;
