@@ -77,12 +77,12 @@ class TaskGraph {
  private:
   static constexpr std::uint32_t kNone = 0xffffffffu;
   enum class State : std::uint8_t { waiting, ready, running, done };
-  // 80 bytes (the 1-byte state last, after the 4-byte fields: no padding in the middle); a
+  // 72 bytes (the 1-byte state last, after the 4-byte fields: no padding in the middle); a
   // step of a deep pipeline holds millions.
   struct Task {
     Launch launch;
-    Time duration;          // used when launch is empty (timed task)
-    Time started, ended;
+    Time started;
+    Time ended;  // until the task completes: a timed task's duration (used when launch is empty)
     StreamId stream = kNoStream;
     std::uint32_t unmet = 0;  // unmet dependencies, counting the stream predecessor
     std::uint32_t succ_head = kNone;  // first edge in edges_ (singly linked, insertion order)

@@ -172,13 +172,18 @@ class StepBuilder {
   std::size_t tasks() const { return graph_.size(); }
 
  private:
+  // 32 bytes: a step of a deep pipeline holds millions.
   struct TaskMeta {
+    /// Compute: the ops (their bytes are per op); data and communication: the bytes moved.
+    union Payload {
+      const TimedOps* ops;
+      double bytes;
+    };
     std::int32_t rank = -1;  // compute, data: the global rank; communication: -1
     EventKind kind = EventKind::forward;
     std::uint32_t name = 0;
     std::int32_t local = -1;  // compute, data: the local index of `rank`
-    const TimedOps* ops = nullptr;
-    double bytes = 0;
+    Payload what{nullptr};
     std::uint32_t first_participant = 0;  // communication: range in participants_
     std::uint32_t participant_count = 0;
   };
