@@ -108,11 +108,25 @@ void Communicator::set_flows_per_connection(int flows) {
 
 void Communicator::check_ranks(const std::vector<int>& ranks) const {
   if (ranks.empty()) throw std::invalid_argument("Communicator::start: no ranks");
-  std::vector<char> seen(static_cast<std::size_t>(cluster_.gpus()), 0);
-  for (int gpu : ranks) {
-    if (gpu < 0 || gpu >= cluster_.gpus()) throw std::invalid_argument("Communicator::start: GPU out of range");
-    if (seen[static_cast<std::size_t>(gpu)]++) throw std::invalid_argument("Communicator::start: repeated GPU");
+  // One mark per GPU, kept across calls and cleared for the ranks marked: a step starts
+  // hundreds of thousands of small collectives on clusters of tens of thousands of GPUs.
+  if (seen_.size() != static_cast<std::size_t>(cluster_.gpus())) seen_.assign(static_cast<std::size_t>(cluster_.gpus()), 0);
+  const char* problem = nullptr;
+  std::size_t marked = 0;
+  for (; marked < ranks.size(); ++marked) {
+    const int gpu = ranks[marked];
+    if (gpu < 0 || gpu >= cluster_.gpus()) {
+      problem = "Communicator::start: GPU out of range";
+      break;
+    }
+    if (seen_[static_cast<std::size_t>(gpu)]) {
+      problem = "Communicator::start: repeated GPU";
+      break;
+    }
+    seen_[static_cast<std::size_t>(gpu)] = 1;
   }
+  for (std::size_t i = 0; i < marked; ++i) seen_[static_cast<std::size_t>(ranks[i])] = 0;
+  if (problem != nullptr) throw std::invalid_argument(problem);
 }
 
 namespace {

@@ -235,6 +235,7 @@ class Communicator {
   FlowTrace trace_;
   bool fluid_rings_ = false;
   int flows_per_connection_ = 1;
+  mutable std::vector<char> seen_;  // check_ranks' scratch: one mark per GPU, all 0 between calls
 };
 
 /// One row of an nccl-tests-style table.

@@ -20,6 +20,15 @@ namespace ironlaw::comm::detail {
 /// Ranks grouped by node, nodes in order of first appearance, ranks in their given order.
 inline std::vector<std::vector<int>> group_by_node(const std::vector<int>& ranks, const hardware::Cluster& cluster) {
   std::vector<std::vector<int>> groups;
+  if (ranks.size() <= 32) {  // a TP or EP group: scan the groups, no table over every node
+    for (int gpu : ranks) {
+      const int node = cluster.node_of(gpu);
+      auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return cluster.node_of(g.front()) == node; });
+      if (it == groups.end()) it = groups.emplace(groups.end());
+      it->push_back(gpu);
+    }
+    return groups;
+  }
   std::vector<int> node_group;  // node → index in groups, -1 while the node has no rank
   node_group.assign(static_cast<std::size_t>(cluster.nodes()), -1);
   for (int gpu : ranks) {

@@ -17,6 +17,12 @@ constexpr std::uint32_t kMaxGeneration = 0xffffffffu;
 // second), below the engine's whole-ns resolution for any flow shorter than a second.
 constexpr double kRateTolerance = 1e-9;
 
+// A link counts as saturated when its unused capacity is at most this fraction of its bandwidth.
+// A true bottleneck is left with rounding noise (~1e-15 relative, or up to kRateTolerance where
+// a re-solve kept a rate); a link with more room is not the bottleneck of any flow. Erring
+// towards "saturated" only sends a change to the full re-solve, never skips one it needs.
+constexpr double kSaturated = 1e-6;
+
 // Bytes moved at `rate` [B/s] during `dt` (exact when rate·ns fits a double's mantissa).
 double drained_bytes(double rate, Time dt) {
   return rate * static_cast<double>(dt.count_ns()) / 1e9;
@@ -50,6 +56,9 @@ struct FlowNetwork::Impl {
     std::uint32_t mark = 0;       // == epoch when in the current component
     std::uint32_t unfrozen = 0;   // weight of the flows not yet frozen in this filling
     bool dirty = false;
+    // As of the last re-solve that covered it: no room left (kSaturated), i.e. possibly the
+    // bottleneck of one of its flows.
+    bool saturated = false;
   };
 
   // The part of a link no re-solve reads.
@@ -77,6 +86,8 @@ struct FlowNetwork::Impl {
     EventId event = kNoEvent;       // pending completion event
     std::uint32_t drain_token = 0;  // identifies its latest drain entry (see DrainInstant)
     bool drain_pending = false;     // whether that entry is live
+    bool fresh = false;             // started since the last re-solve (rate not yet solved)
+    std::uint32_t bottleneck = 0;   // partial re-solve: the link that froze it
     Time latency;                   // sum of the path's latencies
     OnDone on_done;
     OnDone on_drained;              // optional
@@ -117,6 +128,9 @@ struct FlowNetwork::Impl {
   std::uint64_t started = 0;
   std::uint64_t records = 0;
   std::uint64_t resolve_count = 0;
+  std::uint64_t full_count = 0;
+  // The flows started since the last re-solve.
+  std::vector<std::uint32_t> fresh_slots;
   std::uint32_t epoch = 0;
   // Re-solve scratch, reused across calls.
   std::vector<LinkId> comp_links;
@@ -169,6 +183,7 @@ struct FlowNetwork::Impl {
     Flow& f = flows[slot];
     f.state = State::free;
     f.drain_pending = false;
+    f.fresh = false;
     f.path.clear();
     f.on_done = nullptr;
     f.on_drained = nullptr;
@@ -180,6 +195,8 @@ struct FlowNetwork::Impl {
 
   void add_to_links(std::uint32_t slot) {
     Flow& f = flows[slot];
+    f.fresh = true;
+    fresh_slots.push_back(slot);
     for (std::uint32_t h = 0; h < f.path.size(); ++h) {
       const LinkId l = f.path[h].link;
       Link& link = links[l];
@@ -287,10 +304,145 @@ struct FlowNetwork::Impl {
     draining_now.clear();
   }
 
+  // The batched re-solve: the partial one, else the connected component.
   void resolve() {
     resolve_pending = false;
     resolve_event = kNoEvent;
     ++resolve_count;
+    const bool local = partial_resolve();
+    for (std::uint32_t slot : fresh_slots) flows[slot].fresh = false;
+    fresh_slots.clear();
+    if (local) {
+      for (LinkId l : dirty_links) {
+        Link& link = links[l];
+        link.dirty = false;
+        if (link.flows.empty()) link.saturated = false;
+      }
+      dirty_links.clear();
+      return;
+    }
+    full_resolve();
+  }
+
+  // Partial re-solve: only the flows whose rate can move are re-solved, the others keep theirs.
+  // Those that can move: the flows started since the last re-solve, the flows on a changed link
+  // that was saturated (a flow that ended there may have been their bottleneck), and, closed
+  // transitively, every flow sharing a saturated link with one of them (one that changes rate
+  // there pushes or pulls the others). The set is filled progressively over what the other
+  // flows leave of each of its links. The result is the max-min allocation itself — unique, so
+  // the one a full re-solve gives, up to rounding — when every re-solved flow ends frozen on a
+  // link on which no other flow is faster: then every re-solved flow has a bottleneck (a
+  // saturated link on which no flow is faster), and every other flow keeps its own, which is
+  // saturated, so it carries no re-solved flow (the closure would have taken the flow in) and
+  // nothing on it changed. Returns false, having changed nothing, where that check fails or a
+  // re-solved flow is drained up to rounding (the full re-solve finishes those). Cost: O(F·P +
+  // k + F log F) for the F re-solved flows, their P hops each and the k flows on their links.
+  bool partial_resolve() {
+    ++epoch;
+    comp_links.clear();
+    comp_flows.clear();
+    const Time now = sim.now();
+    auto take = [&](std::uint32_t slot) {
+      Flow& f = flows[slot];
+      if (f.mark == epoch || f.state != State::draining) return;
+      f.mark = epoch;
+      comp_flows.push_back(slot);
+    };
+    for (std::uint32_t slot : fresh_slots) {
+      if (flows[slot].fresh) take(slot);
+    }
+    for (LinkId l : dirty_links) {
+      if (!links[l].saturated) continue;
+      for (const Hop& hop : links[l].flows) take(hop.flow);
+    }
+    for (std::size_t i = 0; i < comp_flows.size(); ++i) {
+      const Flow& f = flows[comp_flows[i]];
+      if (!f.fresh && f.remaining - drained_bytes(f.rate, now - f.last_update) <= std::max(1e-6 * f.bytes, 1e-3)) {
+        return false;
+      }
+      for (const PathHop& ph : f.path) {
+        Link& link = links[ph.link];
+        if (link.mark == epoch) continue;
+        link.mark = epoch;
+        comp_links.push_back(ph.link);
+        if (link.saturated) {
+          for (const Hop& hop : link.flows) take(hop.flow);
+        }
+      }
+    }
+    // What the other flows leave of each link.
+    fill_heap.clear();
+    for (LinkId l : comp_links) {
+      Link& link = links[l];
+      double used = 0;
+      std::uint32_t weight = 0;
+      for (const Hop& hop : link.flows) {
+        const Flow& g = flows[hop.flow];
+        if (g.mark == epoch) {
+          weight += g.weight;
+        } else {
+          used += g.rate * g.weight;
+        }
+      }
+      link.cap_left = link.bandwidth - used;
+      link.unfrozen = weight;
+      fill_heap.push_back(Share{std::max(link.cap_left, 0.0) / weight, l});
+    }
+    std::make_heap(fill_heap.begin(), fill_heap.end(), std::greater<>{});
+    while (!fill_heap.empty()) {
+      std::pop_heap(fill_heap.begin(), fill_heap.end(), std::greater<>{});
+      const Share top = fill_heap.back();
+      fill_heap.pop_back();
+      Link& link = links[top.link];
+      if (link.unfrozen == 0) continue;
+      const double share = std::max(link.cap_left, 0.0) / link.unfrozen;
+      if (share > top.share * (1 + 1e-12)) {
+        fill_heap.push_back(Share{share, top.link});
+        std::push_heap(fill_heap.begin(), fill_heap.end(), std::greater<>{});
+        continue;
+      }
+      for (const Hop& hop : link.flows) {
+        Flow& f = flows[hop.flow];
+        if (f.mark != epoch || f.frozen == epoch) continue;
+        f.frozen = epoch;
+        f.new_rate = share;
+        f.bottleneck = top.link;
+        const double taken = share * f.weight;
+        for (const PathHop& ph : f.path) {
+          Link& k = links[ph.link];
+          k.cap_left -= taken;
+          k.unfrozen -= f.weight;
+        }
+      }
+    }
+    // The check: no other flow is faster on a re-solved flow's freezing link.
+    for (std::uint32_t slot : comp_flows) {
+      const Flow& f = flows[slot];
+      for (const Hop& hop : links[f.bottleneck].flows) {
+        const Flow& g = flows[hop.flow];
+        if (g.mark != epoch && g.rate > f.new_rate * (1 + kRateTolerance)) return false;
+      }
+    }
+    for (LinkId l : comp_links) {
+      Link& link = links[l];
+      link.saturated = link.cap_left <= kSaturated * link.bandwidth;
+    }
+    // As the full re-solve's step 4: a rate that moved by rounding only keeps its drain event.
+    for (std::uint32_t slot : comp_flows) {
+      Flow& f = flows[slot];
+      f.remaining -= drained_bytes(f.rate, now - f.last_update);
+      f.last_update = now;
+      if (f.drain_pending && std::abs(f.new_rate - f.rate) <= kRateTolerance * f.rate) continue;
+      f.drain_pending = false;
+      f.rate = f.new_rate;
+      if (f.rate > 0) schedule_drain(slot);
+    }
+    return true;
+  }
+
+  // Full re-solve of the connected component of the changed links.
+  void full_resolve() {
+    ++full_count;
     const Time now = sim.now();
     ++epoch;
 
@@ -373,6 +525,11 @@ struct FlowNetwork::Impl {
           k.unfrozen -= f.weight;
         }
       }
+    }
+
+    for (LinkId l : comp_links) {
+      Link& link = links[l];
+      link.saturated = link.cap_left <= kSaturated * link.bandwidth;
     }
 
     // 4. Reschedule the drain of every flow whose rate changed by more than kRateTolerance:
@@ -515,5 +672,7 @@ std::uint64_t FlowNetwork::flows_started() const { return impl_->started; }
 std::uint64_t FlowNetwork::records_started() const { return impl_->records; }
 
 std::uint64_t FlowNetwork::resolves() const { return impl_->resolve_count; }
+
+std::uint64_t FlowNetwork::full_resolves() const { return impl_->full_count; }
 
 }  // namespace ironlaw::engine

@@ -16,9 +16,17 @@
 /// - Until that re-solve has run, a new flow has rate 0 (rate() returns 0 right after
 ///   start_flow()); it still consumes bandwidth from its start time, since no simulated time
 ///   passes before the re-solve.
-/// - Only the connected component (flows ↔ shared links) of the changed links is re-solved;
-///   flows whose rate did not change (by more than 1e-9 relative: rounding noise of the
-///   filling) keep their rate and their scheduled drain event.
+/// - Partial re-solve first: only the flows whose rate can move are re-solved — the flows
+///   started in the batch, those on a changed link that was saturated, and transitively every
+///   flow sharing a saturated link with one of them — over what the other flows leave of each
+///   link; every other flow keeps its rate. The result is checked against the definition of
+///   max-min fairness (every re-solved flow is frozen on a link where no other flow is faster;
+///   the others keep their saturated, untouched bottleneck), which makes it the max-min
+///   allocation itself (unique, so the one a full re-solve gives, up to rounding). Where the
+///   check fails, the connected component (flows ↔ shared links) of the changed links is
+///   re-solved. Flows whose rate did not change (by more than 1e-9 relative: rounding noise of
+///   the filling) keep their rate and their scheduled drain event. "Saturated": less than 1e-6
+///   of the link's bandwidth unused as of the last re-solve covering it.
 /// - Drain coalescing: the flows due to drain at one whole ns drain from one event, in the
 ///   order their drains were scheduled (epsilon 0: instants are never moved, only shared).
 /// - Bytes are doubles, time is integer ns: a drain time is rounded up to whole ns, and a
@@ -33,9 +41,11 @@
 ///   flows on identical paths always receive identical rates; the filling subtracts w·share once
 ///   where it subtracted share w times, a difference of float rounding only). It drains,
 ///   completes and counts (flows_started, link bytes) as its w members.
-/// - Cost model: a re-solve costs O((F·P + L) log L) for the F flows (P hops each) and L links
-///   of the changed component. Where all flows share one component (a loaded fat-tree), every
-///   distinct drain instant re-solves all of them; flows that end together are solved once.
+/// - Cost model: a partial re-solve costs O(F·P + k + F log F) for the F flows it re-solves (P
+///   hops each) and the k flows on their links; a full one O((F·P + L) log L) for the F flows
+///   and L links of the changed component. Flows joined only through links with room (a fat
+///   tree's spine under a moderate load) no longer re-solve each other; flows that end
+///   together are solved once.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -113,8 +123,10 @@ class FlowNetwork {
   std::uint64_t flows_started() const;
   /// Flow records started since construction (a group counts once): what the network simulates.
   std::uint64_t records_started() const;
-  /// Re-solve passes run since construction (for benchmarks and tests).
+  /// Re-solve passes run since construction, local and full (for benchmarks and tests).
   std::uint64_t resolves() const;
+  /// Of those, the full re-solves of a connected component (the partial one did not apply).
+  std::uint64_t full_resolves() const;
 
  private:
   struct Impl;

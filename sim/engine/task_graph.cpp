@@ -29,7 +29,7 @@ TaskId TaskGraph::add(Launch launch_fn, Time duration, StreamId stream) {
   const auto id = static_cast<TaskId>(tasks_.size());
   Task task;
   task.launch = std::move(launch_fn);
-  task.duration = duration;
+  task.ended = duration;
   task.stream = stream;
   if (stream != kNoStream) {
     const TaskId prev = stream_last_[stream];
@@ -109,10 +109,10 @@ void TaskGraph::launch(TaskId id) {
     Launch fn = std::move(t.launch);
     t.launch = nullptr;
     fn(*this, id);
-  } else if (t.duration == Time::zero()) {
+  } else if (t.ended == Time::zero()) {  // `ended` holds the duration until completion
     complete(id);
   } else {
-    sim_.schedule_in(t.duration, [this, id] { complete(id); });
+    sim_.schedule_in(t.ended, [this, id] { complete(id); });
   }
 }
 

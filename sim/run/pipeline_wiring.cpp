@@ -4,17 +4,21 @@ namespace ironlaw::run::detail {
 
 namespace {
 
-/// Entry and exit tasks of every (rank, microbatch, chunk, direction), for pipeline sends:
-/// direction 0 the forward, 1 the pass that sends gradients back (backward or input_grad).
+/// Entry and exit tasks of every (rank, microbatch, chunk of the rank, direction), for pipeline
+/// sends: direction 0 the forward, 1 the pass that sends gradients back (backward or
+/// input_grad). A rank holds the chunks of its stage only (chunk = local chunk · stages +
+/// stage), so the table has room for `chunk_count / stages` chunks per rank, not all of them
+/// (Megatron's 1T row: 512 ranks × 512 microbatches × 1 chunk, not × 64).
 struct SlotTable {
-  SlotTable(std::size_t ranks, int microbatches, int chunk_count)
-      : m(microbatches), chunks(chunk_count),
-        entry(ranks * static_cast<std::size_t>(microbatches * chunk_count * 2), kNoTask), exit(entry.size(), kNoTask) {}
+  SlotTable(std::size_t ranks, int microbatches, int chunk_count, int stages)
+      : m(microbatches), chunks(chunk_count), pp(stages), held(chunk_count / stages),
+        entry(ranks * static_cast<std::size_t>(microbatches) * static_cast<std::size_t>(held) * 2, kNoTask),
+        exit(entry.size(), kNoTask) {}
   std::size_t index(std::size_t local, int mb, int chunk, Pass pass) const {
-    return ((local * static_cast<std::size_t>(m) + static_cast<std::size_t>(mb)) * static_cast<std::size_t>(chunks) +
-            static_cast<std::size_t>(chunk)) * 2 + (pass == Pass::forward ? 0 : 1);
+    return ((local * static_cast<std::size_t>(m) + static_cast<std::size_t>(mb)) * static_cast<std::size_t>(held) +
+            static_cast<std::size_t>(chunk / pp)) * 2 + (pass == Pass::forward ? 0 : 1);
   }
-  int m, chunks;
+  int m, chunks, pp, held;
   std::vector<TaskId> entry, exit;
 };
 
@@ -78,7 +82,7 @@ void build_pipeline(StepBuilder& b, PassRunner& runner, const PipelineSchedule& 
   const std::uint32_t head_name = b.name("head");
 
   const int chunks = lay.chunks();
-  SlotTable slots(n, m, chunks);
+  SlotTable slots(n, m, chunks, lay.pp);
 
   // TP groups among the simulated ranks: the local indices of ranks that differ only in tp.
   std::vector<std::vector<int>> tp_groups;

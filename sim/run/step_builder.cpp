@@ -99,14 +99,19 @@ void StepBuilder::add_compute_streams() {
 }
 
 TaskId StepBuilder::compute(int local, EventKind kind, const TimedOps& ops, std::uint32_t name) {
-  const double factor = slowdown_[static_cast<std::size_t>(local)];
-  const Time work = factor == 1.0 ? ops.total : Time::from_seconds(ops.total.seconds() * factor);
+  // The launch captures only `this` (held inside std::function, no allocation per task: a
+  // step holds millions of them); rank and work are read back from the task's meta.
   const TaskId id = graph_.add_task(
-      [this, local, work](TaskGraph& g, TaskId self) {
-        sms_[static_cast<std::size_t>(local)].start(work, [&g, self] { g.complete(self); });
+      [this](TaskGraph& g, TaskId self) {
+        const TaskMeta& m = meta_[self];
+        const auto rank = static_cast<std::size_t>(m.local);
+        const double factor = slowdown_[rank];
+        const Time total = m.what.ops->total;
+        const Time work = factor == 1.0 ? total : Time::from_seconds(total.seconds() * factor);
+        sms_[rank].start(work, [&g, self] { g.complete(self); });
       },
       streams_[static_cast<std::size_t>(local)]);
-  remember(id, TaskMeta{ranks_[static_cast<std::size_t>(local)], kind, name, &ops, ops.bytes, 0, 0});
+  remember(id, TaskMeta{ranks_[static_cast<std::size_t>(local)], kind, name, local, {.ops = &ops}, 0, 0});
   return id;
 }
 
@@ -165,7 +170,7 @@ TaskId StepBuilder::data(int local) {
   const TaskId id = graph_.add_task(
       [this, gpu](TaskGraph& g, TaskId self) { w_.data.request(gpu, [&g, self] { g.complete(self); }); },
       streams_[static_cast<std::size_t>(local)]);
-  remember(id, TaskMeta{gpu, EventKind::data, data_name_, nullptr, w_.data.batch_bytes(gpu), 0, 0});
+  remember(id, TaskMeta{gpu, EventKind::data, data_name_, local, {.bytes = w_.data.batch_bytes(gpu)}, 0, 0});
   return id;
 }
 
@@ -199,7 +204,7 @@ void StepBuilder::remember_comm(TaskId id, std::uint32_t name, double bytes, con
   TaskMeta m;
   m.kind = EventKind::collective;
   m.name = name;
-  m.bytes = bytes;
+  m.what.bytes = bytes;
   m.first_participant = static_cast<std::uint32_t>(participants_.size());
   m.participant_count = static_cast<std::uint32_t>(participants.size());
   participants_.insert(participants_.end(), participants.begin(), participants.end());
@@ -231,39 +236,39 @@ void StepBuilder::observe(TaskId id, Time s, Time e) {
       timeline_[static_cast<std::size_t>(local)].comm.add(s, e);
     }
   } else if (m.kind == EventKind::data) {
-    timeline_[static_cast<std::size_t>(local_of_.at(m.rank))].data.add(s, e);
+    timeline_[static_cast<std::size_t>(m.local)].data.add(s, e);
   } else {
-    auto& t = timeline_[static_cast<std::size_t>(local_of_.at(m.rank))];
+    auto& t = timeline_[static_cast<std::size_t>(m.local)];
     t.compute.add(s, e);
     if (m.kind == EventKind::backward || m.kind == EventKind::recompute) t.last_backward_end = std::max(t.last_backward_end, e);
     if (m.kind == EventKind::optimizer) t.optimizer += e - s;
   }
   if (w_.trace == TraceLevel::none || w_.trace == TraceLevel::step) return;
   if (m.kind == EventKind::data) {
-    w_.sink.on_event(EventRecord{m.rank, data_resource_, m.kind, m.name, s.count_ns(), e.count_ns(), 0, m.bytes});
+    w_.sink.on_event(EventRecord{m.rank, data_resource_, m.kind, m.name, s.count_ns(), e.count_ns(), 0, m.what.bytes});
     return;
   }
   if (m.kind == EventKind::collective) {
     for (std::uint32_t i = 0; i < m.participant_count; ++i) {
       const int rank = ranks_[static_cast<std::size_t>(participants_[m.first_participant + i])];
-      w_.sink.on_event(EventRecord{rank, comm_resource_, m.kind, m.name, s.count_ns(), e.count_ns(), 0, m.bytes});
+      w_.sink.on_event(EventRecord{rank, comm_resource_, m.kind, m.name, s.count_ns(), e.count_ns(), 0, m.what.bytes});
     }
     return;
   }
   // Compute: one record per op inside the task, laid end to end, each stretched by the
   // slowdown the task met (SMs shared with communication kernels).
-  const double stretch = m.ops->total.count_ns() > 0
-                             ? static_cast<double>((e - s).count_ns()) / static_cast<double>(m.ops->total.count_ns())
+  const double stretch = m.what.ops->total.count_ns() > 0
+                             ? static_cast<double>((e - s).count_ns()) / static_cast<double>(m.what.ops->total.count_ns())
                              : 1.0;
   Time cumulative;
   Time t = s;
-  for (std::size_t i = 0; i < m.ops->ops.size(); ++i) {
-    cumulative += m.ops->times[i];
-    const Time end = i + 1 == m.ops->ops.size()
+  for (std::size_t i = 0; i < m.what.ops->ops.size(); ++i) {
+    cumulative += m.what.ops->times[i];
+    const Time end = i + 1 == m.what.ops->ops.size()
                          ? e
                          : s + Time::ns(static_cast<std::int64_t>(static_cast<double>(cumulative.count_ns()) * stretch));
-    w_.sink.on_event(EventRecord{m.rank, compute_resource_, m.kind, m.ops->name_ids[i], t.count_ns(), end.count_ns(),
-                                 m.ops->ops[i].flops, m.ops->ops[i].bytes});
+    w_.sink.on_event(EventRecord{m.rank, compute_resource_, m.kind, m.what.ops->name_ids[i], t.count_ns(), end.count_ns(),
+                                 m.what.ops->ops[i].flops, m.what.ops->ops[i].bytes});
     t = end;
   }
 }

@@ -7,6 +7,7 @@
 /// (model_parallel, pipeline_wiring, data_parallel) adds its own tasks through it.
 #include <compare>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <string>
@@ -171,12 +172,18 @@ class StepBuilder {
   std::size_t tasks() const { return graph_.size(); }
 
  private:
+  // 32 bytes: a step of a deep pipeline holds millions.
   struct TaskMeta {
-    std::int32_t rank = -1;  // compute: the global rank; communication: -1
+    /// Compute: the ops (their bytes are per op); data and communication: the bytes moved.
+    union Payload {
+      const TimedOps* ops;
+      double bytes;
+    };
+    std::int32_t rank = -1;  // compute, data: the global rank; communication: -1
     EventKind kind = EventKind::forward;
     std::uint32_t name = 0;
-    const TimedOps* ops = nullptr;
-    double bytes = 0;
+    std::int32_t local = -1;  // compute, data: the local index of `rank`
+    Payload what{nullptr};
     std::uint32_t first_participant = 0;  // communication: range in participants_
     std::uint32_t participant_count = 0;
   };
@@ -197,7 +204,7 @@ class StepBuilder {
   std::vector<StreamId> streams_;       // compute stream per local rank
   std::vector<GpuSms> sms_;             // per local rank
   std::vector<double> slowdown_;        // kernel-time factor per local rank
-  std::vector<TaskMeta> meta_;
+  std::deque<TaskMeta> meta_;  // a deque: no doubling copy of millions of entries (peak memory)
   std::vector<int> participants_;
   std::vector<RankTimeline> timeline_;
   std::uint32_t compute_resource_ = 0, comm_resource_ = 0, data_resource_ = 0, data_name_ = 0;

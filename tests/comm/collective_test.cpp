@@ -228,6 +228,11 @@ TEST_CASE("bad collective calls are rejected") {
   CHECK_THROWS_AS(w.comm.start(CollectiveOp::all_reduce, {}, 1e6, Algorithm::ring, nothing), std::invalid_argument);
   CHECK_THROWS_AS(w.comm.start(CollectiveOp::all_reduce, {1, 1}, 1e6, Algorithm::ring, nothing), std::invalid_argument);
   CHECK_THROWS_AS(w.comm.start(CollectiveOp::all_reduce, {0, 16}, 1e6, Algorithm::ring, nothing), std::invalid_argument);
+  // The rejected calls leave no GPU marked as seen: the same GPUs are accepted next.
+  bool ran = false;
+  CHECK_NOTHROW(w.comm.start(CollectiveOp::all_reduce, {1, 0}, 1e6, Algorithm::ring, [&] { ran = true; }));
+  w.sim.run();
+  CHECK(ran);
   CHECK_THROWS_AS(w.comm.start(CollectiveOp::all_reduce, {0, 1, 8}, 1e6, Algorithm::hierarchical, nothing),
                   std::invalid_argument);
   CHECK_THROWS_AS(w.comm.set_flows_per_connection(0), std::invalid_argument);
