@@ -4,6 +4,7 @@
 set -euo pipefail
 packages=(build-essential cmake pkg-config libboost-graph-dev libboost-program-options-dev
           libyaml-cpp-dev libhdf5-dev hdf5-tools catch2
+          librsvg2-bin  # rsvg-convert: the plot tests render every SVG with it
           clang-14 libclang-rt-14-dev)  # clang and its runtimes: libFuzzer, ASan, UBSan (make fuzz)
 missing=()
 for p in "${packages[@]}"; do
