@@ -53,4 +53,12 @@ void probe_output_path(const std::string& path, const SourceLoc& where, const st
 void check_collective_args(const Args& args);
 inline constexpr double kMaxCollectiveRows = 1000;
 
+/// Debian 12's libhdf5 (1.10.8) can crash inside H5Dopen on a damaged file: a chunk-dimension
+/// message of zero makes H5D__chunk_set_info divide by zero (SIGFPE, found by fuzz_h5_reader).
+/// No HDF5 call can check that before H5Dopen parses it, so the file's datasets are first opened
+/// in a child process; a child that dies means a damaged file (exit 2) instead of a crash here.
+/// The child reads only metadata and the small tables (not /events), then leaves with _exit.
+/// Throws InputError (key "OUT.h5", exit 2) when the child dies or fails.
+void probe_in_child(const std::string& path);
+
 }  // namespace ironlaw::cli
