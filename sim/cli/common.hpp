@@ -3,6 +3,7 @@
 #include <boost/program_options.hpp>
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "cli/commands.hpp"
 #include "config/spec.hpp"
@@ -52,6 +53,13 @@ void probe_output_path(const std::string& path, const SourceLoc& where, const st
 /// InputError; options it cannot read are left to the command itself.
 void check_collective_args(const Args& args);
 inline constexpr double kMaxCollectiveRows = 1000;
+
+/// A set of ranks as written on the command line: comma-separated ranks and inclusive ranges,
+/// "0,8-15" → {0, 8, ..., 15}; returned ascending without duplicates. Anything else (a negative
+/// or non-integer rank, a reversed range, more than kMaxRankSet ranks) is an InputError naming
+/// `key` (exit 2). O(ranks log ranks).
+std::vector<int> parse_rank_set(const std::string& text, const std::string& key);
+inline constexpr std::size_t kMaxRankSet = 1 << 20;
 
 /// Debian 12's libhdf5 (1.10.8) can crash inside H5Dopen on a damaged file: a chunk-dimension
 /// message of zero makes H5D__chunk_set_info divide by zero (SIGFPE, found by fuzz_h5_reader).
