@@ -68,7 +68,7 @@ std::string plot_timeline_of(const output::H5Reader& reader, const std::string& 
   }
   const std::vector<int> present = output::recorded_ranks(reader);
   std::vector<int> ranks = present;
-  if (!ranks_text.empty()) {
+  if (vm.count("ranks")) {
     ranks = parse_rank_set(ranks_text, "--ranks");
     std::vector<int> missing;
     std::set_difference(ranks.begin(), ranks.end(), present.begin(), present.end(), std::back_inserter(missing));
