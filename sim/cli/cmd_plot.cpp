@@ -184,7 +184,7 @@ int cmd_plot(const Args& args) {
   } catch (const std::runtime_error& e) {
     throw InputError({}, "OUT.h5", e.what());
   }
-  if (kind.empty()) kind = !reader->has("/steps") && (reader->has("/sweep") || reader->has("/plan")) ? "sweep" : "breakdown";
+  if (kind.empty()) kind = reader->has("/sweep") || reader->has("/plan") ? "sweep" : "breakdown";
   if (kind != "breakdown" && kind != "timeline" && kind != "sweep" && kind != "links")
     throw InputError({}, "--kind", "expected breakdown, timeline, sweep or links, got \"" + kind + "\"");
   const auto only_for = [&](const char* option, const char* for_kind) {

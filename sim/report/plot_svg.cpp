@@ -242,10 +242,14 @@ struct Curve {
 /// A line chart: one polyline and its markers per curve, x and y axes from the data.
 std::string line_chart(const std::string& title, const std::string& x_label, const std::string& y_label,
                        const std::vector<Curve>& curves, const std::vector<std::string>& categories,
-                       const std::string& legend_heading) {
+                       const std::string& legend_heading, const std::string& note) {
   const double legend_rows = static_cast<double>(curves.size()) * 17 + 40;
+  // The legend widens the figure for long labels (about 6.5 px per character at 11 px).
+  std::size_t longest = legend_heading.size();
+  for (const auto& c : curves) longest = std::max(longest, c.label.size());
+  const double legend_width = std::clamp(6.5 * static_cast<double>(longest) + 40, kLegendWidth, 700.0);
   const Frame f;
-  Svg svg(kWidth, std::max(f.bottom() + 60, f.top + legend_rows), title);
+  Svg svg(f.right() + 20 + legend_width, std::max(f.bottom() + 60, f.top + legend_rows), title);
   double x_lo = 0, x_hi = 1, y_hi = 0;
   bool any = false;
   for (const auto& c : curves)
@@ -304,13 +308,21 @@ std::string line_chart(const std::string& title, const std::string& x_label, con
     legend.emplace_back(c.label, colour);
   }
   svg.legend(f, legend, legend_heading);
+  svg.text(f.right() + 20, f.top + 40 + 17 * static_cast<double>(curves.size()), note, "start", 10, "class=\"note\"");
   return svg.finish();
 }
 
-/// The unit of a metric for an axis label: "" → none, "1" → "(fraction)".
+/// "N of M rows drawn" and why the others are not.
+std::string rows_note(std::size_t drawn, std::size_t rows) {
+  std::string note = std::to_string(drawn) + " of " + std::to_string(rows) + " rows drawn";
+  if (drawn < rows) note += "; the others were not simulated (status not ok)";
+  return note;
+}
+
+/// The unit of a metric for an axis label: "" → none, "1" → "(dimensionless)".
 std::string with_unit(const std::string& name, const std::string& unit) {
   if (unit.empty()) return name;
-  if (unit == "1") return name + " [1]";
+  if (unit == "1") return name + " (dimensionless)";
   return name + " [" + unit + "]";
 }
 
@@ -488,6 +500,7 @@ std::string plot_sweep(const output::SweepTable& table, const std::string& x_key
   std::vector<std::string> categories;
   std::vector<Curve> curves;
   std::map<std::string, std::size_t> curve_of;
+  std::size_t drawn = 0;
   for (const auto& row : table.rows) {
     if (xk >= row.values.size() || mk >= row.metrics.size()) continue;
     double x = 0;
@@ -501,6 +514,7 @@ std::string plot_sweep(const output::SweepTable& table, const std::string& x_key
     }
     const double y = row.metrics[mk];
     if (row.status != "ok" || !std::isfinite(y)) continue;
+    ++drawn;
     std::string label;
     for (std::size_t k = 0; k < table.varied_keys.size() && k < row.values.size(); ++k) {
       if (k == xk) continue;
@@ -514,7 +528,7 @@ std::string plot_sweep(const output::SweepTable& table, const std::string& x_key
   for (auto& c : curves) std::stable_sort(c.points.begin(), c.points.end());
   const std::string unit = mk < table.metric_units.size() ? table.metric_units[mk] : "";
   return line_chart(title, numeric ? with_unit(x_key, x_unit) : x_key, with_unit(metric, unit), curves, categories,
-                    table.varied_keys.size() > 1 ? "other varied keys" : "series");
+                    table.varied_keys.size() > 1 ? "other varied keys" : "series", rows_note(drawn, table.rows.size()));
 }
 
 std::string plot_plan(const output::SweepTable& plan, const std::string& metric, const std::string& title) {
@@ -523,10 +537,12 @@ std::string plot_plan(const output::SweepTable& plan, const std::string& metric,
   const std::size_t lk = column_of(plan.varied_keys, "layout", "field", "/plan");
   std::vector<Curve> curves;
   std::map<std::string, std::size_t> curve_of;
+  std::size_t drawn = 0;
   for (const auto& row : plan.rows) {
     if (row.status != "ok" || gk >= row.metrics.size() || mk >= row.metrics.size() || lk >= row.values.size()) continue;
     const double x = row.metrics[gk], y = row.metrics[mk];
     if (!std::isfinite(x) || !std::isfinite(y)) continue;
+    ++drawn;
     // The layout without its data-parallel degree: one line per shape across cluster sizes.
     std::string label;
     std::size_t pos = 0;
@@ -545,7 +561,8 @@ std::string plot_plan(const output::SweepTable& plan, const std::string& metric,
   }
   for (auto& c : curves) std::stable_sort(c.points.begin(), c.points.end());
   const std::string unit = mk < plan.metric_units.size() ? plan.metric_units[mk] : "";
-  return line_chart(title, "GPUs", with_unit(metric, unit), curves, {}, "layout (dp from the GPU count)");
+  return line_chart(title, "GPUs", with_unit(metric, unit), curves, {}, "layout (dp from the GPU count)",
+                    rows_note(drawn, plan.rows.size()));
 }
 
 std::string plot_links(const std::vector<std::string>& names, const std::vector<double>& bytes,

@@ -180,6 +180,8 @@ TEST_CASE("a sweep curve has one line per combination of the other keys and one 
   check_self_contained(*root);
   const auto points = root->find_all("circle", "point");
   REQUIRE(points.size() == 4);  // the out-of-memory row has no point
+  REQUIRE(root->find_all("text", "note").size() == 1);
+  CHECK(root->find_all("text", "note")[0]->text.rfind("4 of 5 rows drawn", 0) == 0);
   CHECK(root->find_all("polyline", "line").size() == 2);
   CHECK(legend_labels(*root) == std::vector<std::string>{"parallel.tp=1", "parallel.tp=2"});
   // The tp=1 line in x order: 100, 200, 400 Gbit/s.
