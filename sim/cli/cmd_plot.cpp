@@ -214,7 +214,7 @@ int cmd_plot(const Args& args) {
       if (!reader->has("/steps")) throw InputError({}, "--kind", path + " holds no /steps: use --kind sweep for a sweep or plan file");
       const auto steps = reader->steps();
       if (steps.empty()) throw InputError({}, "OUT.h5", path + " holds no recorded step");
-      svg = report::plot_breakdown(steps, "Time per step by what the ranks did: " + file_label(*reader));
+      svg = report::plot_breakdown(steps, "Time per step, mean over the simulated ranks: " + file_label(*reader));
     } else if (kind == "timeline") {
       svg = plot_timeline_of(*reader, ranks_text, step_text, vm);
     } else if (kind == "sweep") {
