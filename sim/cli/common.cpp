@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <optional>
 
@@ -220,7 +221,7 @@ std::vector<int> parse_rank_set(const std::string& text, const std::string& key)
   return ranks;
 }
 
-void probe_in_child(const std::string& path) {
+void probe_in_child(const std::string& path, const std::function<void(const output::H5Reader&)>& also_read) {
   std::fflush(nullptr);
   const pid_t child = ::fork();
   if (child < 0) return;  // cannot fork: the file is read in this process only
@@ -233,6 +234,7 @@ void probe_in_child(const std::string& path) {
       if (reader.has("/steps")) (void)reader.steps();
       if (reader.has("/summary")) (void)reader.summary();
       (void)reader.event_count();
+      if (also_read) also_read(reader);
     } catch (...) {
       // A named error: the parent reads the file again and reports it.
     }
