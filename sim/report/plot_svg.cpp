@@ -315,7 +315,7 @@ std::string line_chart(const std::string& title, const std::string& x_label, con
 /// "N of M rows drawn" and why the others are not.
 std::string rows_note(std::size_t drawn, std::size_t rows) {
   std::string note = std::to_string(drawn) + " of " + std::to_string(rows) + " rows drawn";
-  if (drawn < rows) note += "; the others were not simulated (status not ok)";
+  if (drawn < rows) note += " (the others not simulated)";
   return note;
 }
 
