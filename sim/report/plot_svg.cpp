@@ -418,7 +418,6 @@ std::string plot_timeline(const TimelineInput& in, const std::string& title) {
   bool bubble_seen = false, idle_seen = false;
   double y = f.top + kGroupGap / 2;
   for (const auto& [rank, lanes] : lanes_of) {
-    const double group_top = y;
     std::map<std::uint32_t, double> lane_y;
     for (const std::uint32_t res : lanes) {
       lane_y[res] = y;
@@ -467,7 +466,6 @@ std::string plot_timeline(const TimelineInput& in, const std::string& title) {
       }
     }
     svg.line(f.left, y - kGroupGap / 2, f.right(), y - kGroupGap / 2, "#cccccc", 0.5, "class=\"separator\"");
-    (void)group_top;
   }
   std::vector<std::pair<std::string, std::string>> legend;
   for (int k = 0; k < kEventKindCount; ++k) {
