@@ -4,8 +4,9 @@
 set -euo pipefail
 packages=(build-essential cmake pkg-config libboost-graph-dev libboost-program-options-dev
           libyaml-cpp-dev libhdf5-dev hdf5-tools catch2
+          librsvg2-bin  # rsvg-convert: the plot tests render every SVG with it
           clang-14 libclang-rt-14-dev  # clang and its runtimes: libFuzzer, ASan, UBSan (make fuzz)
-          libboost-mpi-dev openmpi-bin libopenmpi-dev)  # ironlaw-mpi: sweep and plan over MPI ranks
+          libboost-mpi-dev openmpi-bin libopenmpi-dev)  # ironlaw-mpi: sweep over MPI ranks
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -115,7 +115,7 @@ void write_run_tables(output::H5Writer& writer, const training::WholeRunResult& 
 
 int cmd_run(const Args& args) {
   po::options_description opts("ironlaw run SCENARIO.yaml [options]");
-  std::string scenario_path, out_path, trace_text, chrome_path;
+  std::string scenario_path, out_path, trace_text, chrome_path, chrome_ranks_text;
   std::vector<std::string> sets;
   std::string seed_text;
   opts.add_options()
@@ -125,6 +125,7 @@ int cmd_run(const Args& args) {
       ("output,o", po::value(&out_path), "HDF5 output (default: the scenario's output.path)")
       ("trace", po::value(&trace_text), "none | step | op | flow (default: the scenario's output.trace)")
       ("chrome-trace", po::value(&chrome_path), "also write the timeline as Chrome-trace JSON (Perfetto)")
+      ("chrome-trace-ranks", po::value(&chrome_ranks_text), "ranks in the Chrome trace, e.g. 0,8-15 (default: every recorded rank)")
       ("seed", po::value(&seed_text), "root random seed, 0 … 2^64-1 (default: the scenario's seed)")
       ("quiet,q", "print nothing on success")
       ("csv", "print the summary metrics as CSV (name,value,unit) instead of the text summary")
@@ -137,6 +138,8 @@ int cmd_run(const Args& args) {
   if (vm.count("output") && out_path.empty()) throw InputError({}, "-o", "the output path is empty");
   if (vm.count("chrome-trace") && chrome_path.empty()) throw InputError({}, "--chrome-trace", "the output path is empty");
   if (vm.count("csv") && vm.count("json")) throw InputError({}, "--csv", "give --csv or --json, not both");
+  if (vm.count("chrome-trace-ranks") && chrome_path.empty()) throw InputError({}, "--chrome-trace-ranks", "needs --chrome-trace");
+  const std::vector<int> chrome_ranks = vm.count("chrome-trace-ranks") ? parse_rank_set(chrome_ranks_text, "--chrome-trace-ranks") : std::vector<int>{};
 
   config::Scenario scenario = config::load_scenario(scenario_path, sets);
   if (vm.count("seed")) scenario.seed = parse_seed(seed_text);
@@ -156,6 +159,8 @@ int cmd_run(const Args& args) {
     check_scenario_limits(scenario, run::resolve_layout(scenario), limits);
   }
   training::refuse_unsimulated(scenario);
+  if (!chrome_ranks.empty() && scenario.parameter_server.enabled)
+    throw InputError({}, "--chrome-trace-ranks", "not available for parameter_server scenarios");
 
   const std::filesystem::path target(scenario.output.path);
   probe_output_path(target.string(), out_path.empty() ? scenario.where("output.path") : SourceLoc{},
@@ -210,7 +215,7 @@ int cmd_run(const Args& args) {
   writer.write_links(link_names, link_bytes, link_busy);
   writer.commit();
   // Exported from the committed file batch by batch, so memory stays bounded for any trace.
-  if (!chrome_path.empty()) output::export_chrome_trace(output::H5Reader(target), chrome_path);
+  if (!chrome_path.empty()) output::export_chrome_trace(output::H5Reader(target), chrome_path, chrome_ranks);
 
   if (vm.count("csv") || vm.count("json")) {
     std::vector<NamedValue> values;

@@ -19,6 +19,7 @@ int cmd_validate(const Args& args);
 int cmd_collective(const Args& args);
 int cmd_keys(const Args& args);
 int cmd_plan(const Args& args);
+int cmd_plot(const Args& args);
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitJobFailed = 1;

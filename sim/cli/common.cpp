@@ -1,15 +1,25 @@
 #include "cli/common.hpp"
 
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <optional>
 
 #include "config/units.hpp"
 #include "core/time.hpp"
 #include "output/atomic_file.hpp"
+#include "output/h5_reader.hpp"
 #include "run/resource_estimate.hpp"
 
 namespace ironlaw::cli {
@@ -180,6 +190,67 @@ void check_collective_args(const Args& args) {
                                    " are simulated (raise -f or narrow -b/-e)");
   }
   if (*hi > 1e15) throw InputError({}, "-e", "expected at most 1e15 bytes (1 PB), got " + max_s);
+}
+
+std::vector<int> parse_rank_set(const std::string& text, const std::string& key) {
+  const auto fail = [&](const std::string& why) -> InputError {
+    return InputError({}, key, "expected ranks like \"0,8-15\" (ranks ≥ 0, ranges A-B with A ≤ B), got \"" + text +
+                                   "\": " + why);
+  };
+  const auto rank_of = [&](const std::string& word) {
+    if (word.empty() || word.size() > 9 || word.find_first_not_of("0123456789") != std::string::npos)
+      throw fail("\"" + word + "\" is not a rank");
+    return std::stoi(word);
+  };
+  std::vector<int> ranks;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string item = text.substr(pos, comma - pos);
+    const std::size_t dash = item.find('-');
+    const int first = rank_of(item.substr(0, dash));
+    const int last = dash == std::string::npos ? first : rank_of(item.substr(dash + 1));
+    if (last < first) throw fail("the range " + item + " is reversed");
+    if (ranks.size() + static_cast<std::size_t>(last - first) + 1 > kMaxRankSet)
+      throw fail("more than " + std::to_string(kMaxRankSet) + " ranks");
+    for (int r = first; r <= last; ++r) ranks.push_back(r);
+    pos = comma + 1;
+  }
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  return ranks;
+}
+
+void probe_in_child(const std::string& path, const std::function<void(const output::H5Reader&)>& also_read) {
+  std::fflush(nullptr);
+  const pid_t child = ::fork();
+  if (child < 0) return;  // cannot fork: the file is read in this process only
+  if (child == 0) {
+    const int null = ::open("/dev/null", O_WRONLY);
+    if (null >= 0) ::dup2(null, STDERR_FILENO);
+    try {
+      const output::H5Reader reader(path);
+      if (reader.has("/scenario")) (void)reader.scenario();
+      if (reader.has("/steps")) (void)reader.steps();
+      if (reader.has("/summary")) (void)reader.summary();
+      (void)reader.event_count();
+      if (also_read) also_read(reader);
+    } catch (...) {
+      // A named error: the parent reads the file again and reports it.
+    }
+    ::_exit(0);
+  }
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0) {
+    if (errno != EINTR) return;
+  }
+  if (WIFSIGNALED(status)) {
+    throw InputError({}, "OUT.h5", path + ": a damaged HDF5 file: the HDF5 library died reading it (" +
+                                       ::strsignal(WTERMSIG(status)) + ")");
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+    throw InputError({}, "OUT.h5", path + ": a damaged HDF5 file: the HDF5 library failed reading it");
+  }
 }
 
 }  // namespace ironlaw::cli

@@ -25,6 +25,7 @@ const char* kUsage =
     "  run SCENARIO.yaml        simulate training steps; print step time, MFU, breakdown, memory\n"
     "  sweep SCENARIO.yaml      vary keys over values (--vary KEY=V1,V2,...), one row per point\n"
     "  analyze OUT.h5           time breakdown of a recorded run by kind, rank or step\n"
+    "  plot OUT.h5              SVG figure: --kind breakdown | timeline | sweep | links\n"
     "  explain SCENARIO.yaml    simulated vs published GPU-hours (--published-gpu-hours H)\n"
     "  budget                   the 6ND training-compute calculator of seed 003 (MFU is an input)\n"
     "  validate                 compare simulated results with published figures\n"
@@ -63,6 +64,7 @@ int main(int argc, char** argv) {
     if (command == "run") return cmd_run(args);
     if (command == "sweep") return cmd_sweep(args);
     if (command == "analyze") return cmd_analyze(args);
+    if (command == "plot") return cmd_plot(args);
     if (command == "explain") return cmd_explain(args);
     if (command == "budget") return cmd_budget(args);
     if (command == "validate") return cmd_validate(args);

@@ -3,8 +3,12 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <algorithm>
 #include <cstring>
+#include <iterator>
+#include <set>
 #include <stdexcept>
+#include <variant>
 
 #include "core/error.hpp"
 #include "output/atomic_file.hpp"
@@ -143,6 +147,23 @@ void ChromeTraceWriter::add(const EventRecord& record, std::string_view resource
   out_ << "}}";
 }
 
+void ChromeTraceWriter::add_counter(std::int64_t pid, std::string_view process_name, std::string_view track,
+                                    std::int64_t ts_ns, double value) {
+  if (committed_) throw std::runtime_error(target_.string() + ": Chrome trace already committed");
+  if (processes_seen_.insert(pid).second) {
+    begin_record();
+    out_ << "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" << pid << ",\"tid\":0,\"args\":{\"name\":";
+    write_json_string(out_, process_name);
+    out_ << "}}";
+  }
+  begin_record();
+  out_ << "{\"ph\":\"C\",\"name\":";
+  write_json_string(out_, track);
+  out_ << ",\"pid\":" << pid << ",\"ts\":" << format_microseconds(ts_ns) << ",\"args\":{\"busy share\":";
+  write_json_number(out_, value);
+  out_ << "}}";
+}
+
 void ChromeTraceWriter::commit() {
   if (committed_) throw std::runtime_error(target_.string() + ": Chrome trace already committed");
   out_ << "\n]}\n";
@@ -164,7 +185,47 @@ void write_chrome_trace(const std::filesystem::path& target, const std::vector<E
   writer.commit();
 }
 
-void export_chrome_trace(const H5Reader& reader, const std::filesystem::path& target) {
+std::string format_rank_set(const std::vector<int>& ranks) {
+  if (ranks.empty()) return "none";
+  std::string out;
+  for (std::size_t i = 0; i < ranks.size();) {
+    std::size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    out += (out.empty() ? "" : ",") + std::to_string(ranks[i]);
+    if (j > i) out += "-" + std::to_string(ranks[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+std::vector<int> recorded_ranks(const H5Reader& reader) {
+  std::set<int> seen;
+  if (reader.has("/events")) {
+    reader.for_each_event_batch([&](const std::vector<EventRecord>& batch) {
+      for (const EventRecord& e : batch)
+        if (e.rank >= 0) seen.insert(e.rank);
+    });
+  }
+  return {seen.begin(), seen.end()};
+}
+
+void export_chrome_trace(const H5Reader& reader, const std::filesystem::path& target, const std::vector<int>& ranks,
+                         const std::string& key) {
+  if (!ranks.empty()) {
+    const std::vector<int> present = recorded_ranks(reader);
+    std::vector<int> missing;
+    std::set_difference(ranks.begin(), ranks.end(), present.begin(), present.end(), std::back_inserter(missing));
+    if (!missing.empty()) {
+      throw InputError({}, key,
+                       "rank(s) " + format_rank_set(missing) + " have no events in " + reader.path().string() +
+                           ", which holds rank(s) " + format_rank_set(present) +
+                           " (run.detail: symmetric simulates one data-parallel replica op by op, run.detail: "
+                           "full every rank; --trace op or flow records them)");
+    }
+  }
+  const auto chosen = [&](std::int32_t rank) {
+    return rank < 0 || ranks.empty() || std::binary_search(ranks.begin(), ranks.end(), static_cast<int>(rank));
+  };
   const bool has_events = reader.has("/events");
   const std::vector<std::string> resources =
       has_events ? reader.event_resources() : std::vector<std::string>{};
@@ -173,9 +234,29 @@ void export_chrome_trace(const H5Reader& reader, const std::filesystem::path& ta
   ChromeTraceWriter writer(target);
   reader.for_each_event_batch([&](const std::vector<EventRecord>& batch) {
     for (const EventRecord& e : batch) {
+      if (!chosen(e.rank)) continue;
       writer.add(e, lookup(resources, e.resource, "resource"), lookup(names, e.name, "name"));
     }
   });
+  if (reader.has("/links") && reader.has("/steps")) {
+    const std::vector<StepRecord> steps = reader.steps();
+    const std::vector<std::string> link_names = reader.link_names();
+    const std::vector<TableColumn> columns = reader.links();
+    const auto* busy = columns.size() >= 2 ? std::get_if<std::vector<double>>(&columns[1].values) : nullptr;
+    if (!steps.empty() && busy != nullptr && busy->size() == link_names.size()) {
+      const std::int64_t start = steps.front().start_ns, end = steps.back().end_ns;
+      const double span_s = static_cast<double>(end - start) * 1e-9;
+      std::vector<std::size_t> order(link_names.size());
+      for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return (*busy)[a] > (*busy)[b]; });
+      order.resize(std::min(order.size(), kMaxLinkCounters));
+      for (const std::size_t i : order) {
+        const double share = span_s > 0 ? std::clamp((*busy)[i] / span_s, 0.0, 1.0) : 0.0;
+        writer.add_counter(kLinksPid, "links: busy share (whole-run mean)", link_names[i], start, share);
+        writer.add_counter(kLinksPid, "links: busy share (whole-run mean)", link_names[i], end, share);
+      }
+    }
+  }
   writer.commit();
 }
 

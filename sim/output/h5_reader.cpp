@@ -542,4 +542,34 @@ SweepTable H5Reader::sweep() const {
   return table;
 }
 
+SweepTable H5Reader::plan() const {
+  const H5Handle dataset = open_dataset("/plan");
+  const auto columns = read_compound(dataset.get(), label_, "/plan");
+  const std::vector<std::string> unit_list =
+      read_strings_attribute(dataset.get(), schema::kUnitsAttribute, label_, "/plan");
+  std::size_t rows = 0;
+  for (const auto& c : columns) rows = std::max({rows, c.floats.size(), c.integers.size(), c.texts.size()});
+  SweepTable table;
+  table.rows.resize(rows);
+  for (std::size_t index = 0; index < columns.size(); ++index) {
+    const GenericColumn& c = columns[index];
+    const std::size_t size = std::max({c.floats.size(), c.integers.size(), c.texts.size()});
+    if (size != rows) throw std::runtime_error(label_ + ": /plan field '" + c.name + "' has " + std::to_string(size) + " rows, expected " + std::to_string(rows));
+    if (c.kind == GenericColumn::Kind::text) {
+      if (c.name == kSweepStatusField) {
+        for (std::size_t r = 0; r < rows; ++r) table.rows[r].status = c.texts[r];
+        continue;
+      }
+      table.varied_keys.push_back(c.name);
+      for (std::size_t r = 0; r < rows; ++r) table.rows[r].values.push_back(c.texts[r]);
+      continue;
+    }
+    table.metric_names.push_back(c.name);
+    table.metric_units.push_back(index < unit_list.size() ? unit_list[index] : "");
+    for (std::size_t r = 0; r < rows; ++r)
+      table.rows[r].metrics.push_back(c.kind == GenericColumn::Kind::floating ? c.floats[r] : static_cast<double>(c.integers[r]));
+  }
+  return table;
+}
+
 }  // namespace ironlaw::output

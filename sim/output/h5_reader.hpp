@@ -60,6 +60,10 @@ class H5Reader {
 
   /// /sweep: varied keys, metrics with units, rows.
   SweepTable sweep() const;
+  /// /plan (ironlaw plan): its string fields but status (layout, schedule, ...) as
+  /// varied_keys, status, and its numeric fields as metrics with their units, in field order.
+  /// Throws when a field's length differs from the others'.
+  SweepTable plan() const;
   /// /link_names and /links (columns bytes [B], busy_s [s]); throw if the file has none.
   std::vector<std::string> link_names() const;
   std::vector<TableColumn> links() const;
