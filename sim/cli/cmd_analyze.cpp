@@ -1,13 +1,7 @@
 // `ironlaw analyze`: read a recorded run back and break its time down by kind, rank or step.
 // Works batch by batch on /events, so a trace of any size fits in memory.
 #include <boost/program_options.hpp>
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <csignal>
-#include <cstring>
 #include <cstdio>
 #include <iostream>
 #include <algorithm>
@@ -29,42 +23,6 @@ namespace po = boost::program_options;
 namespace ironlaw::cli {
 
 namespace {
-
-/// Debian 12's libhdf5 (1.10.8) can crash inside H5Dopen on a damaged file: a chunk-dimension
-/// message of zero makes H5D__chunk_set_info divide by zero (SIGFPE, found by fuzz_h5_reader).
-/// No HDF5 call can check that before H5Dopen parses it, so the file's datasets are first opened
-/// in a child process; a child that dies means a damaged file (exit 2) instead of a crash here.
-/// The child reads only metadata and the small tables (not /events), then leaves with _exit.
-void probe_in_child(const std::string& path) {
-  std::fflush(nullptr);
-  const pid_t child = ::fork();
-  if (child < 0) return;  // cannot fork: the file is read in this process only
-  if (child == 0) {
-    const int null = ::open("/dev/null", O_WRONLY);
-    if (null >= 0) ::dup2(null, STDERR_FILENO);
-    try {
-      const output::H5Reader reader(path);
-      if (reader.has("/scenario")) (void)reader.scenario();
-      if (reader.has("/steps")) (void)reader.steps();
-      if (reader.has("/summary")) (void)reader.summary();
-      (void)reader.event_count();
-    } catch (...) {
-      // A named error: the parent reads the file again and reports it.
-    }
-    ::_exit(0);
-  }
-  int status = 0;
-  while (::waitpid(child, &status, 0) < 0) {
-    if (errno != EINTR) return;
-  }
-  if (WIFSIGNALED(status)) {
-    throw InputError({}, "OUT.h5", path + ": a damaged HDF5 file: the HDF5 library died reading it (" +
-                                       ::strsignal(WTERMSIG(status)) + ")");
-  }
-  if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
-    throw InputError({}, "OUT.h5", path + ": a damaged HDF5 file: the HDF5 library failed reading it");
-  }
-}
 
 struct StepRange {
   std::int64_t first = 0;
@@ -184,9 +142,12 @@ int analyze(const Args& args) {
   }
   const bool csv = vm.count("csv") > 0;
 
-  probe_in_child(path);
   std::unique_ptr<output::H5Reader> reader;
   try {
+    // libhdf5 can crash or loop without end on a damaged file before any check of ours can run:
+    // the file is first read in a bounded child process (output::probe_h5_file), and only a file
+    // the child read cleanly is opened here.
+    output::probe_h5_file(path);
     reader = std::make_unique<output::H5Reader>(path);
   } catch (const std::runtime_error& e) {
     throw InputError({}, "OUT.h5", e.what());
