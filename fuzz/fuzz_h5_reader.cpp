@@ -26,16 +26,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::ofstream out(file, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   }
-  // analyze's bounds, with the wall-clock backstop inside libFuzzer's 10 s per input (-timeout).
+  // analyze's bounds, smaller: the wall-clock backstop inside libFuzzer's 10 s per input
+  // (-timeout), and 128 MiB of memory, since an input that loops in libhdf5 (a heap free list
+  // that is a cycle) allocates to the bound at ASan's speed on every execution.
   ironlaw::output::H5ProbeLimits limits;
   limits.wall_seconds = 8;
   limits.cpu_seconds = 5;
+  limits.memory_bytes = std::uint64_t{128} << 20;
   using Kind = ironlaw::output::H5ProbeOutcome::Kind;
   const auto outcome = ironlaw::output::run_h5_probe(file, limits);
   if (outcome.kind == Kind::failed) {
     // Not a crash of libhdf5 nor a bound: a sanitizer report or an abort in the child, which the
     // Release binary may not notice (a silent out-of-bounds read reads on in the parent).
-    std::fprintf(stderr, "fuzz_h5_reader: the probe child failed: %s\n", outcome.message.c_str());
+    std::fprintf(stderr, "fuzz_h5_reader: the probe child failed: %s\n%s\n", outcome.message.c_str(),
+                 outcome.diagnostics.c_str());
     std::abort();
   }
   if (outcome.kind != Kind::clean) return 0;  // exit 2 on the command line, the file never read here

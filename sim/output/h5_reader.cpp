@@ -574,27 +574,43 @@ void read_all_tables(const H5Reader& reader, std::size_t event_rows) {
 
 namespace {
 
+/// The size in bytes of the line "<key>:  N kB" of /proc/self/status; 0 when absent.
+unsigned long long status_bytes(const std::string& key) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.compare(0, key.size() + 1, key + ":") == 0) return std::stoull(line.substr(key.size() + 1)) * 1024;
+  }
+  return 0;
+}
+
+/// Lowers `resource` to `used + extra` bytes, unless its hard limit is already below that.
+void limit_growth(int resource, unsigned long long used, std::uint64_t extra) {
+  rlimit current{};
+  if (used == 0 || ::getrlimit(resource, &current) != 0) return;
+  const unsigned long long wanted = used + extra;
+  if (current.rlim_max != RLIM_INFINITY && wanted >= current.rlim_max) return;
+  const rlimit lowered{static_cast<rlim_t>(wanted), static_cast<rlim_t>(wanted)};
+  ::setrlimit(resource, &lowered);
+}
+
 /// The child's bounds: no core file, `limits.cpu_seconds` of CPU (SIGXCPU, then SIGKILL a second
-/// later), and an address space `limits.memory_bytes` larger than at the fork (relative, so a
-/// sanitizer's shadow reservation, already mapped, still fits).
+/// later), and at most `limits.memory_bytes` more memory than at the fork, counted twice over:
+/// address space (RLIMIT_AS: what glibc's malloc grows) and private writable mappings
+/// (RLIMIT_DATA: what a sanitizer's allocator grows inside the address space it reserved at
+/// start, which RLIMIT_AS does not see). Relative, so a sanitizer's shadow memory still fits.
 void limit_child(const H5ProbeLimits& limits) {
   const rlimit no_core{0, 0};
   ::setrlimit(RLIMIT_CORE, &no_core);
   const auto cpu = static_cast<rlim_t>(std::max(1, limits.cpu_seconds));
   const rlimit cpu_limit{cpu, cpu + 1};
   ::setrlimit(RLIMIT_CPU, &cpu_limit);
-  std::ifstream statm("/proc/self/statm");
-  unsigned long long pages = 0;
-  if (!(statm >> pages)) return;
-  const long page = ::sysconf(_SC_PAGE_SIZE);
-  if (page <= 0) return;
-  rlimit current{};
-  if (::getrlimit(RLIMIT_AS, &current) != 0) return;
-  const unsigned long long mapped = pages * static_cast<unsigned long long>(page);
-  const unsigned long long wanted = mapped + limits.memory_bytes;
-  if (current.rlim_max != RLIM_INFINITY && wanted >= current.rlim_max) return;
-  const rlimit as_limit{static_cast<rlim_t>(wanted), static_cast<rlim_t>(wanted)};
-  ::setrlimit(RLIMIT_AS, &as_limit);
+  try {
+    limit_growth(RLIMIT_AS, status_bytes("VmSize"), limits.memory_bytes);
+    limit_growth(RLIMIT_DATA, status_bytes("VmData"), limits.memory_bytes);
+  } catch (const std::exception&) {
+    // an unreadable /proc: the CPU bound and the parent's wall-clock backstop remain
+  }
 }
 
 void write_all(int fd, const std::string& text) {
@@ -607,23 +623,42 @@ void write_all(int fd, const std::string& text) {
   }
 }
 
-/// Reads the child's message until the pipe closes (the child ended) or `deadline` passes;
-/// false when the deadline passed first.
-bool read_until_closed(int fd, std::chrono::steady_clock::time_point deadline, std::string& message) {
-  for (;;) {
+/// Reads the child's two pipes (its message, its stderr) until both close (the child ended) or
+/// `deadline` passes; false when the deadline passed first. Each text is kept up to 64 KiB.
+bool read_until_closed(const int (&fds)[2], std::chrono::steady_clock::time_point deadline,
+                       std::string (&texts)[2]) {
+  bool open[2] = {true, true};
+  while (open[0] || open[1]) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return false;
-    pollfd ready{fd, POLLIN, 0};
-    const int polled = ::poll(&ready, 1, static_cast<int>(std::min<long long>(left.count(), 1000)));
+    pollfd ready[2] = {{open[0] ? fds[0] : -1, POLLIN, 0}, {open[1] ? fds[1] : -1, POLLIN, 0}};
+    const int polled = ::poll(ready, 2, static_cast<int>(std::min<long long>(left.count(), 1000)));
     if (polled < 0 && errno == EINTR) continue;
-    if (polled < 0) return true;  // cannot wait on it: let waitpid decide
-    if (polled == 0) continue;
-    char buffer[4096];
-    const ssize_t n = ::read(fd, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return true;
-    if (message.size() < (64u << 10)) message.append(buffer, static_cast<std::size_t>(n));
+    if (polled < 0) return true;  // cannot wait on them: let waitpid decide
+    for (int i = 0; i < 2; ++i) {
+      if (!open[i] || ready[i].revents == 0) continue;
+      char buffer[4096];
+      const ssize_t n = ::read(fds[i], buffer, sizeof buffer);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        open[i] = false;
+        continue;
+      }
+      if (texts[i].size() < (64u << 10)) texts[i].append(buffer, static_cast<std::size_t>(n));
+    }
   }
+  return true;
+}
+
+/// True when a sanitizer's report in `diagnostics` says only that an allocation failed (at the
+/// child's memory bound, or one of the impossible sizes a damaged header asks libhdf5 for):
+/// a sanitizer's allocator dies there where glibc's malloc returns NULL and libhdf5 reports an
+/// error. A memory-safety report (overflow, use after free) never matches.
+bool out_of_memory_report(const std::string& diagnostics) {
+  for (const char* words : {"out of memory", "failed to allocate", "Failed to mmap", "allocation-size-too-big"}) {
+    if (diagnostics.find(words) != std::string::npos) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -633,21 +668,27 @@ H5ProbeOutcome run_h5_probe(const std::filesystem::path& path, const H5ProbeLimi
   const std::string label = path.string();
   const std::string damaged = label + ": a damaged HDF5 file: ";
   int channel[2];
+  int errors[2];
   if (::pipe2(channel, O_CLOEXEC) != 0) {
     throw std::runtime_error(label + ": cannot check the file in a child process: " + std::strerror(errno));
   }
-  std::fflush(nullptr);
-  const pid_t child = ::fork();
-  if (child < 0) {
+  if (::pipe2(errors, O_CLOEXEC) != 0) {
     const int error = errno;
     ::close(channel[0]);
     ::close(channel[1]);
     throw std::runtime_error(label + ": cannot check the file in a child process: " + std::strerror(error));
   }
+  std::fflush(nullptr);
+  const pid_t child = ::fork();
+  if (child < 0) {
+    const int error = errno;
+    for (const int fd : {channel[0], channel[1], errors[0], errors[1]}) ::close(fd);
+    throw std::runtime_error(label + ": cannot check the file in a child process: " + std::strerror(error));
+  }
   if (child == 0) {
     ::close(channel[0]);
-    const int null = ::open("/dev/null", O_WRONLY);
-    if (null >= 0) ::dup2(null, STDERR_FILENO);
+    ::close(errors[0]);
+    ::dup2(errors[1], STDERR_FILENO);  // a sanitizer's report comes back as diagnostics
     for (const int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGXCPU}) ::signal(sig, SIG_DFL);
     limit_child(limits);
     std::string message;
@@ -666,10 +707,15 @@ H5ProbeOutcome run_h5_probe(const std::filesystem::path& path, const H5ProbeLimi
     ::_exit(message.empty() ? 0 : kNamedError);
   }
   ::close(channel[1]);
-  std::string message;
+  ::close(errors[1]);
+  const int fds[2] = {channel[0], errors[0]};
+  std::string texts[2];
   const bool ended = read_until_closed(
-      channel[0], std::chrono::steady_clock::now() + std::chrono::seconds(std::max(1, limits.wall_seconds)), message);
+      fds, std::chrono::steady_clock::now() + std::chrono::seconds(std::max(1, limits.wall_seconds)), texts);
   ::close(channel[0]);
+  ::close(errors[0]);
+  const std::string& message = texts[0];
+  const std::string& diagnostics = texts[1];
   if (!ended) ::kill(child, SIGKILL);
   int status = 0;
   while (::waitpid(child, &status, 0) < 0) {
@@ -677,23 +723,30 @@ H5ProbeOutcome run_h5_probe(const std::filesystem::path& path, const H5ProbeLimi
   }
   using Kind = H5ProbeOutcome::Kind;
   if (!ended) {
-    return {Kind::limited, damaged + "reading it did not end within " + std::to_string(limits.wall_seconds) +
-                               " s (the HDF5 library loops on it, or the disk stalls)"};
+    return {Kind::limited,
+            damaged + "reading it did not end within " + std::to_string(limits.wall_seconds) +
+                " s (the HDF5 library loops on it, or the disk stalls)",
+            diagnostics};
   }
+  const std::string memory = damaged + "reading it needs more than " + std::to_string(limits.memory_bytes >> 20) + " MiB";
   if (WIFSIGNALED(status)) {
     const int sig = WTERMSIG(status);
     if (sig == SIGXCPU) {
-      return {Kind::limited, damaged + "reading it took more than " + std::to_string(limits.cpu_seconds) +
-                                 " CPU seconds (the HDF5 library loops on it)"};
+      return {Kind::limited,
+              damaged + "reading it took more than " + std::to_string(limits.cpu_seconds) +
+                  " CPU seconds (the HDF5 library loops on it)",
+              diagnostics};
     }
+    if (out_of_memory_report(diagnostics)) return {Kind::limited, memory, diagnostics};
     const bool crash = sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL;
     return {crash ? Kind::crashed : Kind::failed,
-            damaged + "the HDF5 library died reading it (" + ::strsignal(sig) + ")"};
+            damaged + "the HDF5 library died reading it (" + ::strsignal(sig) + ")", diagnostics};
   }
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  if (code == 0) return {Kind::clean, {}};
-  if (code == kNamedError && !message.empty()) return {Kind::error, message};
-  return {Kind::failed, damaged + "reading it failed (exit status " + std::to_string(code) + ")"};
+  if (code == 0) return {Kind::clean, {}, diagnostics};
+  if (code == kNamedError && !message.empty()) return {Kind::error, message, diagnostics};
+  if (out_of_memory_report(diagnostics)) return {Kind::limited, memory, diagnostics};
+  return {Kind::failed, damaged + "reading it failed (exit status " + std::to_string(code) + ")", diagnostics};
 }
 
 void probe_h5_file(const std::filesystem::path& path, const H5ProbeLimits& limits) {

@@ -43,16 +43,19 @@ struct H5ProbeOutcome {
     failed,   ///< anything else: another signal (SIGABRT: a sanitizer report) or exit status
   };
   Kind kind = Kind::clean;
-  std::string message;  ///< for every kind but clean: one line naming the file and what happened
+  std::string message;      ///< for every kind but clean: one line naming the file and what happened
+  std::string diagnostics;  ///< what the child wrote to stderr (a sanitizer's report), up to 64 KiB
 };
 
 /// Reads `path` in a forked child process exactly as `ironlaw analyze` does (read_all_tables),
 /// within `limits`, and says how the child ended. Debian 12's libhdf5 1.10.8 can crash on a
 /// damaged file (a zero chunk dimension divides by zero in H5Dopen) or loop without end (a local
 /// heap whose free list is a cycle allocates 32-byte nodes until memory runs out, in H5Lexists);
-/// neither can be checked through HDF5's API before it happens. The child's stderr is /dev/null,
-/// its crash signals have their default action (no handler of a sanitizer or fuzzer turns a
-/// crash into something else) and it leaves with _exit. Nothing is printed. Throws
+/// neither can be checked through HDF5's API before it happens. The child's stderr comes back as
+/// `diagnostics` (libhdf5 is silenced; only a sanitizer writes there), its crash signals have
+/// their default action (no handler of a sanitizer or fuzzer turns a crash into something else),
+/// and it leaves with _exit. A sanitizer's "out of memory" death counts as the memory bound
+/// (`limited`): its allocator dies where glibc's malloc returns NULL. Nothing is printed. Throws
 /// std::runtime_error only when no child can be started. Linux/POSIX only; O(file metadata).
 H5ProbeOutcome run_h5_probe(const std::filesystem::path& path, const H5ProbeLimits& limits = {});
 
