@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Runs each libFuzzer target of fuzz/ for SECONDS, seeded from the shipped scenarios and from
-# HDF5 files written by the Release binary (when RELEASE_BUILD/ironlaw exists). Fails on any
-# crash, leak, sanitizer report, timeout (10 s per input) or out-of-memory (2 GiB). Prints each
-# target's executions per second and coverage (libFuzzer's "cov:" edges and "ft:" features).
+# Runs each libFuzzer target of fuzz/ for SECONDS (wall clock), one after the other, seeded from
+# the shipped scenarios, the corpus inputs (tests/corpus/inputs) and HDF5 files written by the
+# Release binary (when RELEASE_BUILD/ironlaw exists). Fails on any crash, leak, sanitizer report,
+# timeout (10 s per input) or out-of-memory (2 GiB). Prints each target's executions, executions
+# per second, coverage (libFuzzer's "cov:" edges and "ft:" features) and CPU seconds.
 # usage: scripts/fuzz.sh FUZZ_BUILD SECONDS [RELEASE_BUILD]
+# FUZZ_TARGETS="scenario h5_reader" (the default) selects the targets.
 set -euo pipefail
 build=${1:?fuzz build folder}
 seconds=${2:-60}
@@ -23,9 +25,10 @@ if [ -x "$release/ironlaw" ]; then
     -o "$work/h5-seeds/sweep.h5" > /dev/null
 fi
 printf 'not an HDF5 file\n' > "$work/h5-seeds/garbage"
+cp "$root"/tests/corpus/inputs/*.h5 "$work/h5-seeds/"
 
 status=0
-for target in scenario h5_reader; do
+for target in ${FUZZ_TARGETS:-scenario h5_reader}; do
   seeds="$work/scenario-seeds" corpus="$work/scenario-corpus"
   if [ "$target" = h5_reader ]; then seeds="$work/h5-seeds" corpus="$work/h5-corpus"; fi
   log="$work/$target.log"
@@ -35,10 +38,11 @@ for target in scenario h5_reader; do
   may_return_null=0
   if [ "$target" = h5_reader ]; then may_return_null=1; fi
   echo "fuzz: $target for ${seconds} s"
-  if ! ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=$may_return_null:suppressions=$root/fuzz/asan-hdf5.supp" LSAN_OPTIONS="suppressions=$root/fuzz/lsan-hdf5.supp" \
+  TIMEFORMAT="%U %S"
+  if ! { time ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=$may_return_null:suppressions=$root/fuzz/asan-hdf5.supp" LSAN_OPTIONS="suppressions=$root/fuzz/lsan-hdf5.supp" \
       UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
       "$build/fuzz_$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 \
-      -print_final_stats=1 -artifact_prefix="$work/artifacts/$target-" "$corpus" "$seeds" > "$log" 2>&1; then
+      -print_final_stats=1 -artifact_prefix="$work/artifacts/$target-" "$corpus" "$seeds" > "$log" 2>&1; } 2> "$work/$target.cpu"; then
     echo "fuzz: $target FAILED; the input is in $work/artifacts/, the log in $log"
     tail -40 "$log"
     status=1
@@ -46,6 +50,7 @@ for target in scenario h5_reader; do
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo 0)
   rate=$(grep -o 'exec/s: [0-9]*' "$log" | tail -1 || true)
   cov=$(grep -oE 'cov: [0-9]+ ft: [0-9]+' "$log" | tail -1 || true)
-  echo "fuzz: $target: $runs executions, $rate, $cov (edges and features of the instrumented code)"
+  cpu=$(awk '{printf "%.0f", $1 + $2}' "$work/$target.cpu" 2>/dev/null || echo "?")
+  echo "fuzz: $target: $runs executions, $rate, $cov (edges and features of the instrumented code), $cpu CPU s (probe children included)"
 done
 exit $status

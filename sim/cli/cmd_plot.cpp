@@ -177,20 +177,11 @@ int cmd_plot(const Args& args) {
   if (vm.count("output") && out_path.empty()) throw InputError({}, "-o", "the output path is empty");
   if (vm.count("top") && (top == 0 || top > 10'000)) throw InputError({}, "--top", "expected 1 to 10000 links");
 
-  probe_in_child(path, [](const output::H5Reader& r) {
-    if (r.has("/sweep")) (void)r.sweep();
-    if (r.has("/plan")) (void)r.plan();
-    if (r.has("/links")) {
-      (void)r.links();
-      (void)r.link_names();
-    }
-    if (r.has("/events")) {
-      (void)r.event_names();
-      (void)r.event_resources();
-    }
-  });
   std::unique_ptr<output::H5Reader> reader;
   try {
+    // As analyze: the file is first read whole (every table plot may draw) in a bounded child
+    // process, since libhdf5 can crash or loop on a damaged file before any check can run.
+    output::probe_h5_file(path);
     reader = std::make_unique<output::H5Reader>(path);
   } catch (const std::runtime_error& e) {
     throw InputError({}, "OUT.h5", e.what());

@@ -205,17 +205,7 @@ int cmd_run(const Args& args) {
     units.push_back(m.unit);
   }
   writer.write_summary(row, units);
-  std::vector<std::string> link_names;
-  std::vector<double> link_bytes, link_busy;
-  for (const auto& l : result.links) {
-    link_names.push_back(l.name);
-    link_bytes.push_back(l.bytes);
-    link_busy.push_back(l.busy_s);
-  }
-  writer.write_links(link_names, link_bytes, link_busy);
-  writer.commit();
-  // Exported from the committed file batch by batch, so memory stays bounded for any trace.
-  if (!chrome_path.empty()) output::export_chrome_trace(output::H5Reader(target), chrome_path, chrome_ranks);
+  commit_run_outputs(writer, result.links, target.string(), chrome_path, chrome_ranks);
 
   if (vm.count("csv") || vm.count("json")) {
     std::vector<NamedValue> values;
@@ -228,6 +218,21 @@ int cmd_run(const Args& args) {
     std::cout << "\n";
   }
   return kExitOk;
+}
+
+void commit_run_outputs(output::H5Writer& writer, const std::vector<run::LinkUsage>& links, const std::string& target,
+                        const std::string& chrome_path, const std::vector<int>& chrome_ranks) {
+  std::vector<std::string> link_names;
+  std::vector<double> link_bytes, link_busy;
+  for (const auto& l : links) {
+    link_names.push_back(l.name);
+    link_bytes.push_back(l.bytes);
+    link_busy.push_back(l.busy_s);
+  }
+  writer.write_links(link_names, link_bytes, link_busy);
+  writer.commit();
+  // Exported from the committed file batch by batch, so memory stays bounded for any trace.
+  if (!chrome_path.empty()) output::export_chrome_trace(output::H5Reader(target), chrome_path, chrome_ranks);
 }
 
 }  // namespace ironlaw::cli

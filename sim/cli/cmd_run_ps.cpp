@@ -9,8 +9,6 @@
 #include "cli/run_ps.hpp"
 #include "config/units.hpp"
 #include "core/error.hpp"
-#include "output/chrome_trace.hpp"
-#include "output/h5_reader.hpp"
 #include "run/parameter_server.hpp"
 #include "run/resource_estimate.hpp"
 
@@ -153,16 +151,7 @@ int run_parameter_server(const config::Scenario& sc, output::H5Writer& writer, r
                                     TableColumn{"touched_rows", "1", s_touched},
                                     TableColumn{"pull_bytes", "B", s_pull}, TableColumn{"push_bytes", "B", s_push}});
   writer.set_run_mode("steps");
-  std::vector<std::string> link_names;
-  std::vector<double> link_bytes, link_busy;
-  for (const auto& l : r.links) {
-    link_names.push_back(l.name);
-    link_bytes.push_back(l.bytes);
-    link_busy.push_back(l.busy_s);
-  }
-  writer.write_links(link_names, link_bytes, link_busy);
-  writer.commit();
-  if (!chrome_path.empty()) output::export_chrome_trace(output::H5Reader(target), chrome_path);
+  commit_run_outputs(writer, r.links, target, chrome_path);
 
   if (print == PsPrint::csv || print == PsPrint::json) {
     std::vector<NamedValue> values;

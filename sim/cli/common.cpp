@@ -1,25 +1,16 @@
 #include "cli/common.hpp"
 
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <csignal>
-#include <cstring>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <functional>
 #include <iostream>
 #include <optional>
 
 #include "config/units.hpp"
 #include "core/time.hpp"
 #include "output/atomic_file.hpp"
-#include "output/h5_reader.hpp"
 #include "run/resource_estimate.hpp"
 
 namespace ironlaw::cli {
@@ -219,38 +210,6 @@ std::vector<int> parse_rank_set(const std::string& text, const std::string& key)
   std::sort(ranks.begin(), ranks.end());
   ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
   return ranks;
-}
-
-void probe_in_child(const std::string& path, const std::function<void(const output::H5Reader&)>& also_read) {
-  std::fflush(nullptr);
-  const pid_t child = ::fork();
-  if (child < 0) return;  // cannot fork: the file is read in this process only
-  if (child == 0) {
-    const int null = ::open("/dev/null", O_WRONLY);
-    if (null >= 0) ::dup2(null, STDERR_FILENO);
-    try {
-      const output::H5Reader reader(path);
-      if (reader.has("/scenario")) (void)reader.scenario();
-      if (reader.has("/steps")) (void)reader.steps();
-      if (reader.has("/summary")) (void)reader.summary();
-      (void)reader.event_count();
-      if (also_read) also_read(reader);
-    } catch (...) {
-      // A named error: the parent reads the file again and reports it.
-    }
-    ::_exit(0);
-  }
-  int status = 0;
-  while (::waitpid(child, &status, 0) < 0) {
-    if (errno != EINTR) return;
-  }
-  if (WIFSIGNALED(status)) {
-    throw InputError({}, "OUT.h5", path + ": a damaged HDF5 file: the HDF5 library died reading it (" +
-                                       ::strsignal(WTERMSIG(status)) + ")");
-  }
-  if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
-    throw InputError({}, "OUT.h5", path + ": a damaged HDF5 file: the HDF5 library failed reading it");
-  }
 }
 
 }  // namespace ironlaw::cli

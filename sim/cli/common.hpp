@@ -2,7 +2,6 @@
 /// \file Helpers shared by the subcommands.
 #include <boost/program_options.hpp>
 #include <cstddef>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -10,10 +9,6 @@
 #include "config/spec.hpp"
 #include "core/error.hpp"
 #include "run/layout.hpp"
-
-namespace ironlaw::output {
-class H5Reader;
-}
 
 namespace ironlaw::cli {
 
@@ -65,15 +60,5 @@ inline constexpr double kMaxCollectiveRows = 1000;
 /// `key` (exit 2). O(ranks log ranks).
 std::vector<int> parse_rank_set(const std::string& text, const std::string& key);
 inline constexpr std::size_t kMaxRankSet = 1 << 20;
-
-/// Debian 12's libhdf5 (1.10.8) can crash inside H5Dopen on a damaged file: a chunk-dimension
-/// message of zero makes H5D__chunk_set_info divide by zero (SIGFPE, found by fuzz_h5_reader).
-/// No HDF5 call can check that before H5Dopen parses it, so the file's datasets are first opened
-/// in a child process; a child that dies means a damaged file (exit 2) instead of a crash here.
-/// The child reads only metadata and the small tables (not /events), then leaves with _exit.
-/// `also_read`, when given, runs in the child after those reads: a command that reads more of
-/// the file (plot: /sweep, /plan, /links) opens those objects there first too.
-/// Throws InputError (key "OUT.h5", exit 2) when the child dies or fails.
-void probe_in_child(const std::string& path, const std::function<void(const output::H5Reader&)>& also_read = {});
 
 }  // namespace ironlaw::cli

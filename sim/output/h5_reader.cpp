@@ -1,9 +1,21 @@
 #include "output/h5_reader.hpp"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <limits>
+#include <new>
 #include <stdexcept>
 #include <system_error>
 
@@ -309,10 +321,10 @@ bool H5Reader::has(const std::string& object_path) const {
     const std::string prefix = object_path.substr(0, position);
     if (prefix.empty() || prefix == "/") continue;
     const htri_t exists = H5Lexists(file_.get(), prefix.c_str(), H5P_DEFAULT);
-    if (exists <= 0) {
-      H5Eclear2(H5E_DEFAULT);
-      return false;
-    }
+    // Every shorter prefix exists, so a failure is not "missing": the group's own structures
+    // (its symbol table, local heap or B-tree) are damaged, and looking again would repeat it.
+    if (exists < 0) throw_h5_error(label_, "cannot look up " + prefix);
+    if (exists == 0) return false;
   }
   return true;
 }
@@ -412,7 +424,7 @@ std::uint64_t H5Reader::event_count() const {
 
 void H5Reader::for_each_event_batch(
     const std::function<void(const std::vector<EventRecord>&)>& visit,
-    std::size_t batch_rows) const {
+    std::size_t batch_rows, std::uint64_t max_rows) const {
   if (batch_rows == 0) throw std::runtime_error(label_ + ": event batch size must be positive");
   if (!has(schema::kEvents)) return;
   silence_hdf5_errors();
@@ -431,10 +443,11 @@ void H5Reader::for_each_event_batch(
     const H5Handle stored = type_handle(H5Dget_type(dataset.get()), label_, failure);
     check_stored_layout(dataset.get(), stored.get(), total, label_, schema::kEvents);
   }
-  std::vector<unsigned char> block(std::min<hsize_t>(batch_rows, total) * schema::kEventRowBytes);
+  const hsize_t end = std::min<hsize_t>(total, max_rows);
+  std::vector<unsigned char> block(std::min<hsize_t>(batch_rows, end) * schema::kEventRowBytes);
   std::vector<EventRecord> batch;
-  for (hsize_t start = 0; start < total; start += batch_rows) {
-    const hsize_t n = std::min<hsize_t>(batch_rows, total - start);
+  for (hsize_t start = 0; start < end; start += batch_rows) {
+    const hsize_t n = std::min<hsize_t>(batch_rows, end - start);
     check_h5(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, &start, nullptr, &n, nullptr),
              label_, failure);
     const H5Handle memory_space =
@@ -570,6 +583,206 @@ SweepTable H5Reader::plan() const {
       table.rows[r].metrics.push_back(c.kind == GenericColumn::Kind::floating ? c.floats[r] : static_cast<double>(c.integers[r]));
   }
   return table;
+}
+
+void read_all_tables(const H5Reader& reader, std::size_t event_rows) {
+  if (reader.has(schema::kScenario)) (void)reader.scenario();
+  if (reader.has(schema::kSteps)) (void)reader.steps();
+  if (reader.has(schema::kSummary)) (void)reader.summary();
+  if (reader.has(schema::kLinkNames)) (void)reader.link_names();
+  if (reader.has(schema::kLinks)) (void)reader.links();
+  if (reader.has(schema::kEventNames)) (void)reader.event_names();
+  if (reader.has(schema::kEventResources)) (void)reader.event_resources();
+  if (reader.has(schema::kSweep)) (void)reader.sweep();
+  if (reader.has("/plan")) (void)reader.plan();
+  if (reader.has(schema::kRun)) {
+    (void)reader.run_mode();
+    for (const auto& name : reader.run_tables()) (void)reader.read_table(name);
+  }
+  (void)reader.event_count();
+  if (event_rows > 0) reader.for_each_event_batch([](const std::vector<EventRecord>&) {}, event_rows, event_rows);
+}
+
+namespace {
+
+/// The size in bytes of the line "<key>:  N kB" of /proc/self/status; 0 when absent.
+unsigned long long status_bytes(const std::string& key) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.compare(0, key.size() + 1, key + ":") == 0) return std::stoull(line.substr(key.size() + 1)) * 1024;
+  }
+  return 0;
+}
+
+/// Lowers `resource` to `used + extra` bytes, unless its hard limit is already below that.
+void limit_growth(int resource, unsigned long long used, std::uint64_t extra) {
+  rlimit current{};
+  if (used == 0 || ::getrlimit(resource, &current) != 0) return;
+  const unsigned long long wanted = used + extra;
+  if (current.rlim_max != RLIM_INFINITY && wanted >= current.rlim_max) return;
+  const rlimit lowered{static_cast<rlim_t>(wanted), static_cast<rlim_t>(wanted)};
+  ::setrlimit(resource, &lowered);
+}
+
+/// The child's bounds: no core file, `limits.cpu_seconds` of CPU (SIGXCPU, then SIGKILL a second
+/// later), and at most `limits.memory_bytes` more memory than at the fork, counted twice over:
+/// address space (RLIMIT_AS: what glibc's malloc grows) and private writable mappings
+/// (RLIMIT_DATA: what a sanitizer's allocator grows inside the address space it reserved at
+/// start, which RLIMIT_AS does not see). Relative, so a sanitizer's shadow memory still fits.
+void limit_child(const H5ProbeLimits& limits) {
+  const rlimit no_core{0, 0};
+  ::setrlimit(RLIMIT_CORE, &no_core);
+  const auto cpu = static_cast<rlim_t>(std::max(1, limits.cpu_seconds));
+  const rlimit cpu_limit{cpu, cpu + 1};
+  ::setrlimit(RLIMIT_CPU, &cpu_limit);
+  try {
+    limit_growth(RLIMIT_AS, status_bytes("VmSize"), limits.memory_bytes);
+    limit_growth(RLIMIT_DATA, status_bytes("VmData"), limits.memory_bytes);
+  } catch (const std::exception&) {
+    // an unreadable /proc: the CPU bound and the parent's wall-clock backstop remain
+  }
+}
+
+void write_all(int fd, const std::string& text) {
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+/// Reads the child's two pipes (its message, its stderr) until both close (the child ended) or
+/// `deadline` passes; false when the deadline passed first. Each text is kept up to 64 KiB.
+bool read_until_closed(const int (&fds)[2], std::chrono::steady_clock::time_point deadline,
+                       std::string (&texts)[2]) {
+  bool open[2] = {true, true};
+  while (open[0] || open[1]) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd ready[2] = {{open[0] ? fds[0] : -1, POLLIN, 0}, {open[1] ? fds[1] : -1, POLLIN, 0}};
+    const int polled = ::poll(ready, 2, static_cast<int>(std::min<long long>(left.count(), 1000)));
+    if (polled < 0 && errno == EINTR) continue;
+    if (polled < 0) return true;  // cannot wait on them: let waitpid decide
+    for (int i = 0; i < 2; ++i) {
+      if (!open[i] || ready[i].revents == 0) continue;
+      char buffer[4096];
+      const ssize_t n = ::read(fds[i], buffer, sizeof buffer);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        open[i] = false;
+        continue;
+      }
+      if (texts[i].size() < (64u << 10)) texts[i].append(buffer, static_cast<std::size_t>(n));
+    }
+  }
+  return true;
+}
+
+/// True when a sanitizer's report in `diagnostics` says only that an allocation failed (at the
+/// child's memory bound, or one of the impossible sizes a damaged header asks libhdf5 for):
+/// a sanitizer's allocator dies there where glibc's malloc returns NULL and libhdf5 reports an
+/// error. A memory-safety report (overflow, use after free) never matches.
+bool out_of_memory_report(const std::string& diagnostics) {
+  for (const char* words : {"out of memory", "failed to allocate", "Failed to mmap", "allocation-size-too-big"}) {
+    if (diagnostics.find(words) != std::string::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+H5ProbeOutcome run_h5_probe(const std::filesystem::path& path, const H5ProbeLimits& limits) {
+  constexpr int kNamedError = 65;  // the child's exit status when the reader threw
+  const std::string label = path.string();
+  const std::string damaged = label + ": a damaged HDF5 file: ";
+  int channel[2];
+  int errors[2];
+  if (::pipe2(channel, O_CLOEXEC) != 0) {
+    throw std::runtime_error(label + ": cannot check the file in a child process: " + std::strerror(errno));
+  }
+  if (::pipe2(errors, O_CLOEXEC) != 0) {
+    const int error = errno;
+    ::close(channel[0]);
+    ::close(channel[1]);
+    throw std::runtime_error(label + ": cannot check the file in a child process: " + std::strerror(error));
+  }
+  std::fflush(nullptr);
+  const pid_t child = ::fork();
+  if (child < 0) {
+    const int error = errno;
+    for (const int fd : {channel[0], channel[1], errors[0], errors[1]}) ::close(fd);
+    throw std::runtime_error(label + ": cannot check the file in a child process: " + std::strerror(error));
+  }
+  if (child == 0) {
+    ::close(channel[0]);
+    ::close(errors[0]);
+    ::dup2(errors[1], STDERR_FILENO);  // a sanitizer's report comes back as diagnostics
+    for (const int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGXCPU}) ::signal(sig, SIG_DFL);
+    limit_child(limits);
+    std::string message;
+    try {
+      const H5Reader reader(path);
+      read_all_tables(reader);
+    } catch (const std::bad_alloc&) {
+      message = damaged + "reading it needs more than " + std::to_string(limits.memory_bytes >> 20) + " MiB";
+    } catch (const std::exception& e) {
+      message = e.what();
+      if (message.empty()) message = damaged + "unreadable";
+    } catch (...) {
+      message = damaged + "unreadable";
+    }
+    write_all(channel[1], message);
+    ::_exit(message.empty() ? 0 : kNamedError);
+  }
+  ::close(channel[1]);
+  ::close(errors[1]);
+  const int fds[2] = {channel[0], errors[0]};
+  std::string texts[2];
+  const bool ended = read_until_closed(
+      fds, std::chrono::steady_clock::now() + std::chrono::seconds(std::max(1, limits.wall_seconds)), texts);
+  ::close(channel[0]);
+  ::close(errors[0]);
+  const std::string& message = texts[0];
+  const std::string& diagnostics = texts[1];
+  if (!ended) ::kill(child, SIGKILL);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0) {
+    if (errno != EINTR) throw std::runtime_error(label + ": cannot check the file in a child process: " + std::strerror(errno));
+  }
+  using Kind = H5ProbeOutcome::Kind;
+  if (!ended) {
+    return {Kind::limited,
+            damaged + "reading it did not end within " + std::to_string(limits.wall_seconds) +
+                " s (the HDF5 library loops on it, or the disk stalls)",
+            diagnostics};
+  }
+  const std::string memory = damaged + "reading it needs more than " + std::to_string(limits.memory_bytes >> 20) + " MiB";
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    if (sig == SIGXCPU) {
+      return {Kind::limited,
+              damaged + "reading it took more than " + std::to_string(limits.cpu_seconds) +
+                  " CPU seconds (the HDF5 library loops on it)",
+              diagnostics};
+    }
+    if (out_of_memory_report(diagnostics)) return {Kind::limited, memory, diagnostics};
+    const bool crash = sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL;
+    return {crash ? Kind::crashed : Kind::failed,
+            damaged + "the HDF5 library died reading it (" + ::strsignal(sig) + ")", diagnostics};
+  }
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (code == 0) return {Kind::clean, {}, diagnostics};
+  if (code == kNamedError && !message.empty()) return {Kind::error, message, diagnostics};
+  if (out_of_memory_report(diagnostics)) return {Kind::limited, memory, diagnostics};
+  return {Kind::failed, damaged + "reading it failed (exit status " + std::to_string(code) + ")", diagnostics};
+}
+
+void probe_h5_file(const std::filesystem::path& path, const H5ProbeLimits& limits) {
+  const H5ProbeOutcome outcome = run_h5_probe(path, limits);
+  if (outcome.kind != H5ProbeOutcome::Kind::clean) throw std::runtime_error(outcome.message);
 }
 
 }  // namespace ironlaw::output

@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -23,6 +24,11 @@
 using namespace ironlaw::cli_test;
 
 namespace {
+
+/// Each case runs with at most this much memory: every input here once allocated without end
+/// (24 GB before the OOM killer), and a regression must fail its case, not exhaust the machine.
+/// Each ends in milliseconds to seconds of CPU; no wall-clock limit (ctest's TIMEOUT is the net).
+constexpr std::uint64_t kCaseMemoryBytes = std::uint64_t{4} << 30;
 
 std::string substitute(std::string text, const fs::path& tmp) {
   const std::pair<std::string, std::string> vars[] = {
@@ -107,7 +113,7 @@ TEST_CASE("Every hostile input of the corpus ends with its exit status and a mes
         else if (line == "arg:") args.emplace_back();
         else FAIL("unknown directive in " << file << ": " << line);
       }
-      const Outcome r = run_ironlaw(args, tmp.path());
+      const Outcome r = run_ironlaw(args, tmp.path(), kCaseMemoryBytes);
       INFO(r.err);
       CHECK(r.signal == 0);
       CHECK(r.exit_code == expect_exit);

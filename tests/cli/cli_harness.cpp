@@ -1,6 +1,7 @@
 #include "cli_harness.hpp"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <random>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 #include <system_error>
 
 namespace ironlaw::cli_test {
@@ -19,6 +21,18 @@ namespace ironlaw::cli_test {
 namespace {
 
 std::atomic<unsigned> g_temp_counter{0};
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAddressSanitizer = true;
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
 
 /// A fresh file for one captured stream; the caller reads it and removes it.
 fs::path capture_file(const char* stream) {
@@ -59,7 +73,7 @@ fs::path TempDir::write(const std::string& name, const std::string& text) const 
   return target;
 }
 
-Outcome run_ironlaw(const std::vector<std::string>& args, const fs::path& cwd) {
+Outcome run_ironlaw(const std::vector<std::string>& args, const fs::path& cwd, std::uint64_t memory_limit_bytes) {
   const fs::path out_path = capture_file("stdout");
   const fs::path err_path = capture_file("stderr");
   std::vector<std::string> storage;
@@ -69,6 +83,22 @@ Outcome run_ironlaw(const std::vector<std::string>& args, const fs::path& cwd) {
   std::vector<char*> argv;
   for (auto& a : storage) argv.push_back(a.data());
   argv.push_back(nullptr);
+  std::vector<std::string> environment;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (!(kAddressSanitizer && memory_limit_bytes > 0 && std::string_view(*e).substr(0, 13) == "ASAN_OPTIONS=")) {
+      environment.emplace_back(*e);
+    }
+  }
+  if (kAddressSanitizer && memory_limit_bytes > 0) {
+    const char* options = std::getenv("ASAN_OPTIONS");
+    environment.push_back("ASAN_OPTIONS=" + std::string(options != nullptr ? options : "") +
+                          ":hard_rss_limit_mb=" + std::to_string(memory_limit_bytes >> 20));
+  }
+  std::vector<char*> envp;
+  for (auto& e : environment) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  const rlimit address_space{static_cast<rlim_t>(memory_limit_bytes), static_cast<rlim_t>(memory_limit_bytes)};
+  const bool limit_address_space = !kAddressSanitizer && memory_limit_bytes > 0;
 
   const pid_t pid = ::fork();
   if (pid < 0) throw std::system_error(errno, std::generic_category(), "fork");
@@ -81,7 +111,8 @@ Outcome run_ironlaw(const std::vector<std::string>& args, const fs::path& cwd) {
     ::dup2(in, STDIN_FILENO);
     ::dup2(out, STDOUT_FILENO);
     ::dup2(err, STDERR_FILENO);
-    ::execv(argv[0], argv.data());
+    if (limit_address_space && ::setrlimit(RLIMIT_AS, &address_space) != 0) ::_exit(126);
+    ::execve(argv[0], argv.data(), envp.data());
     ::_exit(127);
   }
   int status = 0;

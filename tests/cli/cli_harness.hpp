@@ -3,6 +3,7 @@
 // fresh temporary folder, capture stdout, stderr and the exit status separately, and write
 // small scenario files that point at the repository's models and topologies by absolute path.
 // Paths come from CMake (IRONLAW_SOURCE_DIR, IRONLAW_BINARY), never from the working directory.
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -45,8 +46,12 @@ class TempDir {
 };
 
 /// Runs IRONLAW_BINARY with `args` in the folder `cwd`, stdin from /dev/null. No wall-clock
-/// limit (tests must not depend on machine speed): a hang is caught by ctest's TIMEOUT.
-Outcome run_ironlaw(const std::vector<std::string>& args, const fs::path& cwd);
+/// limit (tests must not depend on machine speed): a hang is caught by ctest's TIMEOUT. A
+/// non-zero `memory_limit_bytes` bounds the process's memory, so that an input that makes it
+/// allocate without end fails the test instead of exhausting the machine: its address space
+/// (RLIMIT_AS) in a normal build, its resident size (ASan's hard_rss_limit_mb) under
+/// AddressSanitizer, whose shadow memory needs terabytes of address space.
+Outcome run_ironlaw(const std::vector<std::string>& args, const fs::path& cwd, std::uint64_t memory_limit_bytes = 0);
 
 /// IRONLAW_SOURCE_DIR / relative.
 std::string repo_path(const std::string& relative);

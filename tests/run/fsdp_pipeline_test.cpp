@@ -8,44 +8,16 @@
 // the collectives and pipeline sends take a few ns at most.
 #include <catch2/catch.hpp>
 
-#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "config/load.hpp"
-#include "core/records.hpp"
-#include "run/simulation.hpp"
-#include "workload/model_cost.hpp"
+#include "timeline_fixture.hpp"
 
 using namespace ironlaw;
+using namespace ironlaw::run_test;
 
 namespace {
-
-const std::string kTimeline = IRONLAW_SOURCE_DIR "/tests/run/data/timeline.yaml";
-constexpr double kKernel = 1001.0;  // ns, every kernel on the launch-bound node
-
-struct Trace {
-  config::Scenario scenario;
-  MemorySink sink;
-  run::SimulationResult result;
-
-  /// Records named `name`: of `rank` for compute, of any rank for collectives, by start time.
-  std::vector<EventRecord> named(const std::string& name, int rank = 0) const {
-    std::vector<EventRecord> out;
-    for (const auto& e : sink.events)
-      if (sink.names.at(e.name) == name && (e.kind == EventKind::collective || e.rank == rank)) out.push_back(e);
-    std::stable_sort(out.begin(), out.end(), [](const EventRecord& a, const EventRecord& b) { return a.start_ns < b.start_ns; });
-    return out;
-  }
-  /// The end of the last record of `kind` on `rank`.
-  std::int64_t last_end(EventKind kind, int rank) const {
-    std::int64_t end = -1;
-    for (const auto& e : sink.events)
-      if (e.rank == rank && e.kind == kind) end = std::max(end, e.end_ns);
-    return end;
-  }
-};
 
 /// pp 2 × dp 2 with ZeRO-3 on two launch-bound nodes; ranks 0 and 1 are the two stages of
 /// replica 0 (the simulated one). Stage 0 holds the embedding and layer 0, stage 1 layers 1
@@ -59,18 +31,13 @@ std::unique_ptr<Trace> trace(std::vector<std::string> extra = {}) {
                              "parallel.pp_schedule=1f1b",
                              "training.global_batch_tokens=2048"};
   o.insert(o.end(), extra.begin(), extra.end());
-  auto t = std::make_unique<Trace>();
-  t->scenario = config::load_scenario(kTimeline, o);
-  t->result = run::simulate(t->scenario, t->sink, run::TraceLevel::op);
-  return t;
+  return simulate_timeline(o);
 }
-
-double ns(std::int64_t v) { return static_cast<double>(v); }
 
 /// Time of an op list on the launch-bound node in kernels (timeline_test.cpp).
 double kernels(const std::vector<workload::Op>& ops) {
   double total = 0;
-  for (const auto& op : ops) total += 1000.0 * op.kernels + 1.0;
+  for (const auto& op : ops) total += task_ns(op.kernels);
   return total / kKernel;
 }
 

@@ -6,53 +6,21 @@
 // 64 in bf16, so a TP buffer is S = 512·64·2 = 65,536 B.
 #include <catch2/catch.hpp>
 
-#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "config/load.hpp"
-#include "core/records.hpp"
-#include "run/simulation.hpp"
-#include "workload/model_cost.hpp"
+#include "timeline_fixture.hpp"
 
 using namespace ironlaw;
+using namespace ironlaw::run_test;
 
 namespace {
 
-const std::string kTimeline = IRONLAW_SOURCE_DIR "/tests/run/data/timeline.yaml";
-constexpr double kUs = 1000.0;  // ns
-
-struct Trace {
-  config::Scenario scenario;
-  MemorySink sink;
-  run::SimulationResult result;
-
-  std::vector<EventRecord> named(const std::string& name, int rank = 0) const {
-    std::vector<EventRecord> out;
-    for (const auto& e : sink.events)
-      if (sink.names.at(e.name) == name && (e.kind == EventKind::collective || e.rank == rank)) out.push_back(e);
-    std::stable_sort(out.begin(), out.end(), [](const EventRecord& a, const EventRecord& b) { return a.start_ns < b.start_ns; });
-    return out;
-  }
-  EventRecord first(const std::string& name, EventKind kind) const {
-    for (const auto& e : named(name))
-      if (e.kind == kind) return e;
-    FAIL("no " << name);
-    return {};
-  }
-};
-
 std::unique_ptr<Trace> trace(bool sequence_parallel) {
-  auto t = std::make_unique<Trace>();
-  t->scenario = config::load_scenario(
-      kTimeline, {"parallel.tp=2", "parallel.dp=1", "training.global_batch_tokens=512",
-                  std::string("parallel.sequence_parallel=") + (sequence_parallel ? "true" : "false")});
-  t->result = run::simulate(t->scenario, t->sink, run::TraceLevel::op);
-  return t;
+  return simulate_timeline({"parallel.tp=2", "parallel.dp=1", "training.global_batch_tokens=512",
+                            std::string("parallel.sequence_parallel=") + (sequence_parallel ? "true" : "false")});
 }
-
-double ns(std::int64_t v) { return static_cast<double>(v); }
 
 }  // namespace
 
