@@ -38,7 +38,7 @@ struct Trace {
 };
 
 std::unique_ptr<Trace> trace(std::vector<std::string> overrides) {
-  overrides.push_back("cluster.topology.node.nvlink.bandwidth=1e18");
+  overrides.push_back("cluster.topology.node.nvlink.bandwidth=1e18 B/s");
   overrides.push_back("cluster.topology.device.hbm_bandwidth=1 TB/s");
   auto t = std::make_unique<Trace>();
   t->scenario = config::load_scenario(kTimeline, overrides);
