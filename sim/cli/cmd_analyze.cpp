@@ -143,16 +143,7 @@ int analyze(const Args& args) {
   }
   const bool csv = vm.count("csv") > 0;
 
-  std::unique_ptr<output::H5Reader> reader;
-  try {
-    // libhdf5 can crash or loop without end on a damaged file before any check of ours can run:
-    // the file is first read in a bounded child process (output::probe_h5_file), and only a file
-    // the child read cleanly is opened here.
-    output::probe_h5_file(path);
-    reader = std::make_unique<output::H5Reader>(path);
-  } catch (const std::runtime_error& e) {
-    throw InputError({}, "OUT.h5", e.what());
-  }
+  const std::unique_ptr<output::H5Reader> reader = open_user_h5(path);
   if (!reader->has("/steps"))
     throw InputError({}, "OUT.h5", path + " holds no /steps: it is not the output of `ironlaw run` (a sweep file?)");
   const auto info = reader->scenario();

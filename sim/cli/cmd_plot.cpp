@@ -177,15 +177,7 @@ int cmd_plot(const Args& args) {
   if (vm.count("output") && out_path.empty()) throw InputError({}, "-o", "the output path is empty");
   if (vm.count("top") && (top == 0 || top > 10'000)) throw InputError({}, "--top", "expected 1 to 10000 links");
 
-  std::unique_ptr<output::H5Reader> reader;
-  try {
-    // As analyze: the file is first read whole (every table plot may draw) in a bounded child
-    // process, since libhdf5 can crash or loop on a damaged file before any check can run.
-    output::probe_h5_file(path);
-    reader = std::make_unique<output::H5Reader>(path);
-  } catch (const std::runtime_error& e) {
-    throw InputError({}, "OUT.h5", e.what());
-  }
+  const std::unique_ptr<output::H5Reader> reader = open_user_h5(path);
   if (kind.empty()) kind = reader->has("/sweep") || reader->has("/plan") ? "sweep" : "breakdown";
   if (kind != "breakdown" && kind != "timeline" && kind != "sweep" && kind != "links")
     throw InputError({}, "--kind", "expected breakdown, timeline, sweep or links, got \"" + kind + "\"");

@@ -6,11 +6,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <optional>
+#include <stdexcept>
 
 #include "config/units.hpp"
 #include "core/time.hpp"
 #include "output/atomic_file.hpp"
+#include "output/h5_reader.hpp"
 #include "run/resource_estimate.hpp"
 
 namespace ironlaw::cli {
@@ -210,6 +213,15 @@ std::vector<int> parse_rank_set(const std::string& text, const std::string& key)
   std::sort(ranks.begin(), ranks.end());
   ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
   return ranks;
+}
+
+std::unique_ptr<output::H5Reader> open_user_h5(const std::string& path) {
+  try {
+    output::probe_h5_file(path);
+    return std::make_unique<output::H5Reader>(path);
+  } catch (const std::runtime_error& e) {
+    throw InputError({}, "OUT.h5", e.what());
+  }
 }
 
 }  // namespace ironlaw::cli

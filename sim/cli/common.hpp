@@ -2,6 +2,7 @@
 /// \file Helpers shared by the subcommands.
 #include <boost/program_options.hpp>
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,10 @@
 #include "config/spec.hpp"
 #include "core/error.hpp"
 #include "run/layout.hpp"
+
+namespace ironlaw::output {
+class H5Reader;
+}
 
 namespace ironlaw::cli {
 
@@ -60,5 +65,12 @@ inline constexpr double kMaxCollectiveRows = 1000;
 /// `key` (exit 2). O(ranks log ranks).
 std::vector<int> parse_rank_set(const std::string& text, const std::string& key);
 inline constexpr std::size_t kMaxRankSet = 1 << 20;
+
+/// Opens an HDF5 file a user names (analyze, plot). Debian 12's libhdf5 (1.10.8) can crash
+/// (a zero chunk dimension divides by zero in H5Dopen) or loop without end (a local heap whose
+/// free list is a cycle) on a damaged file before any check can run, so the file is first read
+/// whole in a bounded child process (output::probe_h5_file) and opened here only when the child
+/// read it cleanly. Any failure is an InputError (key "OUT.h5", exit 2) naming the file.
+std::unique_ptr<output::H5Reader> open_user_h5(const std::string& path);
 
 }  // namespace ironlaw::cli

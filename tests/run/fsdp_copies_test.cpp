@@ -15,34 +15,19 @@
 #include "config/load.hpp"
 #include "core/records.hpp"
 #include "run/simulation.hpp"
+#include "timeline_fixture.hpp"
 
 using namespace ironlaw;
 
 namespace {
 
-const std::string kTimeline = IRONLAW_SOURCE_DIR "/tests/run/data/timeline.yaml";
 
-struct Trace {
-  config::Scenario scenario;
-  MemorySink sink;
-  run::SimulationResult result;
-
-  /// Records named `name`: compute records of `rank`, collectives of any rank, in trace order.
-  std::vector<EventRecord> named(const std::string& name, int rank = 0) const {
-    std::vector<EventRecord> out;
-    for (const auto& e : sink.events)
-      if (sink.names.at(e.name) == name && (e.kind == EventKind::collective || e.rank == rank)) out.push_back(e);
-    return out;
-  }
-};
+using run_test::Trace;
 
 std::unique_ptr<Trace> trace(std::vector<std::string> overrides) {
   overrides.push_back("cluster.topology.node.nvlink.bandwidth=1e18 B/s");
   overrides.push_back("parallel.zero=3");
-  auto t = std::make_unique<Trace>();
-  t->scenario = config::load_scenario(kTimeline, overrides);
-  t->result = run::simulate(t->scenario, t->sink, run::TraceLevel::op);
-  return t;
+  return run_test::simulate_timeline(overrides);
 }
 
 }  // namespace

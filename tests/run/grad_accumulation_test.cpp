@@ -15,35 +15,21 @@
 #include "config/load.hpp"
 #include "core/records.hpp"
 #include "run/simulation.hpp"
+#include "timeline_fixture.hpp"
 
 using namespace ironlaw;
 
 namespace {
 
-const std::string kTimeline = IRONLAW_SOURCE_DIR "/tests/run/data/timeline.yaml";
 constexpr double kLinearParams = 49152;
 constexpr double kNormParams = 128;
 
-struct Trace {
-  config::Scenario scenario;
-  MemorySink sink;
-  run::SimulationResult result;
-
-  std::vector<EventRecord> named(const std::string& name, int rank = 0) const {
-    std::vector<EventRecord> out;
-    for (const auto& e : sink.events)
-      if (sink.names.at(e.name) == name && e.rank == rank) out.push_back(e);
-    return out;
-  }
-};
+using run_test::Trace;
 
 std::unique_ptr<Trace> trace(std::vector<std::string> overrides) {
   overrides.push_back("cluster.topology.node.nvlink.bandwidth=1e18 B/s");
   overrides.push_back("cluster.topology.device.hbm_bandwidth=1 TB/s");
-  auto t = std::make_unique<Trace>();
-  t->scenario = config::load_scenario(kTimeline, overrides);
-  t->result = run::simulate(t->scenario, t->sink, run::TraceLevel::op);
-  return t;
+  return run_test::simulate_timeline(overrides);
 }
 
 /// The adds of a layer: the three of equal size that lie within the hand count's bounds.
