@@ -532,8 +532,10 @@ void parse_reliability(Section s, ReliabilitySpec& r) {
   std::string failures;
   if (s.text("failures", failures) && !failures.empty()) {
     r.failures = detail::resolve_path(s.file(), failures);
-    if (!std::filesystem::is_regular_file(r.failures)) {
-      s.state().fail(s.full("failures"), "cannot read " + in_quotes(r.failures) + ": no such file");
+    std::error_code error;  // a path the OS refuses (a name too long, a loop) is an input error too
+    if (!std::filesystem::is_regular_file(r.failures, error)) {
+      s.state().fail(s.full("failures"),
+                     "cannot read " + in_quotes(r.failures) + ": " + (error ? error.message() : "no such file"));
     } else if (auto doc = detail::load_document(r.failures, s.state(), s.state().where(s.full("failures")),
                                                 s.full("failures"))) {
       detail::parse_failures(Section(s.state(), doc->root, doc->file, s.full("failures"),
