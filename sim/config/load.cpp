@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <set>
+#include <system_error>
 #include <utility>
 
 #include "config/failures.hpp"
@@ -535,7 +536,8 @@ void parse_reliability(Section s, ReliabilitySpec& r) {
     std::error_code error;  // a path the OS refuses (a name too long, a loop) is an input error too
     if (!std::filesystem::is_regular_file(r.failures, error)) {
       s.state().fail(s.full("failures"),
-                     "cannot read " + in_quotes(r.failures) + ": " + (error ? error.message() : "no such file"));
+                     "cannot read " + in_quotes(r.failures) + ": " +
+                         (error && error != std::errc::no_such_file_or_directory ? error.message() : "no such file"));
     } else if (auto doc = detail::load_document(r.failures, s.state(), s.state().where(s.full("failures")),
                                                 s.full("failures"))) {
       detail::parse_failures(Section(s.state(), doc->root, doc->file, s.full("failures"),
