@@ -144,29 +144,27 @@ void CachingAllocator::free(int handle) {
   const int prev = blocks_[static_cast<std::size_t>(b)].prev;
   if (prev >= 0 && !blocks_[static_cast<std::size_t>(prev)].live) {
     erase_free(prev);
-    Block& p = blocks_[static_cast<std::size_t>(prev)];
-    Block& cur = blocks_[static_cast<std::size_t>(b)];
-    p.size += cur.size;
-    p.next = cur.next;
-    if (cur.next >= 0) blocks_[static_cast<std::size_t>(cur.next)].prev = prev;
-    Segment& s = segments_[static_cast<std::size_t>(p.segment)];
-    if (s.last == b) s.last = prev;
-    cur.size = 0;
+    absorb_next(prev);
     b = prev;
   }
   const int next = blocks_[static_cast<std::size_t>(b)].next;
   if (next >= 0 && !blocks_[static_cast<std::size_t>(next)].live) {
     erase_free(next);
-    Block& cur = blocks_[static_cast<std::size_t>(b)];
-    Block& n = blocks_[static_cast<std::size_t>(next)];
-    cur.size += n.size;
-    cur.next = n.next;
-    if (n.next >= 0) blocks_[static_cast<std::size_t>(n.next)].prev = b;
-    Segment& s = segments_[static_cast<std::size_t>(cur.segment)];
-    if (s.last == next) s.last = b;
-    n.size = 0;
+    absorb_next(b);
   }
   insert_free(b);
+}
+
+void CachingAllocator::absorb_next(int keep) {
+  Block& k = blocks_[static_cast<std::size_t>(keep)];
+  const int gone = k.next;
+  Block& g = blocks_[static_cast<std::size_t>(gone)];
+  k.size += g.size;
+  k.next = g.next;
+  if (g.next >= 0) blocks_[static_cast<std::size_t>(g.next)].prev = keep;
+  Segment& s = segments_[static_cast<std::size_t>(k.segment)];
+  if (s.last == gone) s.last = keep;
+  g.size = 0;
 }
 
 }  // namespace ironlaw::workload

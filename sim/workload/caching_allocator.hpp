@@ -84,6 +84,8 @@ class CachingAllocator {
   Key key(int b) const;
   void insert_free(int b);
   void erase_free(int b);
+  /// Merges the block after `keep` (same segment, not live, not in the free set) into `keep`.
+  void absorb_next(int keep);
   int new_block(int segment, std::uint64_t offset, std::uint64_t size);
   int grow(bool small, int stream, std::uint64_t size);  ///< reserve room; returns a free block ≥ size
   void add_reserved(std::uint64_t bytes);
