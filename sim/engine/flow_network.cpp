@@ -304,6 +304,44 @@ struct FlowNetwork::Impl {
     draining_now.clear();
   }
 
+  // Progressive filling over the links seeded in fill_heap (each with its cap_left and
+  // unfrozen weight set): the link with the smallest fair share first freezes its unfrozen
+  // flows of this epoch at that share (new_rate) and records itself as their bottleneck. Each
+  // loaded link sits in the heap once, keyed by a lower bound of its share (shares only grow
+  // as flows freeze elsewhere); a popped link whose share has grown is re-queued with its
+  // current share instead of being re-pushed at every change. Only flows marked with this
+  // epoch are frozen: the partial re-solve's others keep their rates (a full re-solve marks
+  // every flow on its links). O((F·P + L) log L) for F flows of P hops over L links.
+  void fill() {
+    std::make_heap(fill_heap.begin(), fill_heap.end(), std::greater<>{});
+    while (!fill_heap.empty()) {
+      std::pop_heap(fill_heap.begin(), fill_heap.end(), std::greater<>{});
+      const Share top = fill_heap.back();
+      fill_heap.pop_back();
+      Link& link = links[top.link];
+      if (link.unfrozen == 0) continue;
+      const double share = std::max(link.cap_left, 0.0) / link.unfrozen;
+      if (share > top.share * (1 + 1e-12)) {  // grew since queued: not the minimum yet
+        fill_heap.push_back(Share{share, top.link});
+        std::push_heap(fill_heap.begin(), fill_heap.end(), std::greater<>{});
+        continue;
+      }
+      for (const Hop& hop : link.flows) {
+        Flow& f = flows[hop.flow];
+        if (f.mark != epoch || f.frozen == epoch) continue;
+        f.frozen = epoch;
+        f.new_rate = share;
+        f.bottleneck = top.link;
+        const double taken = share * f.weight;
+        for (const PathHop& ph : f.path) {
+          Link& k = links[ph.link];
+          k.cap_left -= taken;
+          k.unfrozen -= f.weight;
+        }
+      }
+    }
+  }
+
   // The batched re-solve: the partial one, else the connected component.
   void resolve() {
     resolve_pending = false;
@@ -388,33 +426,7 @@ struct FlowNetwork::Impl {
       link.unfrozen = weight;
       fill_heap.push_back(Share{std::max(link.cap_left, 0.0) / weight, l});
     }
-    std::make_heap(fill_heap.begin(), fill_heap.end(), std::greater<>{});
-    while (!fill_heap.empty()) {
-      std::pop_heap(fill_heap.begin(), fill_heap.end(), std::greater<>{});
-      const Share top = fill_heap.back();
-      fill_heap.pop_back();
-      Link& link = links[top.link];
-      if (link.unfrozen == 0) continue;
-      const double share = std::max(link.cap_left, 0.0) / link.unfrozen;
-      if (share > top.share * (1 + 1e-12)) {
-        fill_heap.push_back(Share{share, top.link});
-        std::push_heap(fill_heap.begin(), fill_heap.end(), std::greater<>{});
-        continue;
-      }
-      for (const Hop& hop : link.flows) {
-        Flow& f = flows[hop.flow];
-        if (f.mark != epoch || f.frozen == epoch) continue;
-        f.frozen = epoch;
-        f.new_rate = share;
-        f.bottleneck = top.link;
-        const double taken = share * f.weight;
-        for (const PathHop& ph : f.path) {
-          Link& k = links[ph.link];
-          k.cap_left -= taken;
-          k.unfrozen -= f.weight;
-        }
-      }
-    }
+    fill();
     // The check: no other flow is faster on a re-solved flow's freezing link.
     for (std::uint32_t slot : comp_flows) {
       const Flow& f = flows[slot];
@@ -489,10 +501,7 @@ struct FlowNetwork::Impl {
       }
     }
 
-    // 3. Progressive filling: fix the link with the smallest fair share first. Each loaded
-    //    link sits in the heap once, keyed by a lower bound of its share (shares only grow as
-    //    flows freeze elsewhere); a popped link whose share has grown is re-queued with its
-    //    current share instead of being re-pushed at every change.
+    // 3. Progressive filling of every flow of the component (all are marked) from whole links.
     fill_heap.clear();
     for (LinkId l : comp_links) {
       Link& link = links[l];
@@ -500,32 +509,7 @@ struct FlowNetwork::Impl {
       link.unfrozen = link.load;
       if (link.unfrozen > 0) fill_heap.push_back(Share{link.bandwidth / link.unfrozen, l});
     }
-    std::make_heap(fill_heap.begin(), fill_heap.end(), std::greater<>{});
-    while (!fill_heap.empty()) {
-      std::pop_heap(fill_heap.begin(), fill_heap.end(), std::greater<>{});
-      const Share top = fill_heap.back();
-      fill_heap.pop_back();
-      Link& link = links[top.link];
-      if (link.unfrozen == 0) continue;
-      const double share = std::max(link.cap_left, 0.0) / link.unfrozen;
-      if (share > top.share * (1 + 1e-12)) {  // grew since queued: not the minimum yet
-        fill_heap.push_back(Share{share, top.link});
-        std::push_heap(fill_heap.begin(), fill_heap.end(), std::greater<>{});
-        continue;
-      }
-      for (const Hop& hop : link.flows) {
-        Flow& f = flows[hop.flow];
-        if (f.frozen == epoch) continue;
-        f.frozen = epoch;
-        f.new_rate = share;
-        const double taken = share * f.weight;
-        for (const PathHop& ph : f.path) {
-          Link& k = links[ph.link];
-          k.cap_left -= taken;
-          k.unfrozen -= f.weight;
-        }
-      }
-    }
+    fill();
 
     for (LinkId l : comp_links) {
       Link& link = links[l];
