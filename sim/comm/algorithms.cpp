@@ -5,6 +5,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "comm/all_to_all.hpp"
 #include "comm/executor.hpp"
 
 namespace ironlaw::comm {
@@ -186,17 +187,6 @@ void build_tree(Collective& c, const std::vector<std::vector<int>>& groups, doub
   }
 }
 
-/// All-to-all: one connection per ordered pair of distinct ranks, S/n bytes each.
-void build_all_to_all(Collective& c, const std::vector<int>& ranks, double bytes) {
-  const double share = bytes / static_cast<double>(ranks.size());
-  std::uint64_t hash = 0;
-  for (int src : ranks) {
-    for (int dst : ranks) {
-      if (src != dst) c.add_direct({src, dst, share, hash++});
-    }
-  }
-}
-
 /// Latency and bottleneck bandwidth of the route between two GPUs.
 struct PathCost {
   double latency_s = 0;
@@ -251,6 +241,7 @@ std::vector<config::CommSpec::Protocol> ring_protocols(const config::CommSpec& c
   if (!comm.protocols.empty()) return comm.protocols;
   config::CommSpec::Protocol simple;
   simple.name = "simple";
+  simple.base_latency = comm.launch_latency;
   simple.nvlink_step_latency = comm.step_latency;
   simple.net_step_latency = comm.step_latency;
   return {simple};
@@ -272,24 +263,25 @@ std::pair<config::CommSpec::Protocol, double> fastest_protocol(const CollectiveC
   return {protocols[best], best_s};
 }
 
-/// Flat ring time under `p` [s] (see Communicator::predict): every step pays the protocol's
-/// step latency over the ring's slowest kind of link and moves wire_bytes_per_byte × payload.
+/// Flat ring time under `p` [s] (see Communicator::predict): the protocol's base latency once,
+/// then every step pays its step latency over the ring's slowest kind of link and moves
+/// wire_bytes_per_byte × payload.
 double ring_seconds(const CollectiveCall& call, const config::CommSpec::Protocol& p) {
   const Costs k(call);
   const int n = call.size();
   const double s = call.bytes * p.wire_bytes_per_byte;
   const int steps = reduces_all(call) ? 2 * (n - 1) : n - 1;
   if (call.nodes() == 1) {
-    return k.launch + steps * (p.nvlink_step_latency.seconds() + k.intra.latency_s + s / n / k.intra.bandwidth);
+    return p.base_latency.seconds() + steps * (p.nvlink_step_latency.seconds() + k.intra.latency_s + s / n / k.intra.bandwidth);
   }
   const double per_channel = std::min(k.intra.bandwidth / k.channels,
                                       k.inter.bandwidth * std::min(1.0, static_cast<double>(k.nics) / k.channels));
-  return k.launch + steps * (p.net_step_latency.seconds() + k.inter.latency_s +
+  return p.base_latency.seconds() + steps * (p.net_step_latency.seconds() + k.inter.latency_s +
                              s / (static_cast<double>(k.channels) * n) / per_channel);
 }
 
-/// Hierarchical time under `p` [s]: intra-node phases at the NVLink step latency, the
-/// inter-node phase at the network's.
+/// Hierarchical time under `p` [s]: its base latency, intra-node phases at the NVLink step
+/// latency, the inter-node phase at the network's.
 double hierarchical_seconds(const CollectiveCall& call, const config::CommSpec::Protocol& p) {
   const Costs k(call);
   const auto& comm = call.cluster.topology().comm;
@@ -312,7 +304,7 @@ double hierarchical_seconds(const CollectiveCall& call, const config::CommSpec::
     sum += ph;
     longest = std::max(longest, ph);
   }
-  return k.launch + sum + (slices - 1) * longest;
+  return p.base_latency.seconds() + sum + (slices - 1) * longest;
 }
 
 class RingUnit final : public AlgorithmUnit {
@@ -324,11 +316,12 @@ class RingUnit final : public AlgorithmUnit {
   Time predict(const CollectiveCall& call) const override {
     return Time::from_seconds(fastest_protocol(call, [&](const auto& p) { return ring_seconds(call, p); }).second);
   }
-  void build(const CollectiveCall& call, Collective& out) const override {
+  Time build(const CollectiveCall& call, Collective& out) const override {
     const auto p = fastest_protocol(call, [&](const auto& q) { return ring_seconds(call, q); }).first;
     const bool one_node = call.nodes() == 1;
     build_ring(out, call.op, call.ranks, call.bytes * p.wire_bytes_per_byte, one_node, call.cluster,
                one_node ? p.nvlink_step_latency : p.net_step_latency);
+    return p.base_latency;
   }
 };
 
@@ -340,10 +333,11 @@ class HierarchicalUnit final : public AlgorithmUnit {
     return Time::from_seconds(
         fastest_protocol(call, [&](const auto& p) { return hierarchical_seconds(call, p); }).second);
   }
-  void build(const CollectiveCall& call, Collective& out) const override {
+  Time build(const CollectiveCall& call, Collective& out) const override {
     const auto p = fastest_protocol(call, [&](const auto& q) { return hierarchical_seconds(call, q); }).first;
     build_hierarchical(out, call.op, call.groups, call.bytes * p.wire_bytes_per_byte, call.cluster,
                        p.nvlink_step_latency, p.net_step_latency);
+    return p.base_latency;
   }
 };
 
@@ -370,8 +364,9 @@ class TreeUnit final : public AlgorithmUnit {
     const double period = std::max(chain_depth > 0 ? loaded_intra : 0.0, inter_depth > 0 ? loaded_inter : 0.0);
     return Time::from_seconds(k.launch + fill + (chunks.count - 1) * period);
   }
-  void build(const CollectiveCall& call, Collective& out) const override {
+  Time build(const CollectiveCall& call, Collective& out) const override {
     build_tree(out, call.groups, call.bytes, call.cluster);
+    return call.cluster.topology().comm.launch_latency;
   }
 };
 
@@ -425,7 +420,7 @@ class NvlsUnit final : public AlgorithmUnit {
     return Time::from_seconds(comm.launch_latency.seconds() + comm.step_latency.seconds() + latency +
                               (std::min(t.up, t.down) + t.chunks * std::max(t.up, t.down)) / bandwidth);
   }
-  void build(const CollectiveCall& call, Collective& out) const override {
+  Time build(const CollectiveCall& call, Collective& out) const override {
     const NvlsTraffic t = nvls_traffic(call);
     Nvls nvls;
     nvls.gpus = call.ranks;
@@ -433,26 +428,43 @@ class NvlsUnit final : public AlgorithmUnit {
     nvls.chunk_bytes = t.up;
     nvls.down_chunk_bytes = t.down;
     out.add_nvls(std::move(nvls));
+    return call.cluster.topology().comm.launch_latency;
   }
 };
 
+/// All-to-all (comm/all_to_all.hpp): direct routes, or the rail relay across nodes.
 class AllToAllUnit final : public AlgorithmUnit {
  public:
   Algorithm id() const override { return Algorithm::all_to_all; }
   bool applies(const CollectiveCall& call) const override { return call.op == CollectiveOp::all_to_all; }
+  /// Λ + σ + the longest path latency + the busiest GPU link's bytes / its bandwidth: per GPU
+  /// (n − w)·S/n over the network (w = most ranks on a node) and over NVLink (w − 1)·S/n, or
+  /// with the relay N·(g − 1)·S/n (its own messages and those it forwards), legs at once.
   Time predict(const CollectiveCall& call) const override {
     const Costs k(call);
     const int n = call.size();
     const double share = call.bytes / n;
     const bool spans = call.nodes() > 1;
     const double widest = static_cast<double>(k.widest);
-    const double nvlink = k.widest > 1 ? (widest - 1) * share / k.intra.bandwidth : 0;
+    const double nvlink_messages = all_to_all_relays(call) ? call.nodes() * (widest - 1) : widest - 1;
+    const double nvlink = k.widest > 1 ? nvlink_messages * share / k.intra.bandwidth : 0;
     const double per_gpu_net = k.inter.bandwidth * std::min(1.0, static_cast<double>(k.nics) / widest);
     const double network = spans ? (n - widest) * share / per_gpu_net : 0;
     const double latency = std::max(spans ? k.inter.latency_s : 0.0, k.widest > 1 ? k.intra.latency_s : 0.0);
     return Time::from_seconds(k.launch + k.sigma + latency + std::max(nvlink, network));
   }
-  void build(const CollectiveCall& call, Collective& out) const override { build_all_to_all(out, call.ranks, call.bytes); }
+  Time build(const CollectiveCall& call, Collective& out) const override {
+    for (const AllToAllSend& s : all_to_all_sends(call, call.aggregate)) {
+      Direct d;
+      d.src = s.src;
+      d.dst = s.dst;
+      d.bytes = s.bytes;
+      d.hash = s.hash;
+      d.weight = s.weight;
+      out.add_direct(d);
+    }
+    return call.cluster.topology().comm.launch_latency;
+  }
 };
 
 }  // namespace

@@ -10,12 +10,13 @@
 /// 4 B data + 4 B flag; LL128: 128-byte lines with 8 B of flags; Simple: payload only, a fence
 /// per step), and its tuner (src/graph/tuning.cc) takes the one with the lowest predicted
 /// time. The ring-family units do the same over topology.comm.protocols: predict() is the
-/// minimum over the protocols of the closed form with the protocol's step latency (NVLink for
-/// a ring inside one node and for the intra-node phases of the hierarchical form, the network's
-/// for rings that cross nodes) and wire_bytes_per_byte × the payload; build() runs the chosen
-/// protocol's rings with those step latencies and wire bytes. Not modelled: the protocols'
-/// different base latencies (comm.launch_latency, Simple's, is paid by every call), NCCL's
-/// per-SM bandwidth caps of LL and LL128, and protocols for the tree and NVLS (they run at
+/// minimum over the protocols of the closed form with the protocol's base latency (once per
+/// call, NCCL's baseLat, in place of comm.launch_latency), its step latency (NVLink for a ring
+/// inside one node and for the intra-node phases of the hierarchical form, the network's for
+/// rings that cross nodes) and wire_bytes_per_byte × the payload; build() runs the chosen
+/// protocol's rings with those latencies and wire bytes. NCCL's ring latency is the same sum,
+/// baseLat + Σ over steps of hwLat (tuning.cc). Not modelled: NCCL's per-SM bandwidth caps of
+/// LL and LL128, and protocols for the tree and NVLS (they run at comm.launch_latency and
 /// comm.step_latency, Simple's).
 #include <vector>
 
@@ -36,6 +37,8 @@ struct CollectiveCall {
   const hardware::Cluster& cluster;
   const engine::FlowNetwork& net;
   std::vector<std::vector<int>> groups;
+  /// All-to-all: merge identical messages into weighted sends (comm/all_to_all.hpp).
+  bool aggregate = true;
 
   CollectiveCall(CollectiveOp o, const std::vector<int>& r, double b, const hardware::Cluster& c,
                  const engine::FlowNetwork& n);
@@ -57,9 +60,11 @@ class AlgorithmUnit {
   /// Closed-form time with nothing else on the network (see Communicator::predict); only
   /// called where applies(). O(ranks).
   virtual Time predict(const CollectiveCall& call) const = 0;
-  /// Adds the rings, trees, switch reductions or sends of `call` to `out`; only called where
-  /// applies() and the call has at least two ranks. O(flows of the first step).
-  virtual void build(const CollectiveCall& call, detail::Collective& out) const = 0;
+  /// Adds the rings, trees, switch reductions or sends of `call` to `out` and returns the
+  /// latency before the first of them may start (the base latency of the protocol it chose, else
+  /// comm.launch_latency); only called where applies() and the call has at least two ranks.
+  /// O(flows of the first step).
+  virtual Time build(const CollectiveCall& call, detail::Collective& out) const = 0;
 };
 
 /// Every algorithm, in tie-break order: hierarchical, ring, tree, nvls, all_to_all. O(1).

@@ -163,10 +163,11 @@ void Communicator::start(CollectiveOp op, const std::vector<int>& ranks, double 
   auto collective = std::make_shared<Collective>(sim_, net_, cluster_, routes_, trace_, comm.step_latency,
                                                  flows_per_connection_, std::move(on_done));
   collective->set_fluid(fluid_rings_);
-  const CollectiveCall call(op, ranks, bytes, cluster_, net_);
+  CollectiveCall call(op, ranks, bytes, cluster_, net_);
+  call.aggregate = aggregate_all_to_all_;
   const AlgorithmUnit& unit = unit_for(call, algorithm);
-  if (ranks.size() > 1) unit.build(call, *collective);
-  sim_.schedule_in(comm.launch_latency, [collective] { collective->launch(); });
+  const Time launch = ranks.size() > 1 ? unit.build(call, *collective) : comm.launch_latency;
+  sim_.schedule_in(launch, [collective] { collective->launch(); });
 }
 
 void Communicator::send(int src, int dst, double bytes, std::function<void()> on_done) {

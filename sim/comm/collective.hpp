@@ -87,7 +87,8 @@ NvlsChunks nvls_chunks(const config::CommSpec& comm, int channels, double bytes,
 /// it: all-reduce and reduce-scatter input size, all-gather output size, all-to-all send
 /// buffer per rank.
 ///
-/// Timing model (topology.comm): a collective starts `launch_latency` after start(). Every
+/// Timing model (topology.comm): a collective starts `launch_latency` after start() (a ring or
+/// hierarchical one: the base latency of the protocol it runs, algorithms.hpp). Every
 /// pipeline step (a ring step, a tree chunk on one edge) begins `step_latency` after its inputs
 /// are ready and takes the flow network's time (drain + path latencies). A connection sends its
 /// steps one after another.
@@ -138,8 +139,10 @@ NvlsChunks nvls_chunks(const config::CommSpec& comm, int channels, double bytes,
 ///   2(n−1)/n · S, at the smaller of the NVLink and the reducer port rate
 ///   (node.nvswitch_reduce_bandwidth). A GPU starts its next chunk once the previous one has
 ///   drained (NCCL keeps several steps in flight), so path latency is paid once, not per chunk.
-/// - all_to_all (every algorithm): every rank sends S/n to every other rank at once, one
-///   connection per ordered pair, after one step latency.
+/// - all_to_all (every algorithm): every rank sends S/n to every other rank at once, after one
+///   step latency: on direct routes, or across nodes holding g > 1 ranks each through the
+///   same-index GPU of the destination node (rail relay, as DeepEP); identical messages run as
+///   one weighted flow group (comm/all_to_all.hpp).
 /// - automatic: NCCL's rule (src/graph/tuning.cc picks the algorithm with the lowest predicted
 ///   latency + size/bandwidth) applied to this model's closed forms (predict()), one loop over
 ///   the algorithm registry (algorithms.hpp): the ring family, for all_reduce the tree and, on
@@ -179,7 +182,9 @@ class Communicator {
   /// on the network, from the same topology constants the simulation uses:
   /// α_intra = step_latency + NVLink path latency, α_inter = step_latency + the latency of the
   /// route between the first ranks of the first two nodes; B_nv = the NVLink bandwidth,
-  /// B_net = the bottleneck of that route; Λ = launch_latency; n ranks, N nodes, g per node.
+  /// B_net = the bottleneck of that route; Λ = launch_latency (ring and hierarchical: the
+  /// protocol's base latency, each protocol's closed form taken with its own); n ranks, N nodes,
+  /// g per node.
   /// - ring all_reduce: Λ + 2(n−1)·(α + S/(C·n) / B_channel). Across nodes α = α_inter and
   ///   B_channel = min(B_nv / C, B_net · min(1, nics / C)): a position whose neighbour is on
   ///   another node sends all its steps over the network, one after another, and the ring waits
@@ -225,6 +230,11 @@ class Communicator {
   void set_flows_per_connection(int flows);
   int flows_per_connection() const { return flows_per_connection_; }
 
+  /// Whether an all-to-all merges its identical messages into weighted flow groups (default
+  /// true; comm/all_to_all.hpp). false runs one flow per message and leg, for checking the
+  /// aggregation: the same times, with more flows.
+  void set_aggregate_all_to_all(bool aggregate) { aggregate_all_to_all_ = aggregate; }
+
  private:
   void check_ranks(const std::vector<int>& ranks) const;
 
@@ -235,6 +245,7 @@ class Communicator {
   FlowTrace trace_;
   bool fluid_rings_ = false;
   int flows_per_connection_ = 1;
+  bool aggregate_all_to_all_ = true;
   mutable std::vector<char> seen_;  // check_ranks' scratch: one mark per GPU, all 0 between calls
 };
 

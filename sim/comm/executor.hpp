@@ -189,12 +189,14 @@ struct Nvls {
   std::vector<int> up_started, up_done, down_started, down_drained, down_done;
 };
 
-/// A send not tied to a ring or tree (all-to-all pairs, point-to-point).
+/// A send not tied to a ring or tree (all-to-all pairs, point-to-point): `weight` identical
+/// messages of `bytes` each, run as one flow group (see comm/all_to_all.hpp).
 struct Direct {
   int src = 0;
   int dst = 0;
   double bytes = 0;
   std::uint64_t hash = 0;
+  std::uint32_t weight = 1;
 };
 
 /// A collective in flight: its rings, trees and direct sends, their dependencies and the
@@ -280,7 +282,7 @@ class Collective : public std::enable_shared_from_this<Collective> {
     for (int d = 0; d < static_cast<int>(directs_.size()); ++d) {
       after(direct_stepped_, [self = shared_from_this(), d] {
         const Direct& x = self->directs_[static_cast<std::size_t>(d)];
-        self->connect(x.src, x.dst, x.bytes, x.hash, [self] { self->unit_done(); });
+        self->connect(x.src, x.dst, x.bytes, x.hash, [self] { self->unit_done(); }, x.weight);
       });
     }
   }
@@ -300,14 +302,16 @@ class Collective : public std::enable_shared_from_this<Collective> {
   /// pair, each with its own ECMP hash and an equal share (see collective.hpp). Queue pairs
   /// whose hashes give the same route are identical flows (same path, bytes and start) and run
   /// as one flow group (FlowNetwork::start_flow_group), which the flow network solves exactly
-  /// as the separate flows. `done` runs once, after the last flow completed.
-  void connect(int src, int dst, double bytes, std::uint64_t hash, std::function<void()> done) {
+  /// as the separate flows. `weight` identical connections run as one (every group `weight`
+  /// times heavier). `done` runs once, after the last flow completed.
+  void connect(int src, int dst, double bytes, std::uint64_t hash, std::function<void()> done,
+               std::uint32_t weight = 1) {
     const Time start = sim_.now();
     const int k = cluster_.crosses_spine(src, dst) ? flows_per_connection_ : 1;
     auto self = shared_from_this();
     const auto& routes = routes_->connection(src, dst, hash, k);
     if (routes.size() == 1) {
-      const std::uint32_t members = routes.front().members;
+      const std::uint32_t members = routes.front().members * weight;
       const double share = bytes / k;
       net_.start_flow_group(routes.front().path, share, members,
                             [self, src, dst, share, start, members, done = std::move(done)](engine::FlowId) {
@@ -320,7 +324,7 @@ class Collective : public std::enable_shared_from_this<Collective> {
     auto shared_done = std::make_shared<std::function<void()>>(std::move(done));
     const double share = bytes / k;
     for (const auto& route : routes) {
-      const std::uint32_t members = route.members;
+      const std::uint32_t members = route.members * weight;
       net_.start_flow_group(route.path, share, members,
                             [self, src, dst, share, start, members, left, shared_done](engine::FlowId) {
                               for (std::uint32_t m = 0; m < members; ++m) self->traced(src, dst, share, start);

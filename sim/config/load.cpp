@@ -185,6 +185,8 @@ void parse_comm(Section s, CommSpec& c) {
       Section p = protocols.section(name);
       CommSpec::Protocol proto;
       proto.name = name;
+      proto.base_latency = c.launch_latency;
+      p.duration("base_latency", proto.base_latency, kOptionalHardwareLatency);
       p.duration("nvlink_step_latency", proto.nvlink_step_latency, rule);
       p.duration("net_step_latency", proto.net_step_latency, rule);
       const Rule wire = protocols.has(name) ? kHardware : kOptionalHardware;

@@ -143,12 +143,15 @@ struct CommSpec {
   /// Smallest tree chunk: a tree halves its chunk from chunk_bytes while a channel holds fewer
   /// chunks than the tree is deep, down to this size. 0 = chunk_bytes.
   double tree_min_chunk_bytes = 0;
-  /// One of NCCL's protocols for the ring family (src/graph/tuning.cc): its per-step latency
-  /// over NVLink and over the network, and the bytes it puts on the wire per payload byte (LL:
-  /// 8-byte lines of 4 B data + 4 B flag, 2; LL128: 128-byte lines with 8 B of flags, 128/120;
-  /// Simple: 1).
+  /// One of NCCL's protocols for the ring family (src/graph/tuning.cc): its base latency per
+  /// call, its per-step latency over NVLink and over the network, and the bytes it puts on the
+  /// wire per payload byte (LL: 8-byte lines of 4 B data + 4 B flag, 2; LL128: 128-byte lines
+  /// with 8 B of flags, 128/120; Simple: 1).
   struct Protocol {
     std::string name;
+    /// Paid once per call that runs this protocol, in place of launch_latency (NCCL
+    /// baseLatencies[Ring][protocol]). Key absent: launch_latency.
+    Time base_latency;
     Time nvlink_step_latency;
     Time net_step_latency;
     double wire_bytes_per_byte = 1;

@@ -6,8 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "comm/collective.hpp"
-#include "support/dgx_h100.hpp"
+#include "comm_world.hpp"
 
 using namespace ironlaw;
 using comm::Algorithm;
@@ -18,34 +17,8 @@ namespace {
 constexpr double GBps = 1e9;
 
 using test::dgx_h100;
-
-std::vector<int> iota(int first, int count) {
-  std::vector<int> v(static_cast<std::size_t>(count));
-  for (int i = 0; i < count; ++i) v[static_cast<std::size_t>(i)] = first + i;
-  return v;
-}
-
-/// A fresh simulation of `nodes` nodes.
-struct World {
-  explicit World(const config::TopologySpec& spec, int nodes) : cluster(spec, nodes, net), comm(sim, net, cluster) {}
-  engine::Simulator sim;
-  engine::FlowNetwork net{sim};
-  hardware::Cluster cluster;
-  comm::Communicator comm;
-
-  /// Runs one collective alone; returns its duration in ns.
-  std::int64_t time(CollectiveOp op, const std::vector<int>& ranks, double bytes, Algorithm algorithm) {
-    Time end = Time::max();
-    int calls = 0;
-    comm.start(op, ranks, bytes, algorithm, [&] {
-      end = sim.now();
-      ++calls;
-    });
-    sim.run();
-    CHECK(calls == 1);
-    return end.count_ns();
-  }
-};
+using test::iota;
+using World = test::CommWorld;
 
 // Timing model of one ring step with every flow alone on its links (see collective.hpp):
 //   step = σ + ⌈b/B⌉ + Σλ(path)

@@ -7,45 +7,17 @@
 
 #include <vector>
 
-#include "comm/collective.hpp"
-#include "support/dgx_h100.hpp"
+#include "comm_world.hpp"
 
 using namespace ironlaw;
 using comm::Algorithm;
 using comm::CollectiveOp;
 
-namespace {
+using test::GiB;
+using test::iota;
 
-constexpr double GiB = 1024.0 * 1024 * 1024;
-
-std::vector<int> iota(int first, int count) {
-  std::vector<int> v(static_cast<std::size_t>(count));
-  for (int i = 0; i < count; ++i) v[static_cast<std::size_t>(i)] = first + i;
-  return v;
-}
-
-/// topologies/dgx-h100-leaf-spine.yaml: node.nvswitch_reduce_bandwidth 306 GB/s.
-config::TopologySpec dgx_h100_nvls() {
-  auto t = test::dgx_h100();
-  t.node.nvswitch_reduce_bandwidth = 306e9;
-  return t;
-}
-
-struct World {
-  explicit World(const config::TopologySpec& spec) : cluster(spec, 1, net), comm(sim, net, cluster) {}
-  engine::Simulator sim;
-  engine::FlowNetwork net{sim};
-  hardware::Cluster cluster;
-  comm::Communicator comm;
-  std::int64_t time(CollectiveOp op, double bytes) {
-    Time end = Time::max();
-    comm.start(op, iota(0, 8), bytes, Algorithm::nvls, [&] { end = sim.now(); });
-    sim.run();
-    return end.count_ns();
-  }
-};
-
-}  // namespace
+using test::dgx_h100_nvls;
+using World = test::CommWorld;
 
 TEST_CASE("NVLS reduce-scatter and all-gather take the closed form: the long leg of every chunk back to back") {
   // S = 1 GiB, 8 channels × 512 KiB → k = 256 chunks of 4 MiB. Reduce-scatter: 4,194,304 B up
@@ -55,8 +27,8 @@ TEST_CASE("NVLS reduce-scatter and all-gather take the closed form: the long leg
   // All-gather mirrors it (short leg up, long leg down): the same total.
   const std::int64_t expected = 8400 + 3400 + 256 * 13'707 + 1'714 + 1000;
   for (auto op : {CollectiveOp::reduce_scatter, CollectiveOp::all_gather}) {
-    World w(dgx_h100_nvls());
-    CHECK(w.time(op, GiB) == expected);
+    World w(dgx_h100_nvls(), 1);
+    CHECK(w.time(op, iota(0, 8), GiB, Algorithm::nvls) == expected);
     CHECK(w.comm.predict(op, iota(0, 8), GiB, Algorithm::nvls).count_ns() == Approx(expected).epsilon(1e-4));
   }
 }
@@ -64,7 +36,7 @@ TEST_CASE("NVLS reduce-scatter and all-gather take the closed form: the long leg
 TEST_CASE("automatic takes NVLS for a small reduce-scatter in the node and the ring for a large one") {
   // 1 MB: ring 8.4 + 7 × (3.4 + 1 + 0.35) = 41.6 us; NVLS 8.4 + 3.4 + 1 + 3.3 = 16.1 us.
   // 1 GiB: ring 8.4 + 7 × (4.4 + 372.8) = 2,649 us; NVLS 3,524 us (306 against 360 GB/s).
-  World w(dgx_h100_nvls());
+  World w(dgx_h100_nvls(), 1);
   for (auto op : {CollectiveOp::reduce_scatter, CollectiveOp::all_gather}) {
     CHECK(w.comm.choose(op, iota(0, 8), 1e6) == Algorithm::nvls);
     CHECK(w.comm.choose(op, iota(0, 8), GiB) == Algorithm::ring);

@@ -10,53 +10,17 @@
 
 #include "comm/algorithms.hpp"
 #include "comm/collective.hpp"
-#include "support/dgx_h100.hpp"
+#include "comm_world.hpp"
 
 using namespace ironlaw;
 using comm::Algorithm;
 using comm::CollectiveOp;
 
-namespace {
-
-constexpr double GiB = 1024.0 * 1024 * 1024;
-
-std::vector<int> iota(int first, int count) {
-  std::vector<int> v(static_cast<std::size_t>(count));
-  for (int i = 0; i < count; ++i) v[static_cast<std::size_t>(i)] = first + i;
-  return v;
-}
-
-/// DGX H100 whose NVSwitch reduces: topologies/dgx-h100-leaf-spine.yaml,
-/// node.nvswitch_reduce_bandwidth = 306 GB/s (NCCL tuning.cc nvlsEfficiency 0.85 × 360 GB/s).
-config::TopologySpec dgx_h100_nvls() {
-  auto t = test::dgx_h100();
-  t.node.nvswitch_reduce_bandwidth = 306e9;
-  return t;
-}
-
-struct World {
-  World(const config::TopologySpec& spec, int nodes, bool fluid = false) : cluster(spec, nodes, net), comm(sim, net, cluster) {
-    comm.set_fluid_rings(fluid);
-  }
-  engine::Simulator sim;
-  engine::FlowNetwork net{sim};
-  hardware::Cluster cluster;
-  comm::Communicator comm;
-
-  std::int64_t time(CollectiveOp op, const std::vector<int>& ranks, double bytes, Algorithm algorithm) {
-    Time end = Time::max();
-    int calls = 0;
-    comm.start(op, ranks, bytes, algorithm, [&] {
-      end = sim.now();
-      ++calls;
-    });
-    sim.run();
-    CHECK(calls == 1);
-    return end.count_ns();
-  }
-};
-
-}  // namespace
+using test::CommWorld;
+using test::dgx_h100_nvls;
+using test::GiB;
+using test::iota;
+using World = CommWorld;
 
 TEST_CASE("the registry holds each algorithm once, and names round-trip") {
   std::set<Algorithm> seen;

@@ -1,0 +1,52 @@
+#pragma once
+/// \file The all-to-all's messages, their routes, and their aggregation into weighted sends.
+///
+/// An all-to-all of S bytes per rank over n ranks sends one message of S/n bytes from every rank
+/// to every other (NCCL: an ncclGroup of one ncclSend/ncclRecv per peer). Routes:
+/// - Ranks on several nodes, the same count g > 1 on each (CollectiveCall::layered()): rail
+///   relay, as DeepSeek's DeepEP dispatches and combines (DeepSeek-V3 report §3.2.2: tokens go
+///   over InfiniBand to the GPU of the same in-node index on the target node, then over NVLink
+///   to their destination GPU). Message A.i → B.j (node A, local index i) crosses the network
+///   A.i → B.i, then NVLink B.i → B.j (no NVLink leg when j = i); a message inside a node is one
+///   NVLink send. NCCL's PXN relays on the sender's side instead (NVLink A.i → A.j, network
+///   A.j → B.j); in a symmetric all-to-all it loads each NIC and NVLink with the same bytes.
+///   The two legs of a relayed message run at once, as a pipelined relay streams in steady
+///   state (the fluid limit of DeepEP's chunked forwarding): a message ends when both have
+///   drained, so it takes the longer of the two, not their sum.
+/// - Otherwise (one node, one rank per node, or ranks spread unevenly): every message on the
+///   cluster's direct route.
+///
+/// Aggregation: messages whose legs have the same endpoints follow the same route and start
+/// together with the same bytes, so they are identical flows, and one weighted send of weight w
+/// (FlowNetwork::start_flow_group) is exactly w of them. With relay that makes one network send
+/// per (source GPU, destination node), of weight g, and one NVLink send per ordered pair of GPUs
+/// in a node, of weight N (its own message and the N − 1 it forwards): N(N − 1)·g + N·g(g − 1)
+/// sends instead of n(n − 1) flows, 896 instead of 4,032 for DeepSeek-V3's 64-way expert
+/// parallelism over 8 nodes. Direct routes share no endpoints, so nothing merges there.
+#include <cstdint>
+#include <vector>
+
+#include "comm/algorithms.hpp"
+
+namespace ironlaw::comm {
+
+/// One send of an all-to-all: `weight` identical messages of `bytes` each from GPU `src` to GPU
+/// `dst`, all on one connection (ECMP hash `hash`).
+struct AllToAllSend {
+  int src = 0;
+  int dst = 0;
+  double bytes = 0;
+  std::uint32_t weight = 1;
+  std::uint64_t hash = 0;
+};
+
+/// The sends of the all-to-all `call` (see the file comment). `aggregate` false: one send of
+/// weight 1 per message and leg, with the hash its aggregate would have (the same routes), for
+/// checking the aggregation against. Sends are in a fixed order (source rank, then destination
+/// rank). O(n²) time without aggregation; with relay O(N²·g + N·g²) sends after an O(n) scan.
+std::vector<AllToAllSend> all_to_all_sends(const CollectiveCall& call, bool aggregate = true);
+
+/// Whether `call` relays its inter-node messages through the same-index GPU (layered()).
+bool all_to_all_relays(const CollectiveCall& call);
+
+}  // namespace ironlaw::comm
