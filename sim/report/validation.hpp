@@ -18,6 +18,9 @@ struct ValidationRow {
   double predicted = 0;  ///< NaN when the configuration was not simulated (the label says why)
   std::string unit;
   std::string source;    ///< where the published figure comes from
+  /// Whether the figure is a duration (an iteration time): a prediction below the published one
+  /// is then too fast, where for a rate (TFLOP/s, tokens/s, bandwidth) it is too slow.
+  bool duration = false;
   /// (predicted − published) / published.
   double error() const { return published != 0 ? (predicted - published) / published : 0; }
 };
@@ -52,7 +55,7 @@ std::vector<std::string> validation_case_names();
 ValidationCase run_validation(const std::string& name, const std::string& data_dir);
 
 /// Median and maximum |error| over the measured rows that have a prediction, and how many
-/// of them are too fast (error > 0) and too slow (< 0).
+/// of them are too fast (error > 0, or < 0 for a duration) and too slow (the other sign).
 struct ValidationSummary {
   int rows = 0;
   double median_abs_error = 0;

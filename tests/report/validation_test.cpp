@@ -126,6 +126,7 @@ TEST_CASE("megatron-2021 is a known validation case", "[validation][megatron]") 
   CHECK(std::find(names.begin(), names.end(), "seed003") != names.end());
   CHECK(std::find(names.begin(), names.end(), "nccl-h100") != names.end());
   CHECK(std::find(names.begin(), names.end(), "torchtitan") != names.end());
+  CHECK(std::find(names.begin(), names.end(), "korthikanti-2022") != names.end());
 }
 
 TEST_CASE("the summary gives the median and maximum |error| of the measured rows", "[validation]") {
@@ -144,6 +145,100 @@ TEST_CASE("the summary gives the median and maximum |error| of the measured rows
   // An even count takes the mean of the middle two.
   measured.rows.push_back({"f", 100, 70, "", ""});  // 5, 10, 20, 30 → 15 %
   CHECK(report::summarize({measured}).median_abs_error == Approx(0.15));
+}
+
+TEST_CASE("a duration row predicted below its published figure counts as too fast", "[validation]") {
+  // An iteration time of 0.9 s against a published 1.0 s is a step 10 % too short: error −10 %,
+  // counted with the rates that are too high (too fast), not with the ones too low.
+  report::ValidationRow time{"t", 1.0, 0.9, "s", "", true};
+  report::ValidationRow rate{"r", 100, 90, "TFLOP/s", ""};
+  CHECK(time.error() == Approx(-0.10));
+  const auto s = report::summarize({{"m", "", {time, rate}, true}});
+  CHECK(s.rows == 2);
+  CHECK(s.positive == 1);  // the short iteration time
+  CHECK(s.negative == 1);  // the low rate
+}
+
+namespace {
+const std::vector<std::string> kKorthikantiFiles{"01-gpt-22b-full",      "02-gpt-22b-selective", "03-gpt-175b-full",
+                                                 "04-gpt-175b-selective", "05-gpt-530b-full",     "06-gpt-530b-selective",
+                                                 "07-gpt-1t-full",        "08-gpt-1t-selective"};
+}  // namespace
+
+TEST_CASE("the korthikanti-2022 selective rows' iteration times are Megatron-LM's published MFU", "[validation][korthikanti]") {
+  // Two sources, checked against each other by hand: the iteration times of the selective +
+  // sequence-parallel rows (1.10, 13.75, 37.83, 71.49 s; calculon-ai/calculon's transcription of
+  // arXiv:2205.05198) and the MFU that NVIDIA/Megatron-LM's README (commit 841f789f, May 2022)
+  // publishes for the same runs (41.5, 51.4, 56.0, 56.3 %). Model FLOPs per iteration without
+  // recompute (the paper's §6 convention): 72·B·s·l·h²·(1 + s/(6h) + V/(12·l·h)), V = 51,200,
+  // s = 2,048, over (time · GPUs · 312 TFLOP/s, the A100's dense fp16 peak).
+  //   22B: 72·4·2048·48·6144² = 1.068725e15; factor 1 + 0.055556 + 0.014468 = 1.070023
+  //        → 1.143561e15 / (1.10 · 8 · 312e12) = 41.65 % (published 41.5: 1.10 s is rounded)
+  //   175B: 72·64·2048·96·12288² = 1.367968e17 · 1.031395 = 1.410915e17 / (13.75·64·312e12) = 51.39 %
+  struct Row {
+    int batch, layers, hidden, gpus;
+    double seconds, mfu;
+  };
+  for (const Row& r : {Row{4, 48, 6144, 8, 1.10, 41.5}, Row{64, 96, 12288, 64, 13.75, 51.4},
+                       Row{280, 105, 20480, 280, 37.83, 56.0}, Row{512, 128, 25600, 512, 71.49, 56.3}}) {
+    INFO(r.layers);
+    const double h = r.hidden, l = r.layers, s = 2048, v = 51200;
+    const double flops = 72.0 * r.batch * s * l * h * h * (1.0 + s / (6.0 * h) + v / (12.0 * l * h));
+    CHECK(100.0 * flops / (r.seconds * r.gpus * 312e12) == Approx(r.mfu).margin(0.2));
+  }
+}
+
+TEST_CASE("every korthikanti-2022 scenario is its row and resolves", "[validation][korthikanti]") {
+  // Cheap: loading and layout only. Data parallel 1 everywhere ("measured using a data
+  // parallel size of one"), so microbatches = global batch / micro batch: 4/4, 64, 280, 512.
+  const std::vector<int> microbatches{1, 1, 64, 64, 280, 280, 512, 512};
+  const std::vector<int> virtual_stages{1, 1, 3, 3, 3, 3, 1, 1};
+  for (std::size_t i = 0; i < kKorthikantiFiles.size(); ++i) {
+    INFO(kKorthikantiFiles[i]);
+    const auto s = config::load_scenario(kRepo + "/scenarios/validation/korthikanti-2022/" + kKorthikantiFiles[i] + ".yaml");
+    const auto lay = run::resolve_layout(s);
+    CHECK(lay.dp == 1);
+    CHECK(lay.tp == 8);
+    CHECK(lay.microbatches == microbatches[i]);
+    CHECK(lay.virtual_stages == virtual_stages[i]);
+    const bool selective = i % 2 == 1;
+    CHECK(s.parallel.sequence_parallel == selective);
+    CHECK(s.training.activation_checkpointing == (selective ? "selective" : "full"));
+    CHECK_FALSE(s.training.flash_attention);
+  }
+}
+
+TEST_CASE("the korthikanti-2022 case gives iteration times as durations", "[validation][korthikanti]") {
+  // The two 22B rows (one node each) run; the others are left out of the data directory.
+  const fs::path dir = fs::temp_directory_path() / "ironlaw_validation_korthikanti_subset";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "scenarios" / "validation" / "korthikanti-2022");
+  fs::create_directory_symlink(fs::path(kRepo) / "topologies", dir / "topologies");
+  for (const char* f : {"01-gpt-22b-full", "02-gpt-22b-selective"}) {
+    fs::copy_file(fs::path(kRepo) / "scenarios/validation/korthikanti-2022" / (std::string(f) + ".yaml"),
+                  dir / "scenarios/validation/korthikanti-2022" / (std::string(f) + ".yaml"));
+  }
+  const auto c = report::run_validation("korthikanti-2022", dir.string());
+  fs::remove_all(dir);
+  REQUIRE(c.rows.size() == 8);
+  const std::vector<double> published{1.42, 1.10, 18.13, 13.75, 49.05, 37.83, 94.42, 71.49};
+  for (std::size_t i = 0; i < c.rows.size(); ++i) {
+    INFO(c.rows[i].label);
+    CHECK(c.rows[i].published == published[i]);
+    CHECK(c.rows[i].unit == "s");
+    CHECK(c.rows[i].duration);
+    if (i < 2) {
+      // Not fitted, so no error bound; but a step cannot beat the work at the A100's peak: the
+      // 22B iteration's model FLOPs (1.1436e15, above) over 8 GPUs at 312 TFLOP/s take 0.458 s.
+      CHECK(c.rows[i].predicted > 0.458);
+      CHECK(c.rows[i].predicted < 2.0 * c.rows[i].published);
+    } else {
+      CHECK(std::isnan(c.rows[i].predicted));
+      CHECK(c.rows[i].label.find("no scenario") != std::string::npos);
+    }
+  }
+  // Selective recompute with sequence parallelism does less work than full recompute.
+  CHECK(c.rows[1].predicted < c.rows[0].predicted);
 }
 
 TEST_CASE("every torchtitan 8B layout fits in the 96 GB card it ran on", "[validation][torchtitan]") {
