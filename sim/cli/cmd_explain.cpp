@@ -2,6 +2,9 @@
 // peak through the simulated step and the simulated whole run, print what stays unexplained,
 // then search cluster and batch sizes for the ones that would spend the published hours.
 #include <boost/program_options.hpp>
+#include <time.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -50,6 +53,44 @@ std::vector<double> factors(const std::string& option, const std::string& text) 
   return out;
 }
 
+/// CPU seconds of the calling thread so far.
+double thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+/// Thrown by StepLimitSink when the step simulation has used its CPU budget.
+struct StepLimitReached {
+  double cpu_s = 0;
+  std::uint64_t records = 0;   ///< tasks' op records seen (kernels, collectives, batches)
+  std::int64_t reached_ns = 0; ///< latest simulated end time among them
+};
+
+/// Receives the op records of the step as its tasks complete (trace level op) and discards
+/// them, stopping the simulation by throwing StepLimitReached once the simulating thread has
+/// spent `limit_s` of CPU since construction. The simulated timeline is the same as with no
+/// records (records observe, they never schedule). The clock is read every 64 records.
+class StepLimitSink : public RecordSink {
+ public:
+  explicit StepLimitSink(double limit_s) : limit_s_(limit_s), start_(thread_cpu_seconds()) {}
+  std::uint32_t intern_resource(const std::string&) override { return 0; }
+  std::uint32_t intern_name(const std::string&) override { return 0; }
+  void on_event(const EventRecord& record) override {
+    reached_ns_ = std::max(reached_ns_, record.end_ns);
+    if (++records_ % 64 != 0) return;
+    const double used = thread_cpu_seconds() - start_;
+    if (used > limit_s_) throw StepLimitReached{used, records_, reached_ns_};
+  }
+  void on_step(const StepRecord&) override {}
+
+ private:
+  double limit_s_;
+  double start_;
+  std::uint64_t records_ = 0;
+  std::int64_t reached_ns_ = 0;
+};
+
 /// What one explained scenario comes to, for the side-by-side comparison.
 struct Explained {
   std::string name;
@@ -61,16 +102,27 @@ struct Explained {
   double run_mfu = 0;             ///< PaLM count over the simulated GPU-hours
   double ettr = 1;
   int gpus = 0;
+  report::Waterfall waterfall;    ///< its bars, for the per-bar comparison
 };
 
 /// Simulates `s`, prints its waterfall (and the search unless `search` is false).
 Explained explain(const config::Scenario& s, double published_hours, bool search, const report::SearchBounds& bounds,
-                  unsigned jobs, int& exit_code) {
+                  unsigned jobs, double step_cpu_limit_s, int& exit_code) {
   Explained e;
   e.name = s.model.name;
   e.published_hours = published_hours;
-  NullSink sink;
-  const auto r = run::simulate(s, sink, run::TraceLevel::none);
+  run::SimulationResult r;
+  try {
+    StepLimitSink sink(step_cpu_limit_s);
+    r = run::simulate(s, sink, run::TraceLevel::op);
+  } catch (const StepLimitReached& stop) {
+    char text[400];
+    std::snprintf(text, sizeof text,
+                  "%s: the step simulation did not finish within %.0f s of CPU: stopped after %.3g simulated ops, at %.3f s "
+                  "of the step's simulated time; raise --step-cpu-limit to wait longer",
+                  s.name.c_str(), stop.cpu_s, static_cast<double>(stop.records), 1e-9 * static_cast<double>(stop.reached_ns));
+    throw InputError({}, "--step-cpu-limit", text);
+  }
   if (r.out_of_memory) {
     std::cerr << "ironlaw explain: " << s.name << ": the layout does not fit in memory\n" << report::format_memory_table(r);
     exit_code = kExitJobFailed;
@@ -87,6 +139,7 @@ Explained explain(const config::Scenario& s, double published_hours, bool search
   e.implied_mfu = report::implied_utilisation(w.model_flops, w.peak_flops_per_gpu, published_hours);
   e.step_mfu = report::metric(m, "mfu");
   e.run_mfu = w.simulated_mfu;
+  e.waterfall = w;
   if (full) e.ettr = whole.ettr;
   std::printf("%s: %s, %.4g tokens on %d GPUs (%d x %s, %s)\n", s.name.c_str(), s.model.name.c_str(),
               s.training.tokens, r.gpus, s.nodes, s.topology.node.name.c_str(), s.topology.device.name.c_str());
@@ -273,6 +326,36 @@ void print_what_ifs(const std::vector<Explained>& base, const std::vector<std::v
   }
 }
 
+/// Each model's GPU-hours per GPU-hour of its model FLOPs at peak (so 1 / MFU in all), bar by
+/// bar, side by side: the bars in which the two differ are the mechanisms that set their MFUs
+/// apart; the published hours' 1 / MFU minus the simulated is what no bar accounts for.
+void print_cost_per_useful_hour(const Explained& a, const Explained& b) {
+  std::printf("\n%-70s %10s %10s\n", "GPU-hours per GPU-hour of model FLOPs at peak (1 / MFU), by bar", a.name.c_str(),
+              b.name.c_str());
+  std::vector<std::string> names;
+  for (const auto* e : {&a, &b}) {
+    for (const auto& bar : e->waterfall.bars) {
+      if (bar.section != "flops" && std::find(names.begin(), names.end(), bar.name) == names.end()) names.push_back(bar.name);
+    }
+  }
+  auto per = [](const Explained& e, const std::string& name) {
+    double h = 0;
+    for (const auto& bar : e.waterfall.bars) {
+      if (bar.name == name) h += bar.gpu_hours;
+    }
+    return e.waterfall.model_flops_hours > 0 ? h / e.waterfall.model_flops_hours : 0;
+  };
+  auto line = [](const std::string& what, double x, double y) {
+    std::printf("  %-68s %10.3f %10.3f\n", what.c_str(), x, y);
+  };
+  line("model FLOPs at peak (PaLM count)", 1, 1);
+  for (const auto& n : names) line("+ " + n, per(a, n), per(b, n));
+  auto inv = [](double v) { return v > 0 ? 1 / v : 0; };
+  line("= simulated (1 / MFU of the simulated hours)", inv(a.run_mfu), inv(b.run_mfu));
+  line("published (1 / MFU of the published hours)", inv(a.implied_mfu), inv(b.implied_mfu));
+  line("unexplained (published - simulated)", inv(a.implied_mfu) - inv(a.run_mfu), inv(b.implied_mfu) - inv(b.run_mfu));
+}
+
 /// Two explained scenarios side by side (seed 003's puzzle: two models on one cluster).
 void print_comparison(const Explained& a, const Explained& b) {
   std::printf("\n%-48s %16s %16s\n", "side by side", a.name.c_str(), b.name.c_str());
@@ -297,6 +380,13 @@ void print_comparison(const Explained& a, const Explained& b) {
        num(b.published_hours - b.simulated_hours));
   const double implied_ratio = b.implied_mfu / a.implied_mfu;
   const double simulated_ratio = b.run_mfu / a.run_mfu;
+  print_cost_per_useful_hour(a, b);
+  // The simulated ratio, split: the steps' MFU ratio × what the whole runs add on top.
+  const double step_ratio = b.step_mfu / a.step_mfu;
+  std::printf("  The MFU ratio (%s / %s), in factors: published %.2f = simulated steps %.2f x simulated whole runs %.2f\n"
+              "  x unexplained %.2f.\n",
+              b.name.c_str(), a.name.c_str(), implied_ratio, step_ratio, simulated_ratio / step_ratio,
+              implied_ratio / simulated_ratio);
   std::printf("  The published hours imply MFUs a factor %.2f apart (%s / %s); the simulated runs, a factor %.2f.\n",
               implied_ratio, b.name.c_str(), a.name.c_str(), simulated_ratio);
   if ((implied_ratio > 1) == (simulated_ratio > 1) && std::fabs(std::log(implied_ratio)) > 0) {
@@ -325,6 +415,7 @@ int cmd_explain(const Args& args) {
   std::string search_nodes = "0.5,1,2";
   std::string search_batch = "0.5,1,2";
   unsigned jobs = 2;
+  double step_cpu_limit_s = 1800;
   opts.add_options()
       ("help,h", "show this help")
       ("scenario", po::value(&scenario_path), "scenario YAML (training.tokens is the run length; run.mode full adds the whole run)")
@@ -337,7 +428,10 @@ int cmd_explain(const Args& args) {
       ("what-if", po::value(&what_ifs)->composing(),
        "\"KEY=VALUE[;KEY=VALUE...]\": explain the first scenario again with these changes (repeatable; each alone, "
        "then all together) and tabulate the GPU-hours each accounts for")
-      ("jobs,j", po::value(&jobs), "step simulations of the search run at once (default 2)");
+      ("jobs,j", po::value(&jobs), "step simulations of the search run at once (default 2)")
+      ("step-cpu-limit", po::value(&step_cpu_limit_s),
+       "CPU seconds the first step simulation of each scenario may take before explain stops it with exit 2 "
+       "(default 1800)");
   po::variables_map vm;
   if (!parse_command_line(args, opts, "scenario", vm)) return kExitOk;
   if (scenario_path.empty()) throw InputError({}, "SCENARIO", "a scenario file is required");
@@ -345,6 +439,8 @@ int cmd_explain(const Args& args) {
   bounds.node_factors = factors("--search-nodes", search_nodes);
   bounds.batch_factors = factors("--search-batch", search_batch);
   if (jobs < 1 || jobs > 256) throw InputError({}, "--jobs", "expected 1 to 256");
+  if (!(step_cpu_limit_s >= 0) || !std::isfinite(step_cpu_limit_s))
+    throw InputError({}, "--step-cpu-limit", "expected a number of CPU seconds >= 0");
   std::vector<config::Scenario> scenarios{config::load_scenario(scenario_path, sets)};
   if (!compare_path.empty()) scenarios.push_back(config::load_scenario(compare_path, sets));
   std::vector<double> published;
@@ -365,7 +461,7 @@ int cmd_explain(const Args& args) {
   for (std::size_t i = 0; i < scenarios.size(); ++i) {
     if (i > 0) std::printf("\n\n");
     const bool search = !vm.count("no-search") && scenarios.size() == 1;  // --compare: no search
-    done.push_back(explain(scenarios[i], published[i], search, bounds, jobs, exit_code));
+    done.push_back(explain(scenarios[i], published[i], search, bounds, jobs, step_cpu_limit_s, exit_code));
     if (exit_code != kExitOk) return exit_code;
   }
   if (done.size() == 2) print_comparison(done[0], done[1]);

@@ -446,7 +446,7 @@ void parse_training(Section s, TrainingSpec& t) {
   {
     Section e = s.section("evaluation");
     e.integer("every_steps", t.evaluation.every_steps, kNonNegative);
-    e.duration("duration", t.evaluation.duration, kNonNegative);
+    e.number("tokens", t.evaluation.tokens, Dimension::count, kNonNegative);
     e.finish();
   }
   s.finish();

@@ -202,7 +202,7 @@ const std::vector<Doc>& docs() {
       {"training.expandable_segments", "PyTorch allocator grows one segment per stream (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)"},
       {"training.evaluation", "evaluation pauses of whole runs"},
       {"evaluation.every_steps", "optimizer steps between evaluations (0 = none)"},
-      {"evaluation.duration", "wall time of one evaluation pause"},
+      {"evaluation.tokens", "tokens one evaluation runs forward over (its time is simulated)"},
       // data
       {"data", "the input pipeline (absent: not modelled)"},
       {"data.storage_bandwidth_per_node", "storage read bandwidth per node (0 = data loading not modelled)"},

@@ -251,10 +251,12 @@ struct BatchRampStage {
 };
 
 /// Evaluation pauses of a whole run (training.evaluation): after every `every_steps` optimizer
-/// steps, training stops for `duration` (the evaluation's wall time, given). Non-productive time.
+/// steps, training stops while the model runs forward over `tokens` held-out tokens; its time
+/// is simulated (forward-only steps of the configuration it trains in), never given.
+/// Non-productive time.
 struct EvaluationSpec {
   int every_steps = 0;           ///< 0 = no evaluation
-  Time duration;                 ///< one evaluation's wall time
+  double tokens = 0;             ///< tokens one evaluation runs forward over
 };
 
 struct TrainingSpec {
@@ -371,6 +373,9 @@ struct RunSpec {
   /// moves all its steps' bytes as one flow (same time under steady sharing, far fewer events;
   /// see comm::Communicator::set_fluid_rings).
   std::string collectives = "fluid";
+  /// Not a scenario key: set by the whole-run layer for an evaluation pass. The step runs
+  /// every microbatch forward only: no backward, no gradient collectives, no optimizer.
+  bool forward_only = false;
 };
 
 /// Asynchronous (or synchronous) parameter-server training in the style of TensorFlow's

@@ -143,6 +143,7 @@ const std::vector<KeyBound>& key_bounds() {
       {"parameter_server.min_shard_bytes", 1, 1e12, false, "1 B to 1 TB per variable shard"},
       {"parameter_server.sparse_rows_per_batch", 0, 1e12, true, "embedding rows one batch touches, 0: every lookup"},
       {"training.evaluation.every_steps", 1, 1e9, true, "optimizer steps between evaluations, 0: none"},
+      {"training.evaluation.tokens", 1, 1e15, true, "tokens one evaluation runs forward over, 0: none"},
       {"run.steps", 1, 1e6, false, "simulated steps (the command line may lower it further: --max-steps)"},
   };
   return table;

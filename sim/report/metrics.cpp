@@ -232,7 +232,7 @@ std::string format_summary(const config::Scenario& s, const run::SimulationResul
   }
   out += "\nnot simulated by this version: ";
   if (!(s.data.storage_bandwidth_per_node > 0)) out += "data loading (data.storage_bandwidth_per_node unset), ";
-  out += s.run.mode == "full" ? "evaluations as simulated forward passes (training.evaluation gives their time).\n"
+  out += s.run.mode == "full" ? "evaluation passes under ZeRO 3 (refused), work outside pre-training (ablations, post-training).\n"
                               : "failures, checkpoints and restarts (they are simulated with run.mode: full).\n";
   return out;
 }

@@ -41,12 +41,13 @@ void add_sends(StepBuilder& b, const SlotTable& slots) {
         const auto bwd = [&](std::size_t local, int ch) { return slots.index(local, mb, ch, Pass::backward); };
         if (dst == r) {  // consecutive chunks on one rank (pp = 1 with virtual stages): no send
           b.depend(slots.exit[fwd(i, chunk)], slots.entry[fwd(dl, chunk + 1)]);
-          b.depend(slots.exit[bwd(dl, chunk + 1)], slots.entry[bwd(i, chunk)]);
+          if (slots.exit[bwd(dl, chunk + 1)] != kNoTask) b.depend(slots.exit[bwd(dl, chunk + 1)], slots.entry[bwd(i, chunk)]);
           continue;
         }
         const TaskId f = b.send(r, dst, bytes, pp_name, {static_cast<int>(i), static_cast<int>(dl)});
         b.depend(slots.exit[fwd(i, chunk)], f);
         b.depend(f, slots.entry[fwd(dl, chunk + 1)]);
+        if (slots.exit[bwd(dl, chunk + 1)] == kNoTask) continue;  // forward only (an evaluation pass)
         const TaskId g = b.send(dst, r, bytes, pp_name, {static_cast<int>(dl), static_cast<int>(i)});
         b.depend(slots.exit[bwd(dl, chunk + 1)], g);
         b.depend(g, slots.entry[bwd(i, chunk)]);

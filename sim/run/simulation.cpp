@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/error.hpp"
 #include "run/data_parallel.hpp"
 #include "run/model_parallel.hpp"
 #include "run/pipeline_schedule.hpp"
@@ -26,6 +27,25 @@ TraceLevel parse_trace_level(const std::string& text) {
 
 namespace {
 
+/// A schedule's forward slots only, in its order: an evaluation pass (run.forward_only) runs
+/// every microbatch forward through the pipeline and nothing backward. The one schedule whose
+/// slots break PipelineSchedule's every-microbatch-backward rule; used only to build the step.
+class ForwardOnly final : public PipelineSchedule {
+ public:
+  explicit ForwardOnly(const PipelineSchedule& inner) : inner_(inner) {}
+  std::vector<PipelineSlot> order(int stage, int stages, int microbatches, int virtual_stages) const override {
+    auto slots = inner_.order(stage, stages, microbatches, virtual_stages);
+    std::erase_if(slots, [](const PipelineSlot& s) { return s.pass != Pass::forward; });
+    return slots;
+  }
+  double in_flight(int stage, int stages, int microbatches, int virtual_stages) const override {
+    return inner_.in_flight(stage, stages, microbatches, virtual_stages);
+  }
+
+ private:
+  const PipelineSchedule& inner_;
+};
+
 /// Builds one step: each parallelism adds its tasks (pipeline wiring with the tensor, expert
 /// and context parallelism of every pass, then data parallelism), and runs it.
 StepMeasurement run_step(detail::World& world, const detail::Costs& costs, const PipelineSchedule& schedule,
@@ -36,8 +56,13 @@ StepMeasurement run_step(detail::World& world, const detail::Costs& costs, const
   for (const char* name : {"tp all_reduce", "pp send", "input batch", "ep all_to_all", "cp ring exchange"}) b.name(name);
   b.add_compute_streams();
   detail::PassRunner runner(b);
-  detail::build_pipeline(b, runner, schedule);
-  detail::build_data_parallel(b, data_parallel, schedule);
+  if (b.world().scenario.run.forward_only) {
+    // Forward only: no gradients, so no gradient collectives and no optimizer step.
+    detail::build_pipeline(b, runner, ForwardOnly(schedule));
+  } else {
+    detail::build_pipeline(b, runner, schedule);
+    detail::build_data_parallel(b, data_parallel, schedule);
+  }
   const StepMeasurement measured = b.run();
   tasks = b.tasks();
   return measured;
@@ -107,6 +132,17 @@ SimulationResult simulate(const config::Scenario& s, RecordSink& sink, TraceLeve
   // The config layer has checked that the device has a peak for the precision (validate.cpp).
   res.peak_flops_per_gpu = s.topology.device.peak_flops.at(s.training.precision);
   if (res.out_of_memory) return res;
+  if (s.run.forward_only) {
+    if (s.parallel.zero >= 3) {
+      // ZeRO 3 gathers each unit's weights before its forward: the strategy hangs them on the
+      // step's backward too, so a forward-only pass of it is not built.
+      throw InputError(s.where("parallel.zero"), "parallel.zero",
+                       "an evaluation (forward-only) pass with ZeRO 3 is not simulated by this version");
+    }
+    // The forward third of the PaLM count (2·N + 4·L·H·Q·T of 6·N + 12·L·H·Q·T per token).
+    res.model_flops_per_step /= 3;
+    res.model_flops_6n_per_step /= 3;
+  }
 
   detail::World world(s, lay, sink, trace);
   const detail::Costs costs = detail::build_costs(s, lay, per_rank, sink, schedule->splits_backward());
@@ -124,7 +160,8 @@ SimulationResult simulate(const config::Scenario& s, RecordSink& sink, TraceLeve
   for (int l = 0; l < s.model.layers; ++l)
     for (const auto& p : costs.layer(l).recompute) recompute_flops += p.ops.flops * std::max(1, p.ring_steps);
   // Recomputation per step over all GPUs: every microbatch on every rank of every pipeline.
-  res.hardware_flops_per_step = res.model_flops_per_step + recompute_flops * lay.microbatches * lay.gpus / lay.pp;
+  res.hardware_flops_per_step = res.model_flops_per_step;
+  if (!s.run.forward_only) res.hardware_flops_per_step += recompute_flops * lay.microbatches * lay.gpus / lay.pp;
 
   const int steps = std::max(1, s.run.steps);
   for (int i = 0; i < steps; ++i) {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
-#include <atomic>
+#include <condition_variable>
 #include <deque>
 #include <future>
 #include <mutex>
@@ -45,11 +45,11 @@ std::string step_key(const config::Scenario& s) {
   char fields[512];
   std::snprintf(fields, sizeof fields,
                 "\n# seed %llu nodes %d tp %d pp %d cp %d dp %d ep %d zero %d vs %d sp %d mb %d seq %d batch %.17g "
-                "nic %.17g steps %d detail %s collectives %s\n",
+                "nic %.17g steps %d detail %s collectives %s forward_only %d\n",
                 static_cast<unsigned long long>(s.seed), s.nodes, p.tp, p.pp, p.cp, p.dp, p.ep, p.zero,
                 p.virtual_stages, p.sequence_parallel ? 1 : 0, p.microbatch_size, s.training.sequence_length,
                 s.training.global_batch_tokens, s.topology.node.nic.bandwidth, s.run.steps, s.run.detail.c_str(),
-                s.run.collectives.c_str());
+                s.run.collectives.c_str(), s.run.forward_only ? 1 : 0);
   return std::string(emitter.c_str()) + fields;
 }
 
@@ -125,34 +125,38 @@ std::uint64_t shared_step_simulations() {
 
 std::string StepCache::key(const config::Scenario& s) {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "n%d tp%d pp%d cp%d dp%d ep%d z%d mb%d seq%d batch%.17g nic%.17g", s.nodes,
+  std::snprintf(buf, sizeof buf, "n%d tp%d pp%d cp%d dp%d ep%d z%d mb%d seq%d batch%.17g nic%.17g fwd%d", s.nodes,
                 s.parallel.tp, s.parallel.pp, s.parallel.cp, s.parallel.dp, s.parallel.ep, s.parallel.zero,
                 s.parallel.microbatch_size, s.training.sequence_length, s.training.global_batch_tokens,
-                s.topology.node.nic.bandwidth);
+                s.topology.node.nic.bandwidth, s.run.forward_only ? 1 : 0);
   return buf;
 }
 
-void StepCache::put(const config::Scenario& s, const run::SimulationResult& r) {
-  auto p = std::make_unique<StepProfile>();
-  p->out_of_memory = r.out_of_memory;
+StepProfile StepCache::profile(const config::Scenario& s, const run::SimulationResult& r) {
+  StepProfile p;
+  p.out_of_memory = r.out_of_memory;
   for (std::size_t i = r.steps.size() > 1 ? 1 : 0; i < r.steps.size(); ++i) {
-    p->durations.push_back(Time::ns(r.steps[i].end_ns - r.steps[i].start_ns));
+    p.durations.push_back(Time::ns(r.steps[i].end_ns - r.steps[i].start_ns));
   }
   double sum = 0;
-  for (const Time d : p->durations) sum += d.seconds();
-  p->mean_s = p->durations.empty() ? 0 : sum / static_cast<double>(p->durations.size());
-  p->tokens_per_step = r.tokens_per_step;
-  p->model_flops_per_step = r.model_flops_per_step;
-  p->peak_flops_per_gpu = r.peak_flops_per_gpu;
-  p->gpus = r.gpus;
+  for (const Time d : p.durations) sum += d.seconds();
+  p.mean_s = p.durations.empty() ? 0 : sum / static_cast<double>(p.durations.size());
+  p.tokens_per_step = r.tokens_per_step;
+  p.model_flops_per_step = r.model_flops_per_step;
+  p.peak_flops_per_gpu = r.peak_flops_per_gpu;
+  p.gpus = r.gpus;
   // Weights are replicated across data parallelism unless ZeRO-3 shards them; optimizer state
   // unless ZeRO ≥ 1 does. A checkpoint holds every distinct byte once.
   const double dp = std::max(1, r.layout.dp);
   const double weights = s.parallel.zero >= 3 ? r.memory.weights * r.gpus : r.memory.weights * r.gpus / dp;
   const double optimizer = s.parallel.zero >= 1 ? r.memory.optimizer * r.gpus : r.memory.optimizer * r.gpus / dp;
-  p->checkpoint_bytes = weights + optimizer;
-  p->checkpoint_bytes_per_gpu = r.memory.weights + r.memory.optimizer;
-  profiles_[key(s)] = std::move(p);
+  p.checkpoint_bytes = weights + optimizer;
+  p.checkpoint_bytes_per_gpu = r.memory.weights + r.memory.optimizer;
+  return p;
+}
+
+void StepCache::put(const config::Scenario& s, const run::SimulationResult& r) {
+  profiles_[key(s)] = std::make_unique<StepProfile>(profile(s, r));
 }
 
 const StepProfile& StepCache::get(const config::Scenario& s) {
@@ -164,35 +168,111 @@ const StepProfile& StepCache::get(const config::Scenario& s) {
 }
 
 void StepCache::prefetch(const std::vector<config::Scenario>& scenarios, unsigned threads) {
-  std::vector<const config::Scenario*> missing;
-  std::vector<std::string> keys;
-  for (const auto& s : scenarios) {
-    const std::string k = key(s);
-    if (profiles_.count(k) || std::find(keys.begin(), keys.end(), k) != keys.end()) continue;
-    keys.push_back(k);
-    missing.push_back(&s);
+  prefetch(scenarios, {}, threads);
+}
+
+void StepCache::prefetch(const std::vector<config::Scenario>& first, const Derive& then, unsigned threads) {
+  struct Job {
+    config::Scenario scenario;
+    std::string key;
+    bool derives = false;              ///< a job of `first` (its profile feeds `then`)
+    const StepProfile* cached = nullptr;  ///< already in the cache: not simulated
+    run::SimulationResult result;
+    std::exception_ptr error;
+    std::vector<std::size_t> children;  ///< jobs derived from this one, in `then`'s order
+  };
+  // Jobs are only appended (under the lock) and never move: a deque keeps their addresses.
+  std::deque<Job> jobs;
+  std::deque<std::size_t> ready;  ///< jobs to simulate, in the order they became known
+  std::mutex mutex;
+  std::condition_variable wake;
+  std::size_t running = 0;
+  std::vector<std::size_t> roots;
+
+  // Registers `s` (under the lock): a job to simulate unless cached or already a job.
+  // Returns its index. Derived jobs of a cached first job are added at once.
+  const auto add = [&](const config::Scenario& s, bool derives) {
+    std::string k = key(s);
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      if (jobs[i].key == k) return i;
+    }
+    Job& j = jobs.emplace_back();
+    j.scenario = s;
+    j.key = std::move(k);
+    j.derives = derives;
+    if (auto it = profiles_.find(j.key); it != profiles_.end()) {
+      j.cached = it->second.get();
+    } else {
+      ready.push_back(jobs.size() - 1);
+    }
+    return jobs.size() - 1;
+  };
+  const auto derive = [&](std::size_t index, const StepProfile& p) {
+    if (!then || p.out_of_memory) return;
+    for (const auto& s : then(jobs[index].scenario, p)) {
+      const std::size_t child = add(s, false);
+      jobs[index].children.push_back(child);
+    }
+  };
+  for (const auto& s : first) {
+    const std::size_t i = add(s, true);
+    roots.push_back(i);
+    if (jobs[i].cached && jobs[i].derives && jobs[i].children.empty()) derive(i, *jobs[i].cached);
   }
-  std::vector<run::SimulationResult> results(missing.size());
-  std::vector<std::exception_ptr> errors(missing.size());
-  std::atomic<std::size_t> next{0};
-  auto worker = [&] {
-    for (std::size_t i = next++; i < missing.size(); i = next++) {
+  const auto worker = [&] {
+    std::unique_lock<std::mutex> lock(mutex);
+    for (;;) {
+      wake.wait(lock, [&] { return !ready.empty() || running == 0; });
+      if (ready.empty()) return;  // nothing queued and nothing running that could queue more
+      const std::size_t i = ready.front();
+      ready.pop_front();
+      ++running;
+      Job& job = jobs[i];
+      lock.unlock();
       try {
-        results[i] = simulate_(*missing[i]);
+        job.result = simulate_(job.scenario);
       } catch (...) {
-        errors[i] = std::current_exception();
+        job.error = std::current_exception();
       }
+      std::vector<config::Scenario> derived;
+      if (!job.error && job.derives && then) {
+        const StepProfile p = profile(job.scenario, job.result);
+        if (!p.out_of_memory) {
+          try {
+            derived = then(job.scenario, p);
+          } catch (...) {
+            job.error = std::current_exception();
+          }
+        }
+      }
+      lock.lock();
+      for (const auto& s : derived) {
+        const std::size_t child = add(s, false);
+        jobs[i].children.push_back(child);
+      }
+      --running;
+      wake.notify_all();
     }
   };
   std::vector<std::thread> pool;
-  const std::size_t n = std::min<std::size_t>(std::max(1u, threads), missing.size());
+  const std::size_t n = std::max(1u, threads);
   for (std::size_t t = 1; t < n; ++t) pool.emplace_back(worker);
   worker();
   for (auto& t : pool) t.join();
-  for (std::size_t i = 0; i < missing.size(); ++i) {
-    if (errors[i]) std::rethrow_exception(errors[i]);
+  // Failures surface in a fixed order, whatever the threads did: each job of `first`, then
+  // the jobs derived from it.
+  std::vector<std::size_t> order;
+  for (const std::size_t r : roots) {
+    order.push_back(r);
+    order.insert(order.end(), jobs[r].children.begin(), jobs[r].children.end());
+  }
+  for (const std::size_t i : order) {
+    if (jobs[i].error) std::rethrow_exception(jobs[i].error);
+  }
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (jobs[i].cached || profiles_.count(jobs[i].key)) continue;
     ++simulations_;
-    put(*missing[i], results[i]);
+    put(jobs[i].scenario, jobs[i].result);
   }
 }
 
@@ -246,6 +326,9 @@ struct Stage {
   CheckpointCosts costs;
   double write_cost_s = 0;  ///< one checkpoint's cost to training
   double interval_s = 0;    ///< training time between checkpoints
+  /// One evaluation (training.evaluation): ⌈evaluation tokens / tokens of a forward-only step⌉
+  /// forward-only steps of this configuration at their simulated mean time; zero without one.
+  Time evaluation;
 };
 
 class WholeRun {
@@ -267,14 +350,15 @@ class WholeRun {
                        "must be set (> 0) when checkpoints are written (policy " + r.checkpoint_policy + ")");
     }
     const auto& eval = s.training.evaluation;
-    if (eval.every_steps > 0 && !s.locations.count("training.evaluation.duration")) {
-      throw InputError(s.where("training.evaluation"), "training.evaluation.duration",
-                       "must be set when training.evaluation.every_steps is");
+    if (eval.every_steps > 0 && !(eval.tokens > 0)) {
+      throw InputError(s.where("training.evaluation"), "training.evaluation.tokens",
+                       "must be set (> 0) when training.evaluation.every_steps is");
     }
-    if (eval.every_steps == 0 && s.locations.count("training.evaluation.duration")) {
-      throw InputError(s.where("training.evaluation.duration"), "training.evaluation.duration",
+    if (eval.every_steps == 0 && s.locations.count("training.evaluation.tokens")) {
+      throw InputError(s.where("training.evaluation.tokens"), "training.evaluation.tokens",
                        "is only read with training.evaluation.every_steps > 0");
     }
+    evaluating_ = eval.every_steps > 0;
     spares_.assign(static_cast<std::size_t>(r.hot_spares), Time::zero());
     const run::Layout layout = run::resolve_layout(s);
     gpus_per_node_ = s.topology.node.gpus;
@@ -293,17 +377,26 @@ class WholeRun {
     std::vector<double> batches;
     for (const auto& stage : s_.training.batch_ramp) batches.push_back(stage.global_batch_tokens);
     batches.push_back(s_.training.global_batch_tokens);
+    // The largest batches first: their steps take longest to simulate, so the pool's threads
+    // finish closer together (longest job first). The order changes no result.
+    std::stable_sort(batches.begin(), batches.end(), std::greater<>());
     const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
     std::vector<config::Scenario> base;
     for (const double b : batches) base.push_back(stage_scenario(b, 0, dp_full_));
-    cache_.prefetch(base, threads);
-    if (checkpoints_on_ && s_.reliability.checkpoint_mode == "async") {
-      std::vector<config::Scenario> slow;
-      for (const double b : batches) {
-        slow.push_back(stage_scenario(b, nic_share(checkpoint_costs(profile_for(b, 0, dp_full_))), dp_full_));
-      }
-      cache_.prefetch(slow, threads);
+    if (evaluating_) {
+      for (const double b : batches) base.push_back(stage_scenario(b, 0, dp_full_, /*forward_only=*/true));
     }
+    StepCache::Derive beside_write;
+    if (checkpoints_on_ && s_.reliability.checkpoint_mode == "async") {
+      // A stage's step beside a background write: its NIC share comes from the stage's
+      // checkpoint bytes, known as soon as the stage's own step is, so it joins the pool then.
+      beside_write = [this](const config::Scenario& c, const StepProfile& p) {
+        if (c.run.forward_only) return std::vector<config::Scenario>{};
+        return std::vector<config::Scenario>{
+            stage_scenario(c.training.global_batch_tokens, nic_share(checkpoint_costs(p)), dp_full_)};
+      };
+    }
+    cache_.prefetch(base, beside_write, threads);
   }
 
   WholeRunResult run() {
@@ -346,7 +439,7 @@ class WholeRun {
       }
       if (kept_.tokens >= total) break;
       const int every = s_.training.evaluation.every_steps;
-      if (every > 0 && kept_.steps % every == 0 && evaluate()) {
+      if (every > 0 && kept_.steps % every == 0 && evaluate(*stage)) {
         guard();
         continue;
       }
@@ -363,9 +456,10 @@ class WholeRun {
  private:
   /// The step configuration of `batch` (the ramp's global batch) at data-parallel degree `dp`,
   /// with `nic_taken` of each NIC's capacity used by a background write.
-  config::Scenario stage_scenario(double batch, double nic_taken, int dp) const {
+  config::Scenario stage_scenario(double batch, double nic_taken, int dp, bool forward_only = false) const {
     config::Scenario c = s_;
     c.run.mode = "steps";
+    c.run.forward_only = forward_only;
     c.training.global_batch_tokens = simulated_batch(batch, dp);
     c.training.batch_ramp.clear();
     c.training.evaluation = config::EvaluationSpec{};
@@ -400,8 +494,8 @@ class WholeRun {
     return s_.training.global_batch_tokens;
   }
 
-  const StepProfile& profile_for(double batch, double nic_taken, int dp) {
-    const StepProfile& p = cache_.get(stage_scenario(batch, nic_taken, dp));
+  const StepProfile& profile_for(double batch, double nic_taken, int dp, bool forward_only = false) {
+    const StepProfile& p = cache_.get(stage_scenario(batch, nic_taken, dp, forward_only));
     if (p.out_of_memory) {
       throw InputError(s_.where("training.batch_ramp"), "training.batch_ramp",
                        "the layout runs out of memory at a batch of " + std::to_string(batch) + " tokens");
@@ -451,6 +545,11 @@ class WholeRun {
       // Progress lost while the slowed steps run beside the write, plus the snapshot pause.
       const double slowdown = st.slow->mean_s > 0 ? 1.0 - st.base->mean_s / st.slow->mean_s : 0;
       st.write_cost_s = st.costs.snapshot_s + st.costs.write_s * slowdown;
+    }
+    if (evaluating_) {
+      const StepProfile& forward = profile_for(batch, 0, dp, /*forward_only=*/true);
+      const double passes = std::ceil(s_.training.evaluation.tokens / forward.tokens_per_step);
+      st.evaluation = Time::from_seconds(passes * forward.mean_s);
     }
     if (s_.reliability.checkpoint_policy == "fixed") {
       st.interval_s = s_.reliability.checkpoint_interval.seconds();
@@ -796,10 +895,11 @@ class WholeRun {
 
   // ---- evaluation ----------------------------------------------------------------------
 
-  /// An evaluation pause of training.evaluation.duration; returns true if a failure struck
-  /// during it (handled). Non-productive: it counts in wall time, not in ETTR's numerator.
-  bool evaluate() {
-    const Time pause = s_.training.evaluation.duration;
+  /// An evaluation pause: the simulated forward-only passes of `st` over training.evaluation's
+  /// tokens; returns true if a failure struck during it (handled). Non-productive: it counts in
+  /// wall time, not in ETTR's numerator.
+  bool evaluate(const Stage& st) {
+    const Time pause = st.evaluation;
     if (failed_within(pause, /*training=*/false)) return true;
     now_ += pause;
     out_.evaluation_s += pause.seconds();
@@ -854,6 +954,7 @@ class WholeRun {
   std::vector<Time> spares_;
   double rate_per_node_s_ = 0;
   bool checkpoints_on_ = false;
+  bool evaluating_ = false;     ///< training.evaluation.every_steps > 0
 
   int gpus_per_node_ = 1;
   int replica_gpus_ = 1;        ///< tp × cp × pp: the GPUs of one data-parallel replica

@@ -80,7 +80,20 @@ class StepCache {
   /// once (each simulation is independent and deterministic, so the results do not depend on
   /// the thread count). Rethrows the first failure in `scenarios` order.
   void prefetch(const std::vector<config::Scenario>& scenarios, unsigned threads);
+  /// The configurations a simulated one leads to (e.g. the same step beside a checkpoint
+  /// write, whose NIC share depends on the first's checkpoint bytes). Called on a worker
+  /// thread: it must only read shared state.
+  using Derive = std::function<std::vector<config::Scenario>(const config::Scenario&, const StepProfile&)>;
+  /// As prefetch() above, and as each configuration of `first` is known (simulated, or found
+  /// in the cache), the configurations `then` derives from its profile join the same pool of
+  /// `threads` threads: no thread waits for a whole round to end. Results do not depend on
+  /// the thread count or the order the jobs finish in (each simulation is pure); the first
+  /// failure is rethrown in a fixed order (each of `first`, then what it derived). Out-of-memory
+  /// profiles derive nothing. Cost: the simulations, plus O(jobs²) key comparisons.
+  void prefetch(const std::vector<config::Scenario>& first, const Derive& then, unsigned threads);
   int simulations() const { return simulations_; }
+  /// The profile of a simulated result of `scenario`. Pure.
+  static StepProfile profile(const config::Scenario& scenario, const run::SimulationResult& result);
 
  private:
   static std::string key(const config::Scenario& scenario);

@@ -153,10 +153,12 @@ TEST_CASE("the inverse search's needed ETTR is each candidate's step GPU-hours o
 
 TEST_CASE("evaluation pauses and GPUs idle while shrunk are bars of their own; the bars still add up",
           "[report][explain]") {
-  // The fleet with an evaluation of 5 min after every 1,000th step and elastic shrinking with
-  // no spares (its GPU failures then shrink the job until the node is back from repair).
+  // The fleet with an evaluation over one batch of tokens after every 1,000th step (one
+  // forward-only step of fixed_step, 10 s, whether the job is shrunk or not: a shrunk step
+  // holds at least the batch) and elastic shrinking with no spares (its GPU failures then
+  // shrink the job until the node is back from repair).
   const auto s = config::load_scenario(kFleet, {"reliability.checkpoint.interval=1 h", "training.evaluation.every_steps=1000",
-                                                "training.evaluation.duration=5 min", "reliability.elastic=global_batch",
+                                                "training.evaluation.tokens=524288", "reliability.elastic=global_batch",
                                                 "reliability.restart.node_repair=2 h"});
   const auto r = fixed_step(s);
   const auto whole = training::simulate_whole_run(s, &r, {}, fixed_step);
@@ -164,7 +166,7 @@ TEST_CASE("evaluation pauses and GPUs idle while shrunk are bars of their own; t
   REQUIRE(whole.elastic_shrinks > 0);
   const auto w = report::build_waterfall(s, r, &whole);
   const double h = kGpus / 3600.0;
-  CHECK(bar(w, "evaluation pauses") == Approx(whole.evaluations * 300 * h).epsilon(1e-12));
+  CHECK(bar(w, "evaluation pauses") == Approx(whole.evaluations * kStepS * h).epsilon(1e-12));
   CHECK(bar(w, "GPUs idle while shrunk") == Approx(whole.shrunk_idle_gpu_hours).epsilon(1e-12));
   CHECK(bar(w, "GPUs idle while shrunk") > 0);
   double sum = 0;

@@ -31,10 +31,12 @@ config::Scenario fleet_hourly(std::vector<std::string> overrides = {}) {
 }
 
 constexpr double kStepS = 10.0;
+constexpr double kForwardStepS = 3.0;  ///< a forward-only (evaluation) step of fixed_step
 constexpr double kWeightsBytes = 1e9;
 constexpr double kOptimizerBytes = 6e9;
 
-/// A step simulation replaced by a fixed step time: a warm-up step, then steps of kStepS.
+/// A step simulation replaced by a fixed step time: a warm-up step, then steps of kStepS
+/// (kForwardStepS for a forward-only step).
 run::SimulationResult fixed_step(const config::Scenario& s) {
   run::SimulationResult r;
   r.gpus = s.gpus();
@@ -44,7 +46,7 @@ run::SimulationResult fixed_step(const config::Scenario& s) {
   r.peak_flops_per_gpu = 989e12;
   r.memory.weights = kWeightsBytes;
   r.memory.optimizer = kOptimizerBytes;
-  const std::int64_t step_ns = static_cast<std::int64_t>(kStepS * 1e9);
+  const std::int64_t step_ns = static_cast<std::int64_t>((s.run.forward_only ? kForwardStepS : kStepS) * 1e9);
   r.steps.push_back(StepRecord{.step = 0, .start_ns = 0, .end_ns = 2 * step_ns});
   r.steps.push_back(StepRecord{.step = 1, .start_ns = 2 * step_ns, .end_ns = 3 * step_ns});
   r.step_time_s = 1.5 * kStepS;
@@ -362,22 +364,68 @@ TEST_CASE("elastic shrinking is refused for a layout whose replicas do not sit o
 }
 
 TEST_CASE("evaluation pauses add their time to the wall clock, not to productive time", "[training][evaluation]") {
-  // 1,000 steps of 10 s, an evaluation of 5 min after every 100th step except the last: 9 of
-  // them. Wall = 10,000 + 9 × 300 s; ETTR = goodput = 10,000 / 12,700.
+  // 1,000 steps of 10 s; after every 100th step except the last (9 times) an evaluation over
+  // 2.5 batches of tokens: ⌈2.5⌉ = 3 forward-only steps of 3 s = 9 s each (fixed_step).
+  // Wall = 10,000 + 9 × 9 s; ETTR = goodput = 10,000 / 10,081.
   const auto s = fleet({"training.tokens=" + std::to_string(1000LL * 512 * 1024), "reliability.failures=",
                         "reliability.checkpoint.interval=0 s", "training.evaluation.every_steps=100",
-                        "training.evaluation.duration=5 min"});
+                        "training.evaluation.tokens=" + std::to_string(5 * 512 * 1024 / 2)});
   const WholeRunResult w = run_fixed(s);
   CHECK(w.steps == 1000);
   CHECK(w.evaluations == 9);
-  CHECK(w.evaluation_s == Approx(2700));
-  CHECK(w.wall_s == Approx(12700).epsilon(1e-12));
-  CHECK(w.ettr == Approx(10000.0 / 12700).epsilon(1e-12));
-  CHECK(w.goodput == Approx(10000.0 / 12700).epsilon(1e-12));
-  CHECK(w.allocated_gpu_hours == Approx(12700.0 * 512 / 3600).epsilon(1e-12));
-  // every_steps without a duration, or a duration without every_steps, is refused.
+  CHECK(w.evaluation_s == Approx(81));
+  CHECK(w.wall_s == Approx(10081).epsilon(1e-12));
+  CHECK(w.ettr == Approx(10000.0 / 10081).epsilon(1e-12));
+  CHECK(w.goodput == Approx(10000.0 / 10081).epsilon(1e-12));
+  CHECK(w.allocated_gpu_hours == Approx(10081.0 * 512 / 3600).epsilon(1e-12));
+  // every_steps without tokens, or tokens without every_steps, is refused; a given duration is
+  // no longer a key (the time is simulated).
   CHECK_THROWS_AS(run_fixed(fleet({"training.evaluation.every_steps=100"})), InputError);
-  CHECK_THROWS_AS(run_fixed(fleet({"training.evaluation.duration=5 min"})), InputError);
+  CHECK_THROWS_AS(run_fixed(fleet({"training.evaluation.tokens=1 M"})), InputError);
+  CHECK_THROWS_AS(fleet({"training.evaluation.every_steps=100", "training.evaluation.duration=5 min"}), InputError);
+}
+
+TEST_CASE("an evaluation step runs forward only: about a third of a training step's compute", "[training][evaluation]") {
+  // GPT-2 124M with DDP on one DGX node, no recomputation. Per token, the forward pass is
+  // 2·N + 4·L·H·Q·T FLOPs of the training step's 6·N + 12·L·H·Q·T (PaLM count): a third
+  // exactly. Its kernel time is near a third of the step's compute: the backward's GEMMs have
+  // the forward's shapes transposed, and its element-wise passes about twice the forward's
+  // bytes. The optimizer step (memory-bound, part of the step's compute) and the flash-attention
+  // backward's extra recomputation pull the ratio below 1/3; the band 0.25–0.40 holds both.
+  // No gradient all-reduce and no optimizer run: the forward step has no communication at all
+  // (tp = pp = 1), so its time is its compute.
+  const std::string file = IRONLAW_SOURCE_DIR "/scenarios/gpt2-ddp-1node.yaml";
+  const auto train = config::load_scenario(file, {"training.activation_checkpointing=none"});
+  auto forward = train;
+  forward.run.forward_only = true;
+  const run::SimulationResult t = simulate_step(train);
+  const run::SimulationResult f = simulate_step(forward);
+  REQUIRE(t.comm_s > 0);
+  CHECK(f.comm_s == 0);
+  CHECK(f.model_flops_per_step == Approx(t.model_flops_per_step / 3).epsilon(1e-12));
+  CHECK(f.hardware_flops_per_step == Approx(f.model_flops_per_step).epsilon(1e-12));
+  const double ratio = f.compute_s / t.compute_s;
+  CHECK(ratio > 0.25);
+  CHECK(ratio < 0.40);
+  CHECK(f.step_time_s < t.step_time_s / 2);
+}
+
+TEST_CASE("an evaluation pause is the simulated forward-only steps over the evaluation tokens", "[training][evaluation]") {
+  // Whole run of GPT-2 on one node; an evaluation after every 100th step over 3 batches of
+  // tokens: each pause is 3 forward-only steps of the same configuration at their simulated
+  // (steady-state) time.
+  const std::string file = IRONLAW_SOURCE_DIR "/scenarios/gpt2-ddp-1node.yaml";
+  const auto s = config::load_scenario(file, {"run.mode=full", "training.tokens=" + std::to_string(300LL * 512 * 1024),
+                                              "training.evaluation.every_steps=100",
+                                              "training.evaluation.tokens=" + std::to_string(3LL * 512 * 1024)});
+  auto forward = config::load_scenario(file);
+  forward.run.forward_only = true;
+  const run::SimulationResult f = simulate_step(forward);
+  REQUIRE(f.steps.size() == 2);
+  const double forward_s = (f.steps[1].end_ns - f.steps[1].start_ns) * 1e-9;  // warm-up step dropped
+  const WholeRunResult w = simulate_whole_run(s);
+  CHECK(w.evaluations == 2);  // after steps 100 and 200 (none after the last)
+  CHECK(w.evaluation_s == Approx(2 * 3 * forward_s).epsilon(1e-6));
 }
 
 TEST_CASE("scenarios that differ only in run-level keys share one step simulation", "[training][cache]") {
