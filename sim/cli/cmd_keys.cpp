@@ -1,5 +1,6 @@
 // `ironlaw keys [PREFIX]`: every scenario key with its type, unit, default, bounds and meaning,
-// from the loader's own table (config/schema.hpp); --markdown writes docs/scenario-keys.md.
+// from the loader's own table (config/schema.hpp), then the keys of failure-rate files (prefix
+// "failures."); --markdown writes docs/scenario-keys.md.
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <string>
@@ -36,7 +37,8 @@ int cmd_keys(const Args& args) {
   po::options_description opts(
       "ironlaw keys [PREFIX] [options]\n"
       "  every scenario key (under PREFIX, e.g. parallel or cluster.topology.node) with its type,\n"
-      "  unit, default, bounds and meaning, read from the loader's own table");
+      "  unit, default, bounds and meaning, read from the loader's own table; then the keys of the\n"
+      "  failure-rate files reliability.failures names (PREFIX failures)");
   std::string prefix;
   opts.add_options()
       ("help,h", "show this help")
@@ -53,12 +55,15 @@ int cmd_keys(const Args& args) {
     std::fputs(config::scenario_keys_markdown().c_str(), stdout);
     return kExitOk;
   }
+  // The scenario's keys, then those of the failure-rate file it may name (prefix "failures.").
+  std::vector<config::KeyInfo> all = config::scenario_key_table();
+  for (auto& k : config::failure_key_table()) all.push_back(std::move(k));
   std::vector<config::KeyInfo> keys;
-  for (auto& k : config::scenario_key_table())
-    if (under(k.key, prefix)) keys.push_back(std::move(k));
+  for (const auto& k : all)
+    if (under(k.key, prefix)) keys.push_back(k);
   if (keys.empty()) {
     std::vector<std::string> names;
-    for (const auto& k : config::scenario_key_table()) names.push_back(k.key);
+    for (const auto& k : all) names.push_back(k.key);
     const std::string hint = config::did_you_mean(prefix, names);
     throw InputError({}, "PREFIX", "no scenario key under \"" + prefix + "\"" +
                                        (hint.empty() ? "" : "; did you mean \"" + hint + "\"?"));

@@ -3,18 +3,22 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <boost/program_options.hpp>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/machine_output.hpp"
+#include "cli/ranks.hpp"
 #include "config/load.hpp"
 #include "config/schema.hpp"
 #include "config/units.hpp"
@@ -351,7 +355,34 @@ int cmd_plan(const Args& args) {
   }
   probe_output_path(out_path, {}, "-o");
 
-  const report::PlanResult res = report::plan(base, space, q, top, static_cast<unsigned>(threads));
+  // Under MPI (ironlaw-mpi) each rank simulates every size-th of the chosen layouts and rank 0
+  // gathers their figures (bit for bit) and alone goes on to print and write.
+  Ranks& group = ranks();
+  report::SimulateRows spread;
+  if (group.size() > 1) {
+    spread = [&group, threads](std::vector<report::PlanRow>& rows, const std::function<void(report::PlanRow&)>& one) {
+      const auto size = static_cast<std::size_t>(group.size());
+      std::vector<std::size_t> mine;
+      for (std::size_t i = static_cast<std::size_t>(group.rank()); i < rows.size(); i += size) mine.push_back(i);
+      std::atomic<std::size_t> next{0};
+      auto work = [&] {
+        for (std::size_t j = next++; j < mine.size(); j = next++) one(rows[mine[j]]);
+      };
+      std::vector<std::thread> pool;
+      for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+      work();
+      for (auto& t : pool) t.join();
+      std::vector<std::string> encoded;
+      for (const std::size_t i : mine) encoded.push_back(report::encode_simulated(rows[i]));
+      const auto gathered = group.gather(encoded);
+      if (group.rank() != 0) return false;
+      for (std::size_t r = 0; r < gathered.size(); ++r)
+        for (std::size_t j = 0; j < gathered[r].size(); ++j) report::decode_simulated(gathered[r][j], rows[r + j * size]);
+      return true;
+    };
+  }
+  const report::PlanResult res = report::plan(base, space, q, top, static_cast<unsigned>(threads), spread);
+  if (group.rank() != 0) return kExitOk;  // rank 0 prints, writes and sets the exit status
   const bool all = vm.count("all") > 0;
   std::vector<const report::PlanRow*> shown;
   for (const auto& r : res.rows)
@@ -379,7 +410,9 @@ int cmd_plan(const Args& args) {
                       std::to_string(res.pruned_invalid) + ", \"pruned_not_simulated\": " +
                       std::to_string(res.pruned_not_simulated) + ", \"pruned_memory\": " +
                       std::to_string(res.pruned_memory) + ", \"predicted\": " + std::to_string(res.survivors) +
-                      ", \"simulated\": " + std::to_string(res.simulated) + ", \"agreement\": {\"top_choice\": " +
+                      ", \"simulated\": " + std::to_string(res.simulated) + ", \"shared\": " +
+                      std::to_string(res.shared) + ", \"step_simulations\": " + std::to_string(res.step_simulations) +
+                      ", \"agreement\": {\"top_choice\": " +
                       (res.agreement.top_choice ? "true" : "false") + ", \"per_gpu_agree\": " +
                       std::to_string(res.agreement.per_gpu_agree) + ", \"per_gpu_total\": " +
                       std::to_string(res.agreement.per_gpu_total) + ", \"kendall_tau\": " +
@@ -408,9 +441,10 @@ int cmd_plan(const Args& args) {
     if (q.goal == report::PlanQuestion::Goal::deadline) std::printf(" of %g days", q.deadline_days);
     if (q.goal == report::PlanQuestion::Goal::budget) std::printf(" of %.0f USD at %g USD/GPU-h", q.budget_usd, price);
     std::printf("\nlayouts: %zu enumerated, %zu refused by the loader's checks, %zu not simulated by the run layer, "
-                "%zu out of memory; %zu ranked by the predictor, %zu simulated\n",
+                "%zu out of memory; %zu ranked by the predictor, %zu simulated (%zu step simulations: %zu "
+                "layouts took the step of their ZeRO-1 twin)\n",
                 res.enumerated, res.pruned_invalid, res.pruned_not_simulated, res.pruned_memory, res.survivors,
-                res.simulated);
+                res.simulated, res.step_simulations, res.shared);
     std::printf("pruned by:");
     std::vector<std::pair<std::string, std::size_t>> reasons(res.prune_reasons.begin(), res.prune_reasons.end());
     std::stable_sort(reasons.begin(), reasons.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
@@ -473,6 +507,8 @@ int cmd_plan(const Args& args) {
                      {"pruned_memory", static_cast<double>(res.pruned_memory)},
                      {"predicted", static_cast<double>(res.survivors)},
                      {"simulated", static_cast<double>(res.simulated)},
+                     {"shared", static_cast<double>(res.shared)},
+                     {"step_simulations", static_cast<double>(res.step_simulations)},
                      {"top_choice_agreed", res.agreement.top_choice ? 1.0 : 0.0},
                      {"kendall_tau", res.agreement.kendall_tau}});
   writer.commit();

@@ -132,8 +132,36 @@ std::string plot_curve_of(const output::H5Reader& reader, std::string metric, co
   }
 }
 
-std::string plot_links_of(const output::H5Reader& reader, std::size_t top) {
+/// /link_series as utilisation over time, the `top` busiest links.
+std::string plot_link_series_of(const output::H5Reader& reader, std::size_t top) {
   const std::string path = reader.path().string();
+  const auto names = reader.link_series_names();
+  const auto columns = reader.link_series();
+  const auto column = [&](const char* name) -> const output::TableColumn& {
+    for (const auto& c : columns)
+      if (c.name == name) return c;
+    throw InputError({}, "OUT.h5", path + ": /link_series lacks its field " + name);
+  };
+  const auto* link = std::get_if<std::vector<std::int64_t>>(&column("link").values);
+  const auto* start = std::get_if<std::vector<double>>(&column("start_s").values);
+  const auto* end = std::get_if<std::vector<double>>(&column("end_s").values);
+  const auto* busy = std::get_if<std::vector<double>>(&column("busy_fraction").values);
+  if (!link || !start || !end || !busy) throw InputError({}, "OUT.h5", path + ": /link_series has a field of the wrong type");
+  if (names.empty()) throw InputError({}, "--kind", path + ": no link carried traffic in this run");
+  try {
+    const std::size_t drawn = std::min(top, names.size());
+    return report::plot_link_series(names, *link, *start, *end, *busy, top,
+                                    "Link utilisation over time (" + std::to_string(drawn) + " busiest of the " +
+                                        std::to_string(names.size()) + " recorded): " + file_label(reader));
+  } catch (const std::invalid_argument& e) {
+    throw InputError({}, "OUT.h5", path + ": " + e.what());
+  }
+}
+
+std::string plot_links_of(const output::H5Reader& reader, std::size_t top, bool top_given) {
+  const std::string path = reader.path().string();
+  // Over time when the run recorded it (a trace level other than none), else whole-run shares.
+  if (reader.has("/link_series")) return plot_link_series_of(reader, top_given ? top : 8);
   if (!reader.has("/links")) throw InputError({}, "--kind", path + " holds no /links (written by ironlaw run)");
   if (!reader.has("/steps")) throw InputError({}, "OUT.h5", path + " holds no /steps");
   const std::vector<StepRecord> steps = reader.steps();
@@ -169,7 +197,7 @@ int cmd_plot(const Args& args) {
       ("step", po::value(&step_text), "timeline: the step to draw (default: the last recorded step)")
       ("metric", po::value(&metric), "sweep: the metric on the y axis (default: step_time_s; days for a plan)")
       ("x", po::value(&x_key), "sweep: the varied key on the x axis (default: the first)")
-      ("top", po::value(&top), "links: how many of the busiest links to draw (default 30)")
+      ("top", po::value(&top), "links: how many of the busiest links to draw (default 8 over time, 30 as whole-run bars)")
       ("quiet,q", "print nothing on success");
   po::variables_map vm;
   if (!parse_command_line(args, opts, "file", vm)) return kExitOk;
@@ -214,7 +242,7 @@ int cmd_plot(const Args& args) {
     } else if (kind == "sweep") {
       svg = plot_curve_of(*reader, metric, x_key);
     } else {
-      svg = plot_links_of(*reader, top);
+      svg = plot_links_of(*reader, top, vm.count("top") > 0);
     }
   } catch (const InputError&) {
     throw;

@@ -205,6 +205,9 @@ int cmd_run(const Args& args) {
     units.push_back(m.unit);
   }
   writer.write_summary(row, units);
+  const auto& series = result.link_series;
+  if (!series.names.empty())
+    writer.write_link_series(series.names, series.bandwidth, series.start_s, series.bin_s, series.end_s, series.busy);
   commit_run_outputs(writer, result.links, target.string(), chrome_path, chrome_ranks);
 
   if (vm.count("csv") || vm.count("json")) {

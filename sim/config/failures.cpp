@@ -63,6 +63,10 @@ void parse_failures(Section s, FailureRatesSpec& out) {
     obs.finish();
   }
   Section causes = s.section("causes", Rule{.required = true});
+  if (s.state().collecting) {  // `ironlaw keys`: every cause takes the same keys
+    FailureCauseSpec c;
+    parse_cause(causes.section(kFailureCausePlaceholder), kFailureCausePlaceholder, 0, c);
+  }
   for (const auto& name : kFailureCauses) {
     if (!causes.has(name)) continue;
     FailureCauseSpec c;
@@ -71,6 +75,14 @@ void parse_failures(Section s, FailureRatesSpec& out) {
   }
   causes.finish();
   s.finish();
+}
+
+LoadState collect_failures_schema() {
+  LoadState state;
+  state.collecting = true;
+  FailureRatesSpec scratch;
+  parse_failures(Section(state, YAML::Node(), "", "failures", SourceLoc{}, false), scratch);
+  return state;
 }
 
 }  // namespace detail

@@ -28,6 +28,10 @@ namespace ironlaw::config {
 /// and a total rate a source does not break down).
 extern const std::vector<std::string> kFailureCauses;
 
+/// The name that stands for any cause of kFailureCauses in the listing of the keys
+/// (`failures.causes.CAUSE.count`, failure_key_table()).
+inline constexpr const char* kFailureCausePlaceholder = "CAUSE";
+
 /// Loads a failure-rate file; throws InputError listing every problem with file:line:col.
 FailureRatesSpec load_failures(const std::string& path);
 
@@ -37,6 +41,9 @@ class Section;
 /// Parses a failure-rate file's root mapping into `out` (used by the scenario loader, so its
 /// problems join the scenario's list). O(keys).
 void parse_failures(Section root, FailureRatesSpec& out);
+/// The failure-rate file's schema: parse_failures() in collecting mode over nothing, its keys
+/// under the prefix "failures" and every cause's keys under failures.causes.CAUSE.
+LoadState collect_failures_schema();
 }  // namespace detail
 
 }  // namespace ironlaw::config

@@ -4,6 +4,7 @@
 #include <set>
 #include <utility>
 
+#include "config/failures.hpp"
 #include "config/reader.hpp"
 #include "config/validate.hpp"
 
@@ -314,10 +315,31 @@ bool is_time_with_unit(const std::string& key) {
   return ends_with_key(key, "decode_time.mean") || ends_with_key(key, "decode_time.samples");
 }
 
-}  // namespace
+/// What each key of a failure-rate file means, by full key (`failures.` + the key in the file).
+const std::vector<Doc>& failure_docs() {
+  static const std::vector<Doc> table{
+      {"failures.name", "name of the failure-rate file (default: its file name without .yaml)"},
+      {"failures.source", "where the numbers come from (paper, table, fleet report)"},
+      {"failures.observation", "the fleet and period over which the counts were observed (required when a cause gives a count)"},
+      {"failures.observation.nodes", "nodes observed"},
+      {"failures.observation.duration", "length of the observation"},
+      {"failures.causes", "one entry per cause of job interruptions; CAUSE is one of the choices listed"},
+      {"failures.causes.CAUSE", "one cause: count or per_1000_node_days (exactly one), detection, distribution"},
+      {"failures.causes.CAUSE.count",
+       "interruptions by this cause during the observation; rate per node = count / (nodes x duration)"},
+      {"failures.causes.CAUSE.per_1000_node_days", "interruptions by this cause per 1,000 node-days"},
+      {"failures.causes.CAUSE.detection",
+       "how the job notices: crash (at once), hang (after reliability.restart.detection), planned (a scheduled stop)"},
+      {"failures.causes.CAUSE.distribution", "times between interruptions: exponential (constant rate) or weibull"},
+      {"failures.causes.CAUSE.shape", "Weibull shape k (k < 1: early failures dominate); weibull only"},
+  };
+  return table;
+}
 
-std::vector<KeyInfo> scenario_key_table() {
-  const detail::LoadState state = detail::collect_scenario_schema();
+/// The listing of the keys `state` (a collecting reader) recorded, each with the meaning
+/// `meaning` gives it.
+template <typename Meaning>
+std::vector<KeyInfo> key_table_of(const detail::LoadState& state, const Meaning& meaning) {
   std::vector<KeyInfo> out;
   std::set<std::string> seen;
   for (const auto& [key, kind] : state.schema) {
@@ -351,8 +373,26 @@ std::vector<KeyInfo> scenario_key_table() {
       info.bounds = r.bounds;
       if (info.type.rfind("integer", 0) == 0) info.unit = "1";
     }
-    info.meaning = meaning_of(key);
+    info.meaning = meaning(key);
     out.push_back(std::move(info));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<KeyInfo> scenario_key_table() {
+  return key_table_of(detail::collect_scenario_schema(), [](const std::string& key) { return meaning_of(key); });
+}
+
+std::vector<KeyInfo> failure_key_table() {
+  auto out = key_table_of(detail::collect_failures_schema(), [](const std::string& key) -> std::string {
+    for (const auto& d : failure_docs())
+      if (key == d.pattern) return d.meaning;
+    return "";
+  });
+  for (auto& k : out) {
+    if (k.key == "failures.causes") k.choices = kFailureCauses;
   }
   return out;
 }
@@ -379,16 +419,28 @@ std::string scenario_keys_markdown() {
       "list with `--set`).\n\n"
       "| key | type | unit | default | bounds | meaning |\n"
       "|---|---|---|---|---|---|\n";
-  for (const auto& k : scenario_key_table()) {
-    std::string type = k.type;
-    if (!k.choices.empty()) {
-      type += ": ";
-      for (std::size_t i = 0; i < k.choices.size(); ++i) type += (i ? " \\| " : "") + k.choices[i];
+  const auto rows = [&out](const std::vector<KeyInfo>& table) {
+    for (const auto& k : table) {
+      std::string type = k.type;
+      if (!k.choices.empty()) {
+        type += ": ";
+        for (std::size_t i = 0; i < k.choices.size(); ++i) type += (i ? " \\| " : "") + k.choices[i];
+      }
+      if (k.sourced) type += ", sourced";
+      const std::string def = k.required ? "required" : k.default_value;
+      out += "| `" + k.key + "` | " + type + " | " + k.unit + " | " + def + " | " + k.bounds + " | " + k.meaning + " |\n";
     }
-    if (k.sourced) type += ", sourced";
-    const std::string def = k.required ? "required" : k.default_value;
-    out += "| `" + k.key + "` | " + type + " | " + k.unit + " | " + def + " | " + k.bounds + " | " + k.meaning + " |\n";
-  }
+  };
+  rows(scenario_key_table());
+  out +=
+      "\n## Failure-rate files\n\n"
+      "`reliability.failures` names a file of its own kind (`topologies/failure-rates-*.yaml`, read by\n"
+      "sim/config/failures.cpp with the same unknown-key, unit and position checks). Its keys, listed by\n"
+      "`ironlaw keys failures` with the prefix `failures.` (not written in the file): `CAUSE` stands for\n"
+      "each cause the file lists, one of the choices of `failures.causes`.\n\n"
+      "| key | type | unit | default | bounds | meaning |\n"
+      "|---|---|---|---|---|---|\n";
+  rows(failure_key_table());
   return out;
 }
 

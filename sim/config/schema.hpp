@@ -37,12 +37,19 @@ struct KeyInfo {
 /// Cost: one pass of the scenario reader over an empty document (well under a millisecond).
 std::vector<KeyInfo> scenario_key_table();
 
+/// Every key of a failure-rate file (the document `reliability.failures` names;
+/// config/failures.hpp), as the failure-rate reader reads them, under the prefix "failures."
+/// ("failures.observation.nodes"); a cause's keys under failures.causes.CAUSE, CAUSE being any of
+/// the choices of "failures.causes" (kFailureCauses). Each with its meaning. Same cost as
+/// scenario_key_table().
+std::vector<KeyInfo> failure_key_table();
+
 /// The documented patterns: a key's meaning is the entry whose pattern its dotted name ends
 /// in (at a dot boundary), most specific first. For the test that no entry is stale.
 std::vector<std::string> documented_key_patterns();
 
 /// docs/scenario-keys.md: every key of scenario_key_table() as a Markdown table, and how units
-/// are written. Deterministic text.
+/// are written, then the keys of failure-rate files (failure_key_table()). Deterministic text.
 std::string scenario_keys_markdown();
 
 /// Re-runs the loader's checks between keys (the layout against the cluster and the model,

@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "output/atomic_file.hpp"
 #include "output/h5_reader.hpp"
+#include "output/h5_schema.hpp"
 
 namespace ironlaw::output {
 
@@ -238,7 +239,36 @@ void export_chrome_trace(const H5Reader& reader, const std::filesystem::path& ta
       writer.add(e, lookup(resources, e.resource, "resource"), lookup(names, e.name, "name"));
     }
   });
-  if (reader.has("/links") && reader.has("/steps")) {
+  if (reader.has(schema::kLinkSeries) && reader.has(schema::kLinkSeriesNames)) {
+    // Over time: one counter value per time bin of /link_series (the busiest links first, as
+    // the file lists them), held until the next bin; 0 after the last.
+    const std::vector<std::string> link_names = reader.link_series_names();
+    const std::vector<TableColumn> columns = reader.link_series();
+    const auto field = [&](const char* name) -> const TableColumn* {
+      for (const auto& c : columns)
+        if (c.name == name) return &c;
+      return nullptr;
+    };
+    const auto* link = field("link") ? std::get_if<std::vector<std::int64_t>>(&field("link")->values) : nullptr;
+    const auto* start = field("start_s") ? std::get_if<std::vector<double>>(&field("start_s")->values) : nullptr;
+    const auto* end = field("end_s") ? std::get_if<std::vector<double>>(&field("end_s")->values) : nullptr;
+    const auto* share = field("busy_fraction") ? std::get_if<std::vector<double>>(&field("busy_fraction")->values) : nullptr;
+    if (!link || !start || !end || !share || start->size() != link->size() || end->size() != link->size() ||
+        share->size() != link->size()) {
+      throw std::runtime_error(reader.path().string() + ": /link_series lacks link, start_s, end_s or busy_fraction");
+    }
+    const auto ns = [](double s) { return static_cast<std::int64_t>(std::llround(s * 1e9)); };
+    for (std::size_t r = 0; r < link->size(); ++r) {
+      const std::int64_t l = (*link)[r];
+      if (l < 0 || static_cast<std::size_t>(l) >= link_names.size())
+        throw std::runtime_error(reader.path().string() + ": /link_series names a link /link_series_names lacks");
+      if (static_cast<std::size_t>(l) >= kMaxLinkCounters) continue;
+      const std::string& name = link_names[static_cast<std::size_t>(l)];
+      writer.add_counter(kLinksPid, "links: busy share per time bin", name, ns((*start)[r]), std::clamp((*share)[r], 0.0, 1.0));
+      const bool last = r + 1 == link->size() || (*link)[r + 1] != l;
+      if (last) writer.add_counter(kLinksPid, "links: busy share per time bin", name, ns((*end)[r]), 0.0);
+    }
+  } else if (reader.has("/links") && reader.has("/steps")) {
     const std::vector<StepRecord> steps = reader.steps();
     const std::vector<std::string> link_names = reader.link_names();
     const std::vector<TableColumn> columns = reader.links();

@@ -6,9 +6,10 @@
 /// exact decimals with nanosecond precision; cat = kind; args = flops, bytes.
 ///
 /// export_chrome_trace() can keep a chosen set of ranks only, and adds counter tracks ("C"
-/// events) for the links of /links under the process kLinksPid: one track per link, its busy
-/// share (time with at least one flow / simulated time, 0..1). /links holds whole-run totals,
-/// so each track is constant over the simulated span: a per-link time series is not recorded.
+/// events) for the links under the process kLinksPid: one track per link, its busy share (time
+/// with at least one flow, 0..1) per time bin of /link_series when the run recorded it (a value
+/// at each bin's start, 0 at the last bin's end), else the whole-run share of /links, constant
+/// over the simulated span.
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -69,8 +70,9 @@ void write_chrome_trace(const std::filesystem::path& target, const std::vector<E
 
 /// Converts the /events of an ironlaw HDF5 file to a Chrome trace at `target`, batch by batch
 /// (O(batch) memory): the events of `ranks` (ascending; empty = every rank in the file) and
-/// the fabric's (rank −1), then the link counter tracks (the kMaxLinkCounters busiest links of
-/// /links, sampled at the first step's start and the last step's end). A rank of `ranks` with
+/// the fabric's (rank −1), then the link counter tracks: the kMaxLinkCounters busiest links of
+/// /link_series, one value per bin, or else of /links, sampled at the first step's start and
+/// the last step's end. A rank of `ranks` with
 /// no event in the file is an InputError naming `key` and the ranks the file holds (nothing is
 /// written). Throws std::runtime_error on a malformed file, IoError on I/O errors.
 void export_chrome_trace(const H5Reader& reader, const std::filesystem::path& target,

@@ -487,6 +487,10 @@ std::vector<std::string> H5Reader::link_names() const { return read_string_vecto
 
 std::vector<TableColumn> H5Reader::links() const { return read_numeric_table(schema::kLinks); }
 
+std::vector<std::string> H5Reader::link_series_names() const { return read_string_vector(schema::kLinkSeriesNames); }
+
+std::vector<TableColumn> H5Reader::link_series() const { return read_numeric_table(schema::kLinkSeries); }
+
 std::vector<TableColumn> H5Reader::read_numeric_table(const std::string& path) const {
   const H5Handle dataset = open_dataset(path);
   const auto columns = read_compound(dataset.get(), label_, path);
@@ -591,6 +595,8 @@ void read_all_tables(const H5Reader& reader, std::size_t event_rows) {
   if (reader.has(schema::kSummary)) (void)reader.summary();
   if (reader.has(schema::kLinkNames)) (void)reader.link_names();
   if (reader.has(schema::kLinks)) (void)reader.links();
+  if (reader.has(schema::kLinkSeriesNames)) (void)reader.link_series_names();
+  if (reader.has(schema::kLinkSeries)) (void)reader.link_series();
   if (reader.has(schema::kEventNames)) (void)reader.event_names();
   if (reader.has(schema::kEventResources)) (void)reader.event_resources();
   if (reader.has(schema::kSweep)) (void)reader.sweep();

@@ -119,6 +119,9 @@ class H5Reader {
   /// /link_names and /links (columns bytes [B], busy_s [s]); throw if the file has none.
   std::vector<std::string> link_names() const;
   std::vector<TableColumn> links() const;
+  /// /link_series_names and /link_series (H5Writer::write_link_series); throw if absent.
+  std::vector<std::string> link_series_names() const;
+  std::vector<TableColumn> link_series() const;
 
  private:
   H5Handle open_dataset(const std::string& dataset_path) const;

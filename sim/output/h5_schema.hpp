@@ -24,6 +24,9 @@ inline constexpr const char* kRun = "/run";
 inline constexpr const char* kSweep = "/sweep";
 inline constexpr const char* kLinks = "/links";
 inline constexpr const char* kLinkNames = "/link_names";
+/// Link utilisation over time (run::LinkSeries): one row per (link, bin), and the links' names.
+inline constexpr const char* kLinkSeries = "/link_series";
+inline constexpr const char* kLinkSeriesNames = "/link_series_names";
 /// Attribute holding one unit string per compound field, in field order.
 inline constexpr const char* kUnitsAttribute = "units";
 /// One sentence per field of /summary and /sweep (metric_description), in field order.

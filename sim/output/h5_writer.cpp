@@ -340,6 +340,39 @@ void H5Writer::write_links(const std::vector<std::string>& names, const std::vec
   links_written_ = true;
 }
 
+void H5Writer::write_link_series(const std::vector<std::string>& names, const std::vector<double>& bandwidth,
+                                 double start_s, double bin_s, double end_s,
+                                 const std::vector<std::vector<double>>& busy) {
+  require_open("write /link_series");
+  silence_hdf5_errors();
+  if (bandwidth.size() != names.size() || busy.size() != names.size()) {
+    throw std::runtime_error(label_ + ": /link_series: names, bandwidth and busy differ in length");
+  }
+  if (link_series_written_) throw std::runtime_error(label_ + ": /link_series written twice");
+  std::vector<std::int64_t> link, bin;
+  std::vector<double> start, end, busy_s, fraction, capacity;
+  for (std::size_t l = 0; l < names.size(); ++l) {
+    if (busy[l].size() != busy.front().size()) throw std::runtime_error(label_ + ": /link_series: links differ in bins");
+    for (std::size_t b = 0; b < busy[l].size(); ++b) {
+      const double a = start_s + static_cast<double>(b) * bin_s;
+      const double e = b + 1 == busy[l].size() ? end_s : a + bin_s;
+      link.push_back(static_cast<std::int64_t>(l));
+      bin.push_back(static_cast<std::int64_t>(b));
+      start.push_back(a);
+      end.push_back(e);
+      busy_s.push_back(busy[l][b]);
+      fraction.push_back(e > a ? busy[l][b] / (e - a) : 0.0);
+      capacity.push_back(bandwidth[l]);
+    }
+  }
+  write_string_table(schema::kLinkSeriesNames, names);
+  write_numeric_table(schema::kLinkSeries,
+                      {TableColumn{"link", "", link}, TableColumn{"bin", "", bin}, TableColumn{"start_s", "s", start},
+                       TableColumn{"end_s", "s", end}, TableColumn{"busy_s", "s", busy_s},
+                       TableColumn{"busy_fraction", "1", fraction}, TableColumn{"bandwidth", "B/s", capacity}});
+  link_series_written_ = true;
+}
+
 void H5Writer::write_numeric_table(const std::string& path, const std::vector<TableColumn>& columns) {
   if (columns.empty()) throw std::runtime_error(label_ + ": " + path + " has no columns");
   std::vector<std::string> names;

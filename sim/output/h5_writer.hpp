@@ -70,6 +70,15 @@ class H5Writer final : public RecordSink {
   void write_links(const std::vector<std::string>& names, const std::vector<double>& bytes,
                    const std::vector<double>& busy_s);
 
+  /// Writes /link_series_names (the links, busiest first) and /link_series: one row per link
+  /// and time bin, links in name order and bins in time order, with the fields link (int64,
+  /// index into /link_series_names), bin (int64), start_s, end_s [s], busy_s [s] (time with at
+  /// least one flow on the link), busy_fraction [1] (busy_s / (end_s − start_s)) and
+  /// bandwidth [B/s] (the link's capacity). `busy[l][b]`: link l, bin b; bin b spans
+  /// [start_s + b·bin_s, min(start_s + (b+1)·bin_s, end_s)). Once.
+  void write_link_series(const std::vector<std::string>& names, const std::vector<double>& bandwidth,
+                         double start_s, double bin_s, double end_s, const std::vector<std::vector<double>>& busy);
+
   /// Sets /run@simulated ("steps": only step-level detail was simulated; "full": the whole
   /// run). Default: "full" if a /run table was written, else "steps".
   void set_run_mode(std::string_view simulated);
@@ -127,6 +136,7 @@ class H5Writer final : public RecordSink {
   bool sweep_written_ = false;
   bool plan_written_ = false;
   bool links_written_ = false;
+  bool link_series_written_ = false;
   std::string run_mode_;
   std::vector<std::string> run_tables_;
 

@@ -3,8 +3,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <functional>
+#include <stdexcept>
 #include <new>
 #include <numeric>
 #include <thread>
@@ -156,7 +160,138 @@ bool meets(const PlanQuestion& q, double days, double cost) {
   return true;
 }
 
+/// The identity of a row's step timeline: its GPU count and layout, with ZeRO 2 written as 1.
+/// The run layer reads parallel.zero only as 0 (all-reduce buckets), 1 or 2 (one sharded-
+/// optimizer strategy, run/data_parallel.cpp, and the optimizer over 1/dp of the parameters,
+/// run/step_costs.cpp) or 3 (FSDP gathers, run/model_parallel.cpp): ZeRO 1 and 2 of one layout
+/// are the same step event by event; only their memory differs.
+std::string timeline_key(const PlanRow& r) {
+  PlanRow t = r;
+  if (t.zero == 2) t.zero = 1;
+  return std::to_string(t.gpus) + " " + t.layout();
+}
+
+/// The scenario simulate_row() runs for `row`: one step without a data pipeline (nothing
+/// random and nothing carried between steps, so every step is the first), else at most 2.
+config::Scenario simulated_scenario(const config::Scenario& base, const PlanRow& row) {
+  config::Scenario s = scenario_for(base, row);
+  s.run.mode = "steps";
+  s.run.steps = s.data.storage_bandwidth_per_node > 0 ? std::min(std::max(1, s.run.steps), 2) : 1;
+  return s;
+}
+
+/// Fills `r`'s simulated figures from `res` (a simulation of `s`).
+void fill_simulated(const config::Scenario& s, const PlanQuestion& q, const run::SimulationResult& res, PlanRow& r) {
+  r.memory_bytes = res.memory.total();
+  r.step_time_s = res.step_time_s;
+  r.compute_s = res.compute_s;
+  r.exposed_comm_s = res.exposed_comm_s;
+  r.bubble_s = res.bubble_s;
+  r.data_stall_s = res.data_stall_s;
+  r.other_s = res.other_s;
+  r.mfu = utilisation(res.model_flops_per_step, res.step_time_s, res.peak_flops_per_gpu, res.gpus);
+  r.days = days_of(s, res.step_time_s, res.tokens_per_step);
+  r.gpu_hours = r.days * 24 * r.gpus;
+  r.cost_usd = r.gpu_hours * q.price_per_gpu_hour;
+  r.meets = meets(q, r.days > 0 ? r.days : r.step_time_s, r.cost_usd);
+  r.status = "ok";
+}
+
+/// Gives `r` the step of `rep` (same timeline_key, simulated "ok") with its own memory, when
+/// `r`'s own memory fits (run::simulate_memory, the check simulate() starts with). False when
+/// it does not: the caller simulates `r` itself. O(allocator replay).
+bool share_timeline(const config::Scenario& base, const PlanQuestion& q, const PlanRow& rep, PlanRow& r) {
+  try {
+    const config::Scenario s = simulated_scenario(base, r);
+    run::SimulationResult res = run::simulate_memory(s);
+    if (res.out_of_memory) return false;
+    res.step_time_s = rep.step_time_s;
+    res.compute_s = rep.compute_s;
+    res.exposed_comm_s = rep.exposed_comm_s;
+    res.bubble_s = rep.bubble_s;
+    res.data_stall_s = rep.data_stall_s;
+    res.other_s = rep.other_s;
+    fill_simulated(s, q, res, r);
+    return true;
+  } catch (const InputError&) {
+    return false;
+  }
+}
+
+void put_field(std::string& out, const std::string& field) { out += std::to_string(field.size()) + ":" + field; }
+
+std::string bits_of(double v) {
+  std::uint64_t bits = 0;
+  std::memcpy(&bits, &v, sizeof bits);
+  return std::to_string(bits);
+}
+
 }  // namespace
+
+void simulate_row(const config::Scenario& base, const PlanQuestion& q, PlanRow& r) {
+  try {
+    const config::Scenario s = simulated_scenario(base, r);
+    NullSink sink;
+    const run::SimulationResult res = run::simulate(s, sink, run::TraceLevel::none);
+    if (res.out_of_memory) {
+      r.status = "failed: out of memory in the simulation";
+      return;
+    }
+    fill_simulated(s, q, res, r);
+  } catch (const InputError& e) {
+    r.status = "failed: " + first_problem(e.diagnostics(), e.what());
+  } catch (const TimeOverflow& e) {
+    r.status = std::string("failed: the simulated clock overflowed: ") + e.what();
+  } catch (const std::bad_alloc&) {
+    r.status = "failed: out of host memory";
+  }
+}
+
+std::string encode_simulated(const PlanRow& r) {
+  std::string out;
+  put_field(out, r.status);
+  for (const double v : {r.memory_bytes, r.step_time_s, r.compute_s, r.exposed_comm_s, r.bubble_s, r.data_stall_s,
+                         r.other_s, r.mfu, r.days, r.gpu_hours, r.cost_usd})
+    put_field(out, bits_of(v));
+  put_field(out, r.meets ? "1" : "0");
+  return out;
+}
+
+void decode_simulated(const std::string& in, PlanRow& r) {
+  std::size_t at = 0;
+  const auto take = [&] {
+    const std::size_t colon = in.find(':', at);
+    if (colon == std::string::npos || colon == at) throw std::runtime_error("a gathered plan row is truncated");
+    std::size_t n = 0;
+    for (std::size_t i = at; i < colon; ++i) {
+      if (in[i] < '0' || in[i] > '9' || n > in.size()) throw std::runtime_error("a gathered plan row is damaged");
+      n = n * 10 + static_cast<std::size_t>(in[i] - '0');
+    }
+    if (n > in.size() - colon - 1) throw std::runtime_error("a gathered plan row is truncated");
+    at = colon + 1 + n;
+    return in.substr(colon + 1, n);
+  };
+  const auto number = [&] {
+    const std::string text = take();
+    std::size_t used = 0;
+    std::uint64_t bits = 0;
+    try {
+      bits = std::stoull(text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != text.size()) throw std::runtime_error("a gathered plan row is damaged");
+    double v = 0;
+    std::memcpy(&v, &bits, sizeof v);
+    return v;
+  };
+  r.status = take();
+  for (double* v : {&r.memory_bytes, &r.step_time_s, &r.compute_s, &r.exposed_comm_s, &r.bubble_s, &r.data_stall_s,
+                    &r.other_s, &r.mfu, &r.days, &r.gpu_hours, &r.cost_usd})
+    *v = number();
+  r.meets = take() == "1";
+  if (at != in.size()) throw std::runtime_error("a gathered plan row has trailing bytes");
+}
 
 std::string PlanRow::layout() const {
   char buf[200];
@@ -377,7 +512,7 @@ std::vector<PlanRow> enumerate_layouts(const config::Scenario& base, const PlanS
 }
 
 PlanResult plan(const config::Scenario& base, const PlanSpace& space, const PlanQuestion& q, std::size_t top_k,
-                unsigned threads) {
+                unsigned threads, const SimulateRows& simulate_rows) {
   PlanResult out;
   std::vector<PlanRow> rows = enumerate_layouts(base, space);
   out.enumerated = rows.size();
@@ -467,48 +602,47 @@ PlanResult plan(const config::Scenario& base, const PlanSpace& space, const Plan
     alive.insert(alive.end(), rest.begin(), rest.end());
   }
 
-  // Simulate the chosen K.
+  // Simulate the chosen K: one simulation per distinct step timeline (ZeRO 1 and 2 of one
+  // layout build the same step in the run layer; see timeline_key), the others take its figures.
+  std::vector<PlanRow> reps;
+  std::vector<std::size_t> rep_of(k);
   {
+    std::map<std::string, std::size_t> seen;
+    for (std::size_t j = 0; j < k; ++j) {
+      const auto [it, fresh] = seen.emplace(timeline_key(rows[alive[j]]), reps.size());
+      if (fresh) reps.push_back(rows[alive[j]]);
+      rep_of[j] = it->second;
+    }
+  }
+  const std::function<void(PlanRow&)> one = [&](PlanRow& r) { simulate_row(base, q, r); };
+  if (simulate_rows) {
+    if (!simulate_rows(reps, one)) return PlanResult{};
+  } else {
     std::atomic<std::size_t> next{0};
     auto work = [&] {
-      for (std::size_t j = next++; j < k; j = next++) {
-        PlanRow& r = rows[alive[j]];
-        try {
-          config::Scenario s = scenario_for(base, r);
-          s.run.mode = "steps";
-          s.run.steps = std::min(s.run.steps, 2);
-          NullSink sink;
-          const run::SimulationResult res = run::simulate(s, sink, run::TraceLevel::none);
-          if (res.out_of_memory) {
-            r.status = "failed: out of memory in the simulation";
-            continue;
-          }
-          r.memory_bytes = res.memory.total();
-          r.step_time_s = res.step_time_s;
-          r.compute_s = res.compute_s;
-          r.exposed_comm_s = res.exposed_comm_s;
-          r.bubble_s = res.bubble_s;
-          r.data_stall_s = res.data_stall_s;
-          r.other_s = res.other_s;
-          r.mfu = utilisation(res.model_flops_per_step, res.step_time_s, res.peak_flops_per_gpu, res.gpus);
-          r.days = days_of(s, res.step_time_s, res.tokens_per_step);
-          r.gpu_hours = r.days * 24 * r.gpus;
-          r.cost_usd = r.gpu_hours * q.price_per_gpu_hour;
-          r.meets = meets(q, r.days > 0 ? r.days : r.step_time_s, r.cost_usd);
-          r.status = "ok";
-        } catch (const InputError& e) {
-          r.status = "failed: " + first_problem(e.diagnostics(), e.what());
-        } catch (const TimeOverflow& e) {
-          r.status = std::string("failed: the simulated clock overflowed: ") + e.what();
-        } catch (const std::bad_alloc&) {
-          r.status = "failed: out of host memory";
-        }
-      }
+      for (std::size_t j = next++; j < reps.size(); j = next++) one(reps[j]);
     };
     std::vector<std::thread> pool;
     for (unsigned t = 1; t < std::max(1u, threads); ++t) pool.emplace_back(work);
     work();
     for (auto& t : pool) t.join();
+  }
+  out.step_simulations = reps.size();
+  std::vector<bool> used(reps.size(), false);
+  for (std::size_t j = 0; j < k; ++j) {
+    PlanRow& r = rows[alive[j]];
+    const PlanRow& rep = reps[rep_of[j]];
+    if (!used[rep_of[j]]) {
+      used[rep_of[j]] = true;
+      r = rep;
+      continue;
+    }
+    if (rep.status == "ok" && share_timeline(base, q, rep, r)) {
+      ++out.shared;
+    } else {
+      simulate_row(base, q, r);  // the representative failed: this layout may still run
+      ++out.step_simulations;
+    }
   }
 
   // Rank the simulated rows by their simulated figures.

@@ -20,6 +20,7 @@
 /// never feeds a simulation (DESIGN.md principle 1). Its agreement with the simulation is
 /// measured and reported (PlanResult::agreement).
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -110,6 +111,11 @@ struct PlanResult {
   std::size_t survivors = 0;            ///< ranked by the predictor
   std::size_t simulated = 0;
   std::size_t failed = 0;               ///< chosen for simulation but refused or failed there
+  /// Simulated rows whose step timeline another simulated row had already given: layouts that
+  /// differ only in ZeRO 1 against 2 (the run layer builds the same step for both; only their
+  /// memory differs, and each row's memory is its own). Counted in `simulated`.
+  std::size_t shared = 0;
+  std::size_t step_simulations = 0;     ///< event-by-event step simulations run (simulated − shared + retries)
   std::map<std::string, std::size_t> prune_reasons;  ///< "invalid: parallel.tp" → count
   PlanAgreement agreement;
 };
@@ -126,11 +132,33 @@ std::vector<PlanRow> enumerate_layouts(const config::Scenario& base, const PlanS
 /// layer) per call.
 PlanPrediction predict_step(const config::Scenario& scenario);
 
+/// How plan() gets its chosen rows simulated. Called once with the rows to simulate (one per
+/// distinct step timeline) and `simulate_one`, which fills one row (simulate_row); it must
+/// call it on every row, here on threads or elsewhere (cli/mpi: other processes, whose rows come
+/// back through encode_simulated / decode_simulated), and return true with every row filled,
+/// or false when this process is not the one that gathers the results (plan() then returns an
+/// empty PlanResult at once).
+using SimulateRows = std::function<bool(std::vector<PlanRow>& rows, const std::function<void(PlanRow&)>& simulate_one)>;
+
 /// The whole plan: enumerate, prune, predict, rank by `question`, simulate the best `top_k`
-/// (run.steps of `base`, at most 2) on `threads` threads, rank those by their simulated figures.
-/// Deterministic whatever `threads`.
+/// on `threads` threads (or through `simulate_rows` when given), rank those by their simulated
+/// figures. Each simulation runs one step when the scenario has no data pipeline (then every
+/// step is the same: nothing random and nothing carried from one step to the next), else
+/// run.steps of `base`, at most 2. Rows that share a step timeline (ZeRO 1 and 2 of one layout)
+/// are simulated once (PlanResult::shared). Deterministic whatever `threads` and however
+/// `simulate_rows` spreads the work.
 PlanResult plan(const config::Scenario& base, const PlanSpace& space, const PlanQuestion& question,
-                std::size_t top_k, unsigned threads);
+                std::size_t top_k, unsigned threads, const SimulateRows& simulate_rows = {});
+
+/// Simulates `row` event by event on `base` under `question`: fills status ("ok" or "failed:
+/// ...") and the simulated figures. Thread-safe (no shared state).
+void simulate_row(const config::Scenario& base, const PlanQuestion& question, PlanRow& row);
+
+/// The fields simulate_row() fills, as text (doubles by their exact bits), and back:
+/// decode_simulated(encode_simulated(r), r2) gives r2 the figures of r bit for bit. Throws
+/// std::runtime_error on a damaged text.
+std::string encode_simulated(const PlanRow& row);
+void decode_simulated(const std::string& text, PlanRow& row);
 
 /// The scenario of a row: `base` with the row's layout (parallel.dp derived, cluster.nodes from
 /// the GPU count), re-checked by the loader's checks (throws InputError when refused).

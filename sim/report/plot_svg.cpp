@@ -598,6 +598,37 @@ std::string plot_links(const std::vector<std::string>& names, const std::vector<
   return svg.finish();
 }
 
+std::string plot_link_series(const std::vector<std::string>& names, const std::vector<std::int64_t>& link,
+                             const std::vector<double>& start_s, const std::vector<double>& end_s,
+                             const std::vector<double>& busy_fraction, std::size_t top, const std::string& title) {
+  const std::size_t rows = link.size();
+  if (start_s.size() != rows || end_s.size() != rows || busy_fraction.size() != rows)
+    throw std::invalid_argument("/link_series: its columns differ in length");
+  const std::size_t drawn = std::min(top, names.size());
+  std::vector<Curve> curves(drawn);
+  for (std::size_t l = 0; l < drawn; ++l) curves[l].label = names[l];
+  double origin = 0;
+  bool first = true;
+  for (std::size_t r = 0; r < rows; ++r) {
+    if (first || start_s[r] < origin) origin = start_s[r];
+    first = false;
+  }
+  for (std::size_t r = 0; r < rows; ++r) {
+    if (link[r] < 0 || static_cast<std::size_t>(link[r]) >= names.size())
+      throw std::invalid_argument("/link_series: row " + std::to_string(r) + " names link " + std::to_string(link[r]) +
+                                  ", /link_series_names has " + std::to_string(names.size()));
+    if (!(end_s[r] > start_s[r])) throw std::invalid_argument("/link_series: row " + std::to_string(r) + " has an empty bin");
+    const auto l = static_cast<std::size_t>(link[r]);
+    if (l >= drawn) continue;
+    const double mid_ms = ((start_s[r] + end_s[r]) / 2 - origin) * 1e3;
+    curves[l].points.emplace_back(mid_ms, 100 * busy_fraction[r]);
+  }
+  for (auto& c : curves) std::stable_sort(c.points.begin(), c.points.end());
+  return line_chart(title, "time from the first step's start [ms] (bin middles)",
+                    "time with at least one flow on the link, share of the bin [%]", curves, {},
+                    "link (one direction)", std::to_string(drawn) + " of " + std::to_string(names.size()) + " links drawn");
+}
+
 void write_svg(const std::filesystem::path& target, const std::string& svg) {
   output::check_output_location(target);
   const std::filesystem::path temporary = output::temporary_sibling(target);

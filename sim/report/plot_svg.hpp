@@ -1,7 +1,8 @@
 #pragma once
 /// \file Figures of a recorded run, as self-contained SVG 1.1 text for `ironlaw plot`: the
 /// per-step time breakdown, a timeline of chosen ranks, a sweep or plan curve, and the links'
-/// busy shares. Each figure has a title, axis labels with units and a legend.
+/// busy shares over the whole run or over time. Each figure has a title, axis labels with units
+/// and a legend.
 ///
 /// Self-contained: no scripts, no external references (no href, no web fonts, no CSS
 /// imports); text uses the generic "sans-serif" family. Deterministic: coordinates are written
@@ -77,6 +78,17 @@ std::string plot_plan(const output::SweepTable& plan, const std::string& metric,
 /// columns differ in length or span_s ≤ 0. O(links log links).
 std::string plot_links(const std::vector<std::string>& names, const std::vector<double>& bytes,
                        const std::vector<double>& busy_s, double span_s, std::size_t top, const std::string& title);
+
+/// Link utilisation over time (/link_series of `ironlaw run`): one line (class "line",
+/// data-series = the link's name) per link and one marker per time bin (class "point", data-x =
+/// the bin's middle in ms from the first bin's start, data-y = the share of the bin with at
+/// least one flow on the link, in %), for the first `top` links of `names` (the file lists them
+/// busiest first). Rows: link (index into names), start_s, end_s, busy_fraction (0..1), as in the
+/// file. Throws std::invalid_argument when the columns differ in length, a link index is out of
+/// range or a bin is empty. O(rows).
+std::string plot_link_series(const std::vector<std::string>& names, const std::vector<std::int64_t>& link,
+                             const std::vector<double>& start_s, const std::vector<double>& end_s,
+                             const std::vector<double>& busy_fraction, std::size_t top, const std::string& title);
 
 /// Writes `svg` to `target` atomically (a temporary sibling renamed onto it; see
 /// output/atomic_file.hpp). Throws IoError naming the path.

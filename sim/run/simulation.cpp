@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -94,7 +95,7 @@ workload::AllocatorRules allocator_rules(const config::DeviceSpec::MemoryAllocat
 
 }  // namespace
 
-SimulationResult simulate(const config::Scenario& s, RecordSink& sink, TraceLevel trace) {
+SimulationResult simulate_memory(const config::Scenario& s) {
   SimulationResult res;
   res.layout = resolve_layout(s);
   const Layout& lay = res.layout;
@@ -131,6 +132,11 @@ SimulationResult simulate(const config::Scenario& s, RecordSink& sink, TraceLeve
   res.out_of_memory = res.memory_reserved > res.hbm_bytes;
   // The config layer has checked that the device has a peak for the precision (validate.cpp).
   res.peak_flops_per_gpu = s.topology.device.peak_flops.at(s.training.precision);
+  return res;
+}
+
+SimulationResult simulate(const config::Scenario& s, RecordSink& sink, TraceLevel trace) {
+  SimulationResult res = simulate_memory(s);
   if (res.out_of_memory) return res;
   if (s.run.forward_only) {
     if (s.parallel.zero >= 3) {
@@ -143,6 +149,10 @@ SimulationResult simulate(const config::Scenario& s, RecordSink& sink, TraceLeve
     res.model_flops_per_step /= 3;
     res.model_flops_6n_per_step /= 3;
   }
+  const Layout& lay = res.layout;
+  const auto schedule = make_schedule(s.parallel.pp_schedule);
+  config::TrainingSpec per_rank = s.training;  // a CP rank holds 1/cp of each sequence
+  per_rank.sequence_length = s.training.sequence_length / lay.cp;
 
   detail::World world(s, lay, sink, trace);
   const detail::Costs costs = detail::build_costs(s, lay, per_rank, sink, schedule->splits_backward());
@@ -163,10 +173,17 @@ SimulationResult simulate(const config::Scenario& s, RecordSink& sink, TraceLeve
   res.hardware_flops_per_step = res.model_flops_per_step;
   if (!s.run.forward_only) res.hardware_flops_per_step += recompute_flops * lay.microbatches * lay.gpus / lay.pp;
 
+  // Link utilisation over time: sampled by events of its own while each step runs, left out
+  // of the event count (the samplers only read, so no step changes).
+  std::optional<LinkSeriesRecorder> links_over_time;
+  if (trace != TraceLevel::none) links_over_time.emplace(world.sim, world.net);
+
   const int steps = std::max(1, s.run.steps);
   for (int i = 0; i < steps; ++i) {
     std::size_t tasks = 0;
+    if (links_over_time) links_over_time->resume();
     const StepMeasurement step = run_step(world, costs, *schedule, *data_parallel, i, tasks);
+    if (links_over_time) links_over_time->pause();
     StepRecord rec = step.record;
     rec.model_flops = res.model_flops_per_step;
     rec.hardware_flops = res.hardware_flops_per_step;
@@ -194,7 +211,8 @@ SimulationResult simulate(const config::Scenario& s, RecordSink& sink, TraceLeve
     const auto& st = world.net.link_stats(id);
     if (st.bytes > 0) res.links.push_back({world.net.link_name(id), st.bytes, st.busy.seconds()});
   }
-  res.events_executed = world.sim.events_executed();
+  if (links_over_time) res.link_series = links_over_time->series(kLinkSeriesLinks);
+  res.events_executed = world.sim.events_executed() - (links_over_time ? links_over_time->events() : 0);
   res.flows_started = world.net.flows_started();
   res.flow_records = world.net.records_started();
   res.resolves = world.net.resolves();

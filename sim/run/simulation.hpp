@@ -19,6 +19,7 @@
 #include "config/spec.hpp"
 #include "core/records.hpp"
 #include "run/layout.hpp"
+#include "run/link_series.hpp"
 #include "run/trace_level.hpp"
 #include "workload/model_cost.hpp"
 
@@ -67,6 +68,9 @@ struct SimulationResult {
   int ranks_simulated = 0;               ///< ranks simulated op by op (symmetric: one replica)
 
   std::vector<LinkUsage> links;          ///< every link that carried traffic, in link order
+  /// Busy time per link per time bin over the simulated steps, the kLinkSeriesLinks busiest
+  /// links (run/link_series.hpp); recorded when the trace level is not none, else empty.
+  LinkSeries link_series;
 
   std::uint64_t events_executed = 0;
   std::uint64_t flows_started = 0;
@@ -79,6 +83,12 @@ struct SimulationResult {
 /// An OOM layout returns with out_of_memory set and no steps. `scenario` must have passed the
 /// config layer's validation (e.g. the device has a peak for the training precision).
 SimulationResult simulate(const config::Scenario& scenario, RecordSink& sink, TraceLevel trace);
+
+/// The part of simulate() before any step runs: the layout, the memory per GPU and the
+/// allocator replay (memory, memory_reserved, memory_allocated_peak, out_of_memory), the FLOPs
+/// and tokens per step and the device peak; no step is simulated (steps empty, times 0).
+/// simulate() starts with exactly this. O(ops of the model + allocator replay).
+SimulationResult simulate_memory(const config::Scenario& scenario);
 
 /// What a whole-run layer needs of the step level: the statistics of `scenario.run.steps`
 /// simulated steps. Times in seconds.

@@ -7,11 +7,13 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "cli_harness.hpp"
+#include "config/failures.hpp"
 #include "config/layer_model.hpp"
 #include "config/load.hpp"
 #include "config/schema.hpp"
@@ -71,8 +73,10 @@ TEST_CASE("ironlaw keys lists exactly the keys the loader accepts", "[cli][keys]
   for (std::size_t i = 1; i < lines.size(); ++i) {
     const std::string key = lines[i].substr(0, lines[i].find(','));
     const std::string type = csv_fields(lines[i]).at(1);
-    // Sections hold keys, they are not values; a list item's key is set with its list.
-    if (type != "section" && key.find("[]") == std::string::npos) listed.push_back(key);
+    // Sections hold keys, they are not values; a list item's key is set with its list; the
+    // failures. keys belong to the failure-rate file (their own test below).
+    if (type != "section" && key.find("[]") == std::string::npos && key.rfind("failures.", 0) != 0)
+      listed.push_back(key);
   }
   std::sort(listed.begin(), listed.end());
   CHECK(listed == accepted);
@@ -207,4 +211,86 @@ TEST_CASE("a key of a list item is listed but cannot be set alone", "[cli][keys]
                                 tmp.path());
   CHECK(o.exit_code == 2);
   CHECK(o.err.find("set the whole list, e.g. --set 'training.batch_ramp=[...]'") != std::string::npos);
+}
+
+TEST_CASE("ironlaw keys failures lists the failure-rate file's keys, and every key a shipped one writes",
+          "[cli][keys]") {
+  TempDir tmp;
+  const Outcome o = run_ironlaw({"keys", "failures", "--csv"}, tmp.path());
+  REQUIRE(o.exit_code == 0);
+  std::set<std::string> listed;
+  const auto lines = lines_of(o.out);
+  for (std::size_t i = 1; i < lines.size(); ++i) listed.insert(lines[i].substr(0, lines[i].find(',')));
+  CHECK(listed.count("failures.causes.CAUSE.per_1000_node_days") == 1);
+  CHECK(std::none_of(listed.begin(), listed.end(), [](const std::string& k) { return k.rfind("failures.", 0) != 0; }));
+
+  // Every key of every shipped failure-rate file, a cause's name read as CAUSE.
+  std::size_t files = 0;
+  std::set<std::string> causes_seen;
+  for (const auto& file : yaml_files("topologies")) {
+    if (std::filesystem::path(file).filename().string().rfind("failure-rates-", 0) != 0) continue;
+    INFO(file);
+    CHECK_NOTHROW(ironlaw::config::load_failures(file));
+    std::set<std::string> written;
+    written_keys(YAML::LoadFile(file), "failures", written);
+    for (std::string key : written) {
+      const std::string causes = "failures.causes.";
+      if (key.rfind(causes, 0) == 0) {
+        const auto dot = key.find('.', causes.size());
+        const std::string cause = key.substr(causes.size(), dot == std::string::npos ? std::string::npos : dot - causes.size());
+        CHECK(std::count(ironlaw::config::kFailureCauses.begin(), ironlaw::config::kFailureCauses.end(), cause) == 1);
+        causes_seen.insert(cause);
+        key = causes + "CAUSE" + (dot == std::string::npos ? "" : key.substr(dot));
+      }
+      INFO(key);
+      CHECK(listed.count(key) == 1);
+    }
+    ++files;
+  }
+  CHECK(files >= 2);
+  CHECK(causes_seen.size() >= 5);
+
+  const auto table = ironlaw::config::failure_key_table();
+  CHECK(find_key(table, "failures.causes").choices == ironlaw::config::kFailureCauses);
+  CHECK(find_key(table, "failures.source").required);
+  CHECK(find_key(table, "failures.observation.duration").unit == "s");
+  CHECK(find_key(table, "failures.causes.CAUSE.detection").choices == std::vector<std::string>{"crash", "hang", "planned"});
+  CHECK(find_key(table, "failures.causes.CAUSE.count").sourced);
+  for (const auto& k : table) {
+    INFO(k.key);
+    CHECK_FALSE(k.meaning.empty());
+  }
+}
+
+TEST_CASE("a failure-rate file written with every listed key loads", "[cli][keys]") {
+  // Each leaf of the listing once (count and per_1000_node_days on two causes: a cause takes
+  // one of them), each number with the unit the listing gives it.
+  TempDir tmp;
+  const std::string path = (tmp.path() / "every-key.yaml").string();
+  {
+    std::ofstream out(path);
+    out << "name: every-key\nsource: \"test\"\n"
+        << "observation:\n  nodes: {value: 2048, source: \"test\"}\n  duration: {value: 54 d, source: \"test\"}\n"
+        << "causes:\n"
+        << "  gpu: {count: {value: 148, source: \"test\"}, detection: crash, distribution: weibull, shape: 0.8}\n"
+        << "  software: {per_1000_node_days: {value: 0.5, source: \"test\"}, detection: hang, distribution: exponential}\n";
+  }
+  std::set<std::string> written;
+  written_keys(YAML::LoadFile(path), "failures", written);
+  std::set<std::string> leaves;
+  for (const auto& k : ironlaw::config::failure_key_table())
+    if (k.type != "section") leaves.insert(k.key);
+  for (const auto& leaf : leaves) {
+    INFO(leaf);
+    const std::string stem = "failures.causes.CAUSE";
+    std::vector<std::string> forms{leaf};
+    if (leaf.rfind(stem, 0) == 0)
+      forms = {"failures.causes.gpu" + leaf.substr(stem.size()), "failures.causes.software" + leaf.substr(stem.size())};
+    CHECK(std::any_of(forms.begin(), forms.end(), [&](const std::string& f) { return written.count(f) == 1; }));
+  }
+  const auto spec = ironlaw::config::load_failures(path);
+  REQUIRE(spec.causes.size() == 2);
+  // 148 interruptions over 2,048 nodes × 54 days.
+  CHECK(spec.causes[0].rate_per_node_s == Approx(148.0 / (2048 * 54 * 86400.0)).epsilon(1e-12));
+  CHECK(spec.causes[1].rate_per_node_s == Approx(0.5 / 1000 / 86400.0).epsilon(1e-12));
 }

@@ -165,6 +165,60 @@ TEST_CASE("plot --kind links draws one bar per link, its busy share of the simul
   }
 }
 
+TEST_CASE("plot --kind links draws utilisation over time, one line per link matching /link_series", "[cli][plot]") {
+  TempDir dir;
+  const Outcome run = run_ironlaw({"run", kGpt2, "-o", "run.h5", "--trace", "step", "-q"}, dir.path());
+  REQUIRE(run.exit_code == 0);
+  const output::H5Reader reader(dir / "run.h5");
+  const auto names = reader.link_series_names();
+  REQUIRE(names.size() >= 3);
+  const auto columns = reader.link_series();
+  REQUIRE(columns.at(0).name == "link");
+  REQUIRE(columns.at(2).name == "start_s");
+  REQUIRE(columns.at(3).name == "end_s");
+  REQUIRE(columns.at(5).name == "busy_fraction");
+  CHECK(columns.at(5).unit == "1");
+  CHECK(columns.at(4).unit == "s");
+  const auto& link = std::get<std::vector<std::int64_t>>(columns.at(0).values);
+  const auto& start = std::get<std::vector<double>>(columns.at(2).values);
+  const auto& end = std::get<std::vector<double>>(columns.at(3).values);
+  const auto& share = std::get<std::vector<double>>(columns.at(5).values);
+  const auto steps = reader.steps();
+  // The bins cover the simulated steps from the first's start to the last's end.
+  CHECK(start.front() == Approx(steps.front().start_ns * 1e-9).margin(1e-12));
+  CHECK(end.back() == Approx(steps.back().end_ns * 1e-9).epsilon(1e-12));
+
+  const auto root = plot(dir, {"run.h5", "--kind", "links", "--top", "3"}, "links-time.svg");
+  const auto lines = root->find_all("polyline", "line");
+  REQUIRE(lines.size() == 3);
+  const auto points = root->find_all("circle", "point");
+  for (std::size_t l = 0; l < 3; ++l) {
+    INFO(names[l]);
+    CHECK(lines[l]->attr("data-series") == names[l]);
+    std::vector<const XmlElement*> mine;
+    for (const auto* p : points)
+      if (p->attr("data-series") == names[l]) mine.push_back(p);
+    std::vector<std::size_t> rows;
+    for (std::size_t r = 0; r < link.size(); ++r)
+      if (link[r] == static_cast<std::int64_t>(l)) rows.push_back(r);
+    REQUIRE(mine.size() == rows.size());
+    for (std::size_t k = 0; k < rows.size(); ++k) {
+      const std::size_t r = rows[k];
+      CHECK(mine[k]->number("data-x") == Approx(((start[r] + end[r]) / 2 - start.front()) * 1e3).epsilon(1e-8).margin(1e-9));
+      CHECK(mine[k]->number("data-y") == Approx(100 * share[r]).epsilon(1e-8).margin(1e-9));
+    }
+  }
+  // Some bin of the busiest link is busier than its whole-run mean: a time series, not a mean.
+  double most = 0, total = 0, span = 0;
+  for (std::size_t r = 0; r < link.size(); ++r) {
+    if (link[r] != 0) continue;
+    most = std::max(most, share[r]);
+    total += share[r] * (end[r] - start[r]);
+    span += end[r] - start[r];
+  }
+  CHECK(most > total / span);
+}
+
 TEST_CASE("plot --kind sweep draws one point per simulated row of /sweep", "[cli][plot]") {
   TempDir dir;
   const Outcome sweep = run_ironlaw(
@@ -243,10 +297,17 @@ TEST_CASE("run --chrome-trace-ranks keeps exactly the chosen ranks and adds link
     CHECK((json.find("\"args\":{\"name\":\"rank " + std::to_string(rank) + "\"}") != std::string::npos) == chosen);
     CHECK((count_of(json, "\"pid\":" + std::to_string(rank) + ",\"tid\"") > 0) == chosen);
   }
-  // Counters: every "C" event's busy share within [0, 1], two samples per link track.
+  // Counters over time (the run recorded /link_series): one sample per bin of each link track
+  // and a 0 at its end, every busy share within [0, 1].
   const std::size_t counters = count_of(json, "\"ph\":\"C\"");
-  const std::size_t links = output::H5Reader(dir / "run.h5").link_names().size();
-  CHECK(counters == 2 * std::min<std::size_t>(links, 64));
+  const output::H5Reader reader(dir / "run.h5");
+  const std::size_t tracks = std::min<std::size_t>(reader.link_series_names().size(), 64);
+  const auto series = reader.link_series();
+  const auto& link = std::get<std::vector<std::int64_t>>(series.at(0).values);
+  const std::size_t bins = static_cast<std::size_t>(std::count_if(link.begin(), link.end(), [](std::int64_t l) { return l < 64; }));
+  REQUIRE(tracks > 0);
+  CHECK(counters == bins + tracks);
+  CHECK(json.find("links: busy share per time bin") != std::string::npos);
   for (auto pos = json.find("\"busy share\":"); pos != std::string::npos; pos = json.find("\"busy share\":", pos + 1)) {
     const double v = std::stod(json.substr(pos + 13, 24));
     CHECK(v >= 0.0);

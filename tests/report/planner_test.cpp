@@ -7,10 +7,12 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 #include <unistd.h>
 
 #include "config/load.hpp"
+#include "config/schema.hpp"
 #include "core/records.hpp"
 #include "report/planner.hpp"
 #include "run/simulation.hpp"
@@ -232,4 +234,114 @@ TEST_CASE("the predictor agrees with the simulation on a small case", "[report][
   CHECK(res.agreement.top_choice);
   CHECK(res.agreement.kendall_tau > 0.5);
   CHECK(res.agreement.median_abs_error < 0.3);
+}
+
+TEST_CASE("layouts that differ only in ZeRO 1 and 2 share one step simulation, each with its own memory",
+          "[report][planner]") {
+  const auto base = tiny();
+  PlanSpace sp = narrow();
+  sp.tp = {2};
+  sp.zero = {1, 2};
+  const auto res = ironlaw::report::plan(base, sp, PlanQuestion{}, 2, 1);
+  REQUIRE(res.simulated == 2);
+  CHECK(res.step_simulations == 1);
+  CHECK(res.shared == 1);
+  // The oracle: each layout simulated on its own by the run layer.
+  for (const auto& r : res.rows) {
+    if (r.status != "ok") continue;
+    INFO(r.layout());
+    ironlaw::config::Scenario s = ironlaw::report::scenario_for(base, r);
+    s.run.steps = 1;
+    ironlaw::NullSink sink;
+    const auto own = ironlaw::run::simulate(s, sink, ironlaw::run::TraceLevel::none);
+    CHECK(r.step_time_s == own.step_time_s);
+    CHECK(r.compute_s == own.compute_s);
+    CHECK(r.exposed_comm_s == own.exposed_comm_s);
+    CHECK(r.memory_bytes == own.memory.total());
+  }
+  const auto z1 = std::find_if(res.rows.begin(), res.rows.end(), [](const PlanRow& r) { return r.zero == 1; });
+  const auto z2 = std::find_if(res.rows.begin(), res.rows.end(), [](const PlanRow& r) { return r.zero == 2; });
+  REQUIRE(z1 != res.rows.end());
+  REQUIRE(z2 != res.rows.end());
+  CHECK(z2->memory_bytes < z1->memory_bytes);  // ZeRO 2 also shards the gradients over dp 4
+}
+
+TEST_CASE("without a data pipeline every simulated step is the first, so the planner simulates one",
+          "[report][planner]") {
+  // What makes one step exact: no loader (data.storage_bandwidth_per_node 0), so nothing is
+  // random and nothing is carried from one step to the next.
+  auto s = tiny();
+  REQUIRE(s.data.storage_bandwidth_per_node == 0);
+  s.parallel.pp = 2;
+  s.parallel.dp = 0;
+  REQUIRE(ironlaw::config::recheck_scenario(s).empty());
+  s.run.steps = 3;
+  ironlaw::NullSink sink;
+  const auto three = ironlaw::run::simulate(s, sink, ironlaw::run::TraceLevel::none);
+  REQUIRE(three.steps.size() == 3);
+  const auto first = three.steps[0].end_ns - three.steps[0].start_ns;
+  for (const auto& st : three.steps) {
+    CHECK(st.end_ns - st.start_ns == first);
+    CHECK(st.bubble_s == three.steps[0].bubble_s);
+    CHECK(st.exposed_comm_s == three.steps[0].exposed_comm_s);
+  }
+}
+
+TEST_CASE("a plan whose simulations are spread elsewhere is the plan simulated here", "[report][planner]") {
+  const auto base = tiny();
+  PlanSpace sp = narrow();
+  sp.tp = {1, 2, 4};
+  sp.pp = {1, 2};
+  sp.zero = {0, 1, 2};
+  const auto here = ironlaw::report::plan(base, sp, PlanQuestion{}, 7, 1);
+  // As cli/mpi does it: each row simulated by "another process" (last first), sent back as text.
+  std::size_t calls = 0;
+  const ironlaw::report::SimulateRows spread = [&](std::vector<PlanRow>& rows, const auto& one) {
+    ++calls;
+    for (std::size_t i = rows.size(); i-- > 0;) {
+      PlanRow elsewhere = rows[i];
+      one(elsewhere);
+      ironlaw::report::decode_simulated(ironlaw::report::encode_simulated(elsewhere), rows[i]);
+    }
+    return true;
+  };
+  const auto there = ironlaw::report::plan(base, sp, PlanQuestion{}, 7, 1, spread);
+  CHECK(calls == 1);
+  REQUIRE(here.rows.size() == there.rows.size());
+  CHECK(here.simulated == 7);
+  CHECK(here.shared == there.shared);
+  for (std::size_t i = 0; i < here.rows.size(); ++i) {
+    INFO(i);
+    CHECK(here.rows[i].layout() == there.rows[i].layout());
+    CHECK(here.rows[i].status == there.rows[i].status);
+    CHECK(here.rows[i].rank == there.rows[i].rank);
+    CHECK(here.rows[i].step_time_s == there.rows[i].step_time_s);
+    CHECK(here.rows[i].days == there.rows[i].days);
+    CHECK(here.rows[i].memory_bytes == there.rows[i].memory_bytes);
+  }
+  // A process that does not gather returns an empty plan.
+  const ironlaw::report::SimulateRows not_root = [](std::vector<PlanRow>&, const auto&) { return false; };
+  CHECK(ironlaw::report::plan(base, sp, PlanQuestion{}, 7, 1, not_root).rows.empty());
+}
+
+TEST_CASE("a simulated row travels as text bit for bit and a damaged text is refused", "[report][planner]") {
+  PlanRow r;
+  r.status = "ok";
+  r.step_time_s = 0.1 + 0.2;  // not a short decimal
+  r.days = 1.0 / 3.0;
+  r.mfu = std::nextafter(0.5, 1.0);
+  r.memory_bytes = 7.5e10;
+  r.meets = false;
+  PlanRow back;
+  ironlaw::report::decode_simulated(ironlaw::report::encode_simulated(r), back);
+  CHECK(back.status == "ok");
+  CHECK(back.step_time_s == r.step_time_s);
+  CHECK(back.days == r.days);
+  CHECK(back.mfu == r.mfu);
+  CHECK(back.memory_bytes == r.memory_bytes);
+  CHECK_FALSE(back.meets);
+  const std::string text = ironlaw::report::encode_simulated(r);
+  CHECK_THROWS_AS(ironlaw::report::decode_simulated(text.substr(0, text.size() - 3), back), std::runtime_error);
+  CHECK_THROWS_AS(ironlaw::report::decode_simulated(text + "x", back), std::runtime_error);
+  CHECK_THROWS_AS(ironlaw::report::decode_simulated("99999999999999999999999:ok", back), std::runtime_error);
 }

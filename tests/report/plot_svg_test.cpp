@@ -258,6 +258,34 @@ TEST_CASE("the links figure draws the busiest links with widths proportional to 
   CHECK_THROWS_AS(report::plot_links(names, bytes, busy, 0.0, 3, "x"), std::invalid_argument);
 }
 
+TEST_CASE("the link utilisation figure draws one line per link, a point per bin at its middle", "[plot]") {
+  // Two links, bins of 2 ms from t = 1 s, the last bin 1 ms: link 0 busy 50 %, 100 %, 0 %;
+  // link 1 busy 25 % in each. With --top 1 only link 0 is drawn.
+  const std::vector<std::string> names = {"a->b", "b->c"};
+  const std::vector<std::int64_t> link = {0, 0, 0, 1, 1, 1};
+  const std::vector<double> start = {1.000, 1.002, 1.004, 1.000, 1.002, 1.004};
+  const std::vector<double> end = {1.002, 1.004, 1.005, 1.002, 1.004, 1.005};
+  const std::vector<double> share = {0.5, 1.0, 0.0, 0.25, 0.25, 0.25};
+  const std::string svg = report::plot_link_series(names, link, start, end, share, 2, "links over time");
+  const auto root = parse_xml(svg);
+  check_self_contained(*root);
+  CHECK(root->find_all("polyline", "line").size() == 2);
+  CHECK(legend_labels(*root) == names);
+  const auto points = root->find_all("circle", "point");
+  REQUIRE(points.size() == 6);
+  const std::vector<double> mid_ms = {1, 3, 4.5};  // from the first bin's start
+  for (std::size_t i = 0; i < 3; ++i) {
+    CHECK(points[i]->attr("data-series") == "a->b");
+    CHECK(points[i]->number("data-x") == Approx(mid_ms[i]).epsilon(1e-9));
+    CHECK(points[i]->number("data-y") == Approx(100 * share[i]).epsilon(1e-9));
+  }
+  check_renders(svg, "link-series");
+  CHECK(parse_xml(report::plot_link_series(names, link, start, end, share, 1, "x"))->find_all("circle", "point").size() == 3);
+  CHECK_THROWS_AS(report::plot_link_series(names, {0, 2}, {0, 1}, {1, 2}, {0, 0}, 2, "x"), std::invalid_argument);
+  CHECK_THROWS_AS(report::plot_link_series(names, {0}, {1}, {1}, {0}, 2, "x"), std::invalid_argument);
+  CHECK_THROWS_AS(report::plot_link_series(names, {0}, {0, 1}, {1}, {0}, 2, "x"), std::invalid_argument);
+}
+
 TEST_CASE("the XML checker of the plot tests rejects malformed documents", "[plot]") {
   CHECK_NOTHROW(parse_xml("<?xml version=\"1.0\"?><a x='1'><b/>t &amp; u<!-- c --></a>"));
   CHECK_THROWS(parse_xml("<a><b></a>"));

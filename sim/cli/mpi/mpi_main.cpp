@@ -1,7 +1,8 @@
-// `ironlaw-mpi sweep ...` under mpirun or srun: the points of one sweep spread over the MPI
-// ranks (cli/ranks.hpp), rank 0 gathering them into the one HDF5 file and table that
-// `ironlaw sweep` writes, byte for byte. A separate binary, so that `ironlaw` itself neither
-// links MPI nor needs an MPI runtime; built only when CMake finds Boost.MPI.
+// `ironlaw-mpi sweep|plan ...` under mpirun or srun: the points of one sweep, or the layouts a
+// plan simulates, spread over the MPI ranks (cli/ranks.hpp), rank 0 gathering them into the one
+// HDF5 file and table that `ironlaw sweep` or `ironlaw plan` writes, byte for byte. A separate
+// binary, so that `ironlaw` itself neither links MPI nor needs an MPI runtime; built only when
+// CMake finds Boost.MPI.
 #include <boost/mpi/collectives.hpp>
 #include <boost/mpi/communicator.hpp>
 #include <boost/mpi/environment.hpp>
@@ -40,10 +41,12 @@ class MpiRanks final : public Ranks {
 
 constexpr const char* kUsage =
     "usage: mpirun -n N ironlaw-mpi sweep SCENARIO.yaml --vary KEY=V1,V2,... [options]\n"
-    "       srun -n N ironlaw-mpi sweep ...\n"
-    "The points of the sweep are spread over the N ranks (rank r simulates points r, r+N, ...);\n"
-    "rank 0 prints the table and writes the HDF5 file, identical to `ironlaw sweep`'s. -j threads\n"
-    "run within each rank. Every other command: `ironlaw`.\n";
+    "       mpirun -n N ironlaw-mpi plan MODEL.yaml|SCENARIO.yaml [options]\n"
+    "       srun -n N ironlaw-mpi sweep|plan ...\n"
+    "The points of the sweep, or the --top K layouts the plan simulates, are spread over the N\n"
+    "ranks (rank r takes r, r+N, ...); rank 0 prints the table and writes the HDF5 file, identical\n"
+    "to `ironlaw sweep`'s or `ironlaw plan`'s. -j threads run within each rank. Every other\n"
+    "command: `ironlaw`.\n";
 
 }  // namespace
 
@@ -63,13 +66,14 @@ int main(int argc, char** argv) {
     if (root) std::cout << kUsage;
     return kExitOk;
   }
-  if (command != "sweep") {
-    if (root) std::cerr << "ironlaw-mpi: expected the command sweep, got \"" << command << "\"\n" << kUsage;
+  if (command != "sweep" && command != "plan") {
+    if (root) std::cerr << "ironlaw-mpi: expected the command sweep or plan, got \"" << command << "\"\n" << kUsage;
     return kExitBadInput;
   }
   const Args args(argv + 2, argv + argc);
+  const std::string who = "ironlaw-mpi " + command;
   try {
-    return cmd_sweep(args);
+    return command == "plan" ? cmd_plan(args) : cmd_sweep(args);
   } catch (const ironlaw::InputError& e) {
     // Bad input is found by every rank alike before any point runs: each returns, rank 0 says why.
     if (root) {
@@ -77,14 +81,14 @@ int main(int argc, char** argv) {
     }
     return kExitBadInput;
   } catch (const boost::program_options::error& e) {
-    if (root) std::cerr << "ironlaw-mpi sweep: " << e.what() << "\n";
+    if (root) std::cerr << who << ": " << e.what() << "\n";
     return kExitBadInput;
   } catch (const ironlaw::IoError& e) {
     // Anything else may strike one rank alone while the others wait to gather: stop them all.
-    std::cerr << "ironlaw-mpi sweep (rank " << world.rank() << "): " << e.what() << "\n";
+    std::cerr << who << " (rank " << world.rank() << "): " << e.what() << "\n";
     env.abort(kExitBadInput);
   } catch (const std::exception& e) {
-    std::cerr << "ironlaw-mpi sweep (rank " << world.rank() << "): internal error: " << e.what() << "\n";
+    std::cerr << who << " (rank " << world.rank() << "): internal error: " << e.what() << "\n";
     env.abort(kExitInternal);
   }
   return kExitInternal;
