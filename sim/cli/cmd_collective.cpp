@@ -51,6 +51,7 @@ int cmd_collective(const Args& args) {
   int gpus_per_node = 0;
   std::string algorithm = "auto";
   std::string granularity = "fluid";
+  Limits limits;
   opts.add_options()
       ("help,h", "show this help")
       ("op", po::value(&op_name)->default_value(op_name), "all_reduce | reduce_scatter | all_gather | all_to_all")
@@ -63,7 +64,9 @@ int cmd_collective(const Args& args) {
       ("algorithm", po::value(&algorithm), "same as --algo")
       ("granularity", po::value(&granularity)->default_value(granularity),
        "fluid (each ring position one flow, as run.collectives: fluid) | stepped (every ring step a flow)")
-      ("topology", po::value(&topology_path), "topology YAML (default: topologies/dgx-h100-leaf-spine.yaml)");
+      ("topology", po::value(&topology_path), "topology YAML (default: topologies/dgx-h100-leaf-spine.yaml)")
+      ("max-memory", po::value(&limits.max_memory),
+       "refuse a collective whose estimated memory exceeds this, e.g. \"32 GiB\" (default: half of this machine's RAM)");
   po::variables_map vm;
   if (!parse_command_line(args, opts, nullptr, vm)) return kExitOk;
 
@@ -104,6 +107,8 @@ int cmd_collective(const Args& args) {
     topo.node.nics = std::min(topo.node.nics, gpus_per_node);
   }
   const int ranks = nodes * topo.node.gpus;
+  check_collective_memory(op == comm::CollectiveOp::all_to_all, static_cast<double>(nodes) * topo.node.gpus,
+                          memory_limit(limits));
   std::vector<comm::BenchRow> rows;
   try {
     rows = comm::bench_collective(topo, nodes, op, min_bytes, max_bytes, factor, options);

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -79,9 +80,31 @@ double parse_number(const std::string& text, const std::string& key, const std::
   return v;
 }
 
+/// The reading of `key`'s values: its dimension, a count for integers.
+std::optional<config::Dimension> dimension_of(const std::string& key) {
+  const auto table = config::scenario_key_table();
+  const auto info = std::find_if(table.begin(), table.end(), [&](const config::KeyInfo& k) { return k.key == key; });
+  if (info == table.end()) return std::nullopt;
+  if (info->dimension) return info->dimension;
+  if (info->type == "integer" || info->type == "number") return config::Dimension::count;
+  return std::nullopt;
+}
+
+/// Refuses an axis that already holds more values than the sweep may have points: checked as
+/// values are added, so no list or range is expanded past the bound first.
+void check_axis_size(const std::string& key, std::size_t values, std::size_t max_points) {
+  if (values > max_points) {
+    throw InputError(SourceLoc{"--vary", 0, 0}, key,
+                     "the sweep has more than " + std::to_string(max_points) +
+                         " points (the product of the --vary lists); raise the limit with --max-points");
+  }
+}
+
 /// Expands "A..B" or "A..B:STEP" (STEP > 0, default 1) into A, A+STEP, ... ≤ B; a unit after
-/// the last number ("25..50:5 GB/s") is written after every value.
-void expand_range(const std::string& written, const std::string& key, std::vector<std::string>& out) {
+/// the last number ("25..50:5 GB/s") is written after every value, and must be one the key
+/// reads (the same mistake at every point is bad input, not a failed row each).
+void expand_range(const std::string& written, const std::string& key, std::vector<std::string>& out,
+                  std::size_t max_points) {
   std::size_t end = written.size();
   while (end > 0 && !std::isdigit(static_cast<unsigned char>(written[end - 1])) && written[end - 1] != '.') --end;
   std::string unit = written.substr(end);
@@ -101,6 +124,19 @@ void expand_range(const std::string& written, const std::string& key, std::vecto
   if (n > kMaxRangeValues) {
     throw InputError({"--vary", 0, 0}, key, "the range \"" + item + "\" has more than " +
                                                 format_value(kMaxRangeValues) + " values");
+  }
+  check_axis_size(key, out.size() + static_cast<std::size_t>(n), max_points);
+  if (!unit.empty()) {
+    const auto dimension = dimension_of(key);
+    std::string error;
+    if (!dimension) {
+      throw InputError({"--vary", 0, 0}, key, "the range \"" + written + "\" ends in \"" + unit +
+                                                  "\", but this key takes no unit");
+    }
+    if (!config::parse_quantity(format_value(b) + suffix, *dimension, &error)) {
+      throw InputError({"--vary", 0, 0}, key, "the range \"" + written + "\" ends in \"" + unit +
+                                                  "\", which is not a unit of this key: " + error);
+    }
   }
   for (double i = 0; i < n; ++i) out.push_back(format_value(a + i * step) + suffix);
 }
@@ -125,7 +161,7 @@ std::vector<std::string> auto_values(const std::string& key, const config::Scena
 }
 
 /// Parses KEY=ITEM,ITEM,... where an ITEM is a value, a range A..B[:STEP], or `auto`.
-Axis parse_vary(const std::string& text, const config::Scenario& base) {
+Axis parse_vary(const std::string& text, const config::Scenario& base, std::size_t max_points) {
   const auto eq = text.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
     throw InputError({}, "--vary", "expected KEY=V1,V2,... or KEY=A..B:STEP, got \"" + text + "\"");
@@ -140,10 +176,11 @@ Axis parse_vary(const std::string& text, const config::Scenario& base) {
       const auto values = auto_values(a.key, base);
       a.values.insert(a.values.end(), values.begin(), values.end());
     } else if (v.find("..") != std::string::npos) {
-      expand_range(v, a.key, a.values);
+      expand_range(v, a.key, a.values, max_points);
     } else {
       a.values.push_back(v);
     }
+    check_axis_size(a.key, a.values.size(), max_points);
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
@@ -318,6 +355,7 @@ int cmd_sweep(const Args& args) {
   if (!parse_command_line(args, opts, "scenario", vm)) return kExitOk;
   if (scenario_path.empty()) throw InputError({}, "SCENARIO", "a scenario file is required");
   if (varies.empty()) throw InputError({}, "--vary", "at least one --vary KEY=V1,V2,... is required");
+  check_limit_options(limits);
   if (threads < 1 || threads > 1024) throw InputError({}, "-j", "expected 1 to 1024 threads");
   if (vm.count("output") && out_path.empty()) throw InputError({}, "-o", "the output path is empty");
   if (vm.count("csv") && vm.count("json")) throw InputError({}, "--csv", "give --csv or --json, not both");
@@ -344,7 +382,7 @@ int cmd_sweep(const Args& args) {
   const config::Scenario base = config::load_scenario(scenario_path, sets);
   refuse_parameter_server(base, "sweep");
   std::vector<Axis> axes;
-  for (const auto& v : varies) axes.push_back(parse_vary(v, base));
+  for (const auto& v : varies) axes.push_back(parse_vary(v, base, limits.max_points));
 
   std::size_t total = 1;
   for (const auto& a : axes) {

@@ -1,9 +1,11 @@
 #include "cli/common.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -96,11 +98,18 @@ void check_step_limit(const config::Scenario& s, const Limits& limits) {
   }
 }
 
+void check_limit_options(const Limits& limits) {
+  if (limits.max_steps < 1) throw InputError({}, "--max-steps", "expected at least 1");
+  if (limits.max_points < 1) throw InputError({}, "--max-points", "expected at least 1");
+  memory_limit(limits);
+}
+
 double memory_limit(const Limits& limits) {
   if (limits.max_memory.empty()) return run::default_memory_limit();
   std::string error;
   const auto v = config::parse_quantity(limits.max_memory, config::Dimension::bytes, &error);
-  if (!v || !(*v > 0)) throw InputError({}, "--max-memory", error.empty() ? "expected a positive size like \"32 GiB\"" : error);
+  if (!v || !(*v > 0) || !std::isfinite(*v))
+    throw InputError({}, "--max-memory", error.empty() ? "expected a positive size like \"32 GiB\"" : error);
   return *v;
 }
 
@@ -186,6 +195,17 @@ void check_collective_args(const Args& args) {
   if (*hi > 1e15) throw InputError({}, "-e", "expected at most 1e15 bytes (1 PB), got " + max_s);
 }
 
+void check_collective_memory(bool all_to_all, double ranks, double limit_bytes) {
+  constexpr double kBytesPerRank = 32 * 1024.0, kBytesPerPair = 8 * 1024.0;
+  const double bytes = ranks * kBytesPerRank + (all_to_all ? ranks * (ranks - 1) * kBytesPerPair : 0.0);
+  if (bytes > limit_bytes) {
+    throw InputError({}, "--nodes",
+                     "the collective over " + count(ranks) + " ranks would need about " + gib(bytes) +
+                         " of memory (" + (all_to_all ? "one flow per pair of ranks" : "the ranks' devices, links and flows") +
+                         "), above the limit of " + gib(limit_bytes) + "; use fewer nodes, or raise the limit with --max-memory");
+  }
+}
+
 std::vector<int> parse_rank_set(const std::string& text, const std::string& key) {
   const auto fail = [&](const std::string& why) -> InputError {
     return InputError({}, key, "expected ranks like \"0,8-15\" (ranks ≥ 0, ranges A-B with A ≤ B), got \"" + text +
@@ -213,6 +233,17 @@ std::vector<int> parse_rank_set(const std::string& text, const std::string& key)
   std::sort(ranks.begin(), ranks.end());
   ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
   return ranks;
+}
+
+int finish_stdout(int status, const std::string& command) {
+  errno = 0;
+  std::cout.flush();
+  const bool flushed = std::fflush(stdout) == 0;
+  const int err = errno;
+  if (flushed && std::cout.good() && std::ferror(stdout) == 0) return status;
+  std::cerr << "ironlaw" << (command.empty() ? "" : " " + command) << ": cannot write to standard output: "
+            << (err != 0 ? std::strerror(err) : "a write failed") << "\n";
+  return kExitBadInput;
 }
 
 std::unique_ptr<output::H5Reader> open_user_h5(const std::string& path) {

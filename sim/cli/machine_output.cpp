@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/text.hpp"
+
 namespace ironlaw::cli {
 
 std::string csv_field(const std::string& text) {
@@ -15,7 +17,8 @@ std::string csv_field(const std::string& text) {
   return out + "\"";
 }
 
-std::string json_string(const std::string& text) {
+std::string json_string(const std::string& raw) {
+  const std::string text = valid_utf8(raw);  // JSON is UTF-8 (RFC 8259 §8.1)
   std::string out = "\"";
   for (char c : text) {
     switch (c) {

@@ -34,9 +34,7 @@ const char* kUsage =
     "  keys [PREFIX]            every scenario key with type, unit, default, bounds and meaning\n"
     "  help COMMAND             the options of COMMAND (the same as COMMAND --help)\n";
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run_command(int argc, char** argv) {
   using namespace ironlaw::cli;
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
     std::cout << kUsage;
@@ -101,4 +99,11 @@ int main(int argc, char** argv) {
     std::cerr << "ironlaw " << command << ": internal error: " << e.what() << "\n";
     return kExitInternal;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int status = run_command(argc, argv);
+  return ironlaw::cli::finish_stdout(status, argc > 1 ? argv[1] : "");
 }

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "config/reader.hpp"
+#include "config/validate.hpp"
 
 namespace ironlaw::config {
 
@@ -65,13 +66,16 @@ void detail::parse_layer_card(Section s, LayerModelSpec& m) {
     if (good) {
       for (const auto& item : *input) {
         int v = 0;
-        good = good && item.IsScalar() && YAML::convert<int>::decode(item, v) && v > 0;
+        good = good && item.IsScalar() && YAML::convert<int>::decode(item, v) && v > 0 &&
+               detail::bound_problem(s.full("input[]"), v).empty();
         if (good) m.input.push_back(v);
       }
     }
     if (!good) {
-      st.fail(s.full("input"), m.input_kind == "image" ? "expected [channels, height, width], each positive"
-                                                       : "expected [n] with n positive");
+      const detail::KeyBound* b = detail::bound_for(s.full("input[]"));
+      const std::string range = b ? " from 1 to " + std::to_string(static_cast<long long>(b->max)) : " positive";
+      st.fail(s.full("input"), m.input_kind == "image" ? "expected [channels, height, width], each" + range
+                                                       : "expected [n] with n" + range);
     }
   }
   if (st.collecting) {  // the keys of one layer, listed as model.layers[].KEY
@@ -82,6 +86,7 @@ void detail::parse_layer_card(Section s, LayerModelSpec& m) {
     if (!list->IsSequence() || list->size() == 0) {
       st.fail(s.full("layers"), "expected a non-empty list of layers like [{ kind: dense, units: 10 }]");
     } else {
+      long long total = 0;
       for (std::size_t i = 0; i < list->size(); ++i) {
         const YAML::Node item = (*list)[i];
         const std::string key = s.full("layers") + "[" + std::to_string(i) + "]";
@@ -91,7 +96,14 @@ void detail::parse_layer_card(Section s, LayerModelSpec& m) {
         }
         LayerSpec l;
         parse_layer(Section(st, item, s.file(), key, s.position("layers", item), false), l);
+        total += l.repeat;
         m.layers.push_back(std::move(l));
+      }
+      // Repeats expand into layers: their total has the bound of a model's layers.
+      const detail::KeyBound* b = detail::bound_for("model.layers");
+      if (b && static_cast<double>(total) > b->max) {
+        st.fail(s.full("layers"), "the list expands to " + std::to_string(total) + " layers (repeats counted), above " +
+                                      std::to_string(static_cast<long long>(b->max)));
       }
     }
   }

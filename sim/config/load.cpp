@@ -847,7 +847,13 @@ std::string did_you_mean(const std::string& key, const std::vector<std::string>&
   const std::size_t cap = key.size() <= 3 ? 2 : std::max<std::size_t>(2, key.size() / 3) + 1;
   std::string best;
   std::size_t best_distance = cap;
+  // The lengths differ by at most the distance: a candidate that cannot come closer is not
+  // compared, so a long key (a 16 MiB line) costs O(candidates), not O(size x candidates).
+  const auto too_far = [](const std::string& a, const std::string& b, std::size_t bound) {
+    return (a.size() > b.size() ? a.size() - b.size() : b.size() - a.size()) >= bound;
+  };
   for (const auto& c : candidates) {
+    if (too_far(key, c, best_distance)) continue;
     const std::size_t d = levenshtein(key, c);
     if (d < best_distance) {
       best = c;
@@ -865,6 +871,7 @@ std::string did_you_mean(const std::string& key, const std::vector<std::string>&
   const auto depth = [](const std::string& k) { return std::count(k.begin(), k.end(), '.'); };
   for (const auto& c : candidates) {
     if (c.find('.') == std::string::npos) continue;
+    if (too_far(key, last_part(c), part_distance + 1)) continue;
     const std::size_t d = levenshtein(key, last_part(c));
     if (d < part_distance || (d == part_distance && depth(c) < depth(by_part))) {
       by_part = c;

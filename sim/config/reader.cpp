@@ -17,8 +17,10 @@
 #include <sstream>
 #include <string_view>
 
+#include "config/input_file.hpp"
 #include "config/load.hpp"
 #include "config/validate.hpp"
+#include "core/text.hpp"
 
 namespace ironlaw::config::detail {
 
@@ -252,7 +254,18 @@ class ShapeCheck : public YAML::EventHandler {
   void OnDocumentStart(const YAML::Mark&) override {}
   void OnDocumentEnd() override {}
   void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override { leaf(mark, anchor); }
-  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor, const std::string&) override {
+  void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
+                const std::string& value) override {
+    // Keys and values are UTF-8 text (YAML 1.2 §5.2): they reach the SVG, JSON and HDF5 outputs.
+    if (first_invalid_utf8(value) != std::string::npos || first_invalid_utf8(tag) != std::string::npos) {
+      const std::size_t bad = first_invalid_utf8(value);
+      char byte[8];
+      std::snprintf(byte, sizeof byte, "0x%02X",
+                    bad == std::string::npos ? 0u : static_cast<unsigned>(static_cast<unsigned char>(value[bad])));
+      throw ShapeProblem{mark, std::string("a key or value is not UTF-8 text") +
+                                   (bad == std::string::npos ? "" : std::string(" (byte ") + byte + ")") +
+                                   "; YAML is UTF-8"};
+    }
     leaf(mark, anchor);
   }
   void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
@@ -485,6 +498,21 @@ std::string resolve_path(const std::string& file, const std::string& relative) {
   if (rel.is_absolute()) return rel.lexically_normal().string();
   return (fs::path(file).parent_path() / rel).lexically_normal().string();
 }
+
+}  // namespace ironlaw::config::detail
+
+namespace ironlaw::config {
+
+std::string read_input_text(const std::string& path) {
+  std::string text;
+  const std::string problem = detail::read_regular_file(path, text);
+  if (!problem.empty()) throw InputError(SourceLoc{path, 0, 0}, "", "cannot read \"" + path + "\": " + problem);
+  return text;
+}
+
+}  // namespace ironlaw::config
+
+namespace ironlaw::config::detail {
 
 std::optional<Document> load_document(const std::string& path, LoadState& state, const SourceLoc& referenced_at,
                                       const std::string& key) {

@@ -95,7 +95,8 @@ LoadState collect_scenario_schema();
 std::optional<Document> load_document(const std::string& path, LoadState& state, const SourceLoc& referenced_at,
                                       const std::string& key);
 
-/// Streams over `text` without building a tree and returns the first bound passed (nesting
+/// Streams over `text` without building a tree and returns the first problem: a key or value
+/// that is not UTF-8 text (YAML 1.2 §5.2; comments may hold any bytes), or a bound passed (nesting
 /// deeper than kMaxYamlDepth, more than kMaxYamlNodes values once aliases are expanded, too many
 /// or too deeply nested aliases), with its position in `*where` (file kept, line and column
 /// 1-based). nullopt when within bounds or malformed (the real parse reports that). O(size).

@@ -1,5 +1,6 @@
 #include "config/validate.hpp"
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -145,13 +146,56 @@ const std::vector<KeyBound>& key_bounds() {
       {"training.evaluation.every_steps", 1, 1e9, true, "optimizer steps between evaluations, 0: none"},
       {"training.evaluation.tokens", 1, 1e15, true, "tokens one evaluation runs forward over, 0: none"},
       {"run.steps", 1, 1e6, false, "simulated steps (the command line may lower it further: --max-steps)"},
+      // Keys inside list items: an item's index is written [] (model.layers[3].units matches
+      // layers[].units, training.batch_ramp.0.until_tokens matches batch_ramp[].until_tokens).
+      {"training.batch_ramp[].until_tokens", 1, 1e16, false, "tokens of the whole run"},
+      {"training.batch_ramp[].global_batch_tokens", 1, 1e12, false, "tokens per step"},
+      {"layers[].units", 1, 1e7, false, "output features of a layer"},
+      {"layers[].filters", 1, 1e6, false, "output channels of a convolution"},
+      {"layers[].kernel", 1, 1e4, false, "kernel side of a convolution or pooling"},
+      {"layers[].stride", 1, 1e4, false, "stride of a convolution or pooling"},
+      {"layers[].padding", 0, 1e4, true, "padding of a convolution or pooling"},
+      {"layers[].vocab", 1, 1e9, false, "vocabulary size"},
+      {"layers[].heads", 1, 1e5, false, "attention heads"},
+      {"layers[].width", 1, 1e7, false, "inner channels of a bottleneck"},
+      {"layers[].biases", 0, 16, true, "bias vectors per gate"},
+      {"layers[].repeat", 1, 1e5, false, "repeats of one layer entry"},
+      {"model.input[]", 1, 1e7, false, "channels, height, width or features of one input sample"},
+      // Failure-rate files (reliability.failures): beyond these a run restarts more often than it trains.
+      {"per_1000_node_days", 0, 1e5, true, "failures per 1,000 node-days"},
+      {"shape", 0.05, 20, false, "a Weibull shape (infant mortality below 1, wear-out above)"},
+      {"observation.duration", 60, 9.2e9, false, "the observed period, at least a minute"},
+      {"observation.nodes", 1, 1e7, false, "nodes observed"},
   };
   return table;
 }
 
+std::string list_item_key(const std::string& key) {
+  std::string out;
+  out.reserve(key.size());
+  for (std::size_t i = 0; i < key.size();) {
+    const bool bracket = key[i] == '[';
+    const bool dot = key[i] == '.';
+    std::size_t j = i + 1;
+    while (j < key.size() && std::isdigit(static_cast<unsigned char>(key[j]))) ++j;
+    const bool digits = j > i + 1;
+    if (bracket && digits && j < key.size() && key[j] == ']') {  // [3] -> []
+      out += "[]";
+      i = j + 1;
+    } else if (dot && digits && (j == key.size() || key[j] == '.')) {  // .3. -> [].
+      out += "[]";
+      i = j;
+    } else {
+      out += key[i++];
+    }
+  }
+  return out;
+}
+
 const KeyBound* bound_for(const std::string& key) {
+  const std::string k = list_item_key(key);
   for (const auto& b : key_bounds()) {
-    if (ends_with_key(key, b.key)) return &b;
+    if (ends_with_key(k, b.key)) return &b;
   }
   return nullptr;
 }

@@ -29,7 +29,12 @@ struct KeyBound {
 /// The table of bounds, most specific key first.
 const std::vector<KeyBound>& key_bounds();
 
-/// The bound of `key` (a full dotted key), null when none applies. O(table size).
+/// `key` with each list index written [] ("model.layers[3].units" -> "model.layers[].units",
+/// "training.batch_ramp.0.until_tokens" -> "training.batch_ramp[].until_tokens"). O(size).
+std::string list_item_key(const std::string& key);
+
+/// The bound of `key` (a full dotted key; list indices are read as []), null when none
+/// applies. O(table size).
 const KeyBound* bound_for(const std::string& key);
 
 /// "" when `value` is within the bound of `key` (or it has none), else the message

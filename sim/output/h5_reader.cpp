@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -396,6 +397,18 @@ std::vector<StepRecord> H5Reader::steps() const {
   out.reserve(rows);
   for (hsize_t r = 0; r < rows; ++r) {
     out.push_back(schema::unpack_step(block.data() + r * schema::kStepRowBytes));
+    // A simulated step starts at or after 0 and ends after it starts; its figures are finite.
+    // A file that says otherwise was not written by ironlaw: refused here, so no reader
+    // subtracts times that overflow or draws NaN.
+    const StepRecord& st = out.back();
+    bool sane = st.start_ns >= 0 && st.end_ns >= st.start_ns;
+    for (const double v : {st.compute_s, st.exposed_comm_s, st.bubble_s, st.data_stall_s, st.other_s, st.model_flops,
+                           st.hardware_flops, st.tokens})
+      sane = sane && std::isfinite(v);
+    if (!sane) {
+      throw std::runtime_error(label_ + ": /steps row " + std::to_string(r) +
+                               " is impossible (a negative or reversed time, or a value that is not finite)");
+    }
   }
   return out;
 }

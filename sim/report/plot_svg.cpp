@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "output/atomic_file.hpp"
 
 namespace ironlaw::report {
@@ -45,7 +46,9 @@ std::string tick_label(double v) {
   return buf;
 }
 
-std::string escape(const std::string& text) {
+std::string escape(const std::string& raw) {
+  // Labels may quote bytes of a file or path ironlaw did not write: the SVG stays UTF-8.
+  const std::string text = valid_utf8(raw);
   std::string out;
   out.reserve(text.size());
   for (const char ch : text) {

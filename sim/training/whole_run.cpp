@@ -908,11 +908,13 @@ class WholeRun {
   }
 
   void guard() {
-    // A run that restarts far more often than it trains would never end: refuse it.
-    if (out_.interruptions > 10'000'000 || now_ > Time::s(86400LL * 365 * 100)) {
+    // A run that restarts far more often than it trains would never end: refuse it. Every
+    // restart is kept (64 B, and a row of /run/restarts): a million bounds that to ~100 MB and
+    // about a second; Llama 3 405B's 54 days had 419 interruptions.
+    if (out_.interruptions > 1'000'000 || now_ > Time::s(86400LL * 365 * 100)) {
       throw InputError(s_.where("reliability.failures"), "reliability.failures",
-                       "the run does not finish within 100 years of simulated time: failures come faster than "
-                       "checkpoints keep progress");
+                       "the run does not finish within 100 years of simulated time or 1,000,000 restarts: "
+                       "failures come faster than checkpoints keep progress");
     }
   }
 

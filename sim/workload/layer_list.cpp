@@ -1,5 +1,7 @@
 #include "workload/layer_list.hpp"
 
+#include "core/error.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -258,15 +260,22 @@ LayerModelCost layer_model_cost(const config::LayerModelSpec& model, int batch, 
     shape = model.input_kind == "tokens" ? SampleShape{1, model.input[0], 1} : SampleShape{model.input[0], 1, 1};
   }
   int index = 0;
-  for (const auto& l : model.layers) {
-    for (int r = 0; r < l.repeat; ++r, ++index) {
-      LayerCost c;
-      c.kind = l.kind;
-      c.name = (l.name.empty() ? l.kind + std::to_string(index) : l.name) + (l.repeat > 1 ? "." + std::to_string(r) : "");
-      if (l.kind == "embedding" && index != 0) b.fail(c.name, "an embedding must be the first layer");
-      shape = b.layer(l, c.name, shape, c, r == 0);
-      c.out = shape;
-      b.out.layers.push_back(std::move(c));
+  for (std::size_t entry = 0; entry < model.layers.size(); ++entry) {
+    const config::LayerSpec& l = model.layers[entry];
+    try {
+      for (int r = 0; r < l.repeat; ++r, ++index) {
+        LayerCost c;
+        c.kind = l.kind;
+        c.name = (l.name.empty() ? l.kind + std::to_string(index) : l.name) + (l.repeat > 1 ? "." + std::to_string(r) : "");
+        if (l.kind == "embedding" && index != 0) b.fail(c.name, "an embedding must be the first layer");
+        shape = b.layer(l, c.name, shape, c, r == 0);
+        c.out = shape;
+        b.out.layers.push_back(std::move(c));
+      }
+    } catch (const std::invalid_argument& e) {
+      // A shape the card cannot have (a kernel larger than its input, heads that do not divide
+      // the width) is a mistake in the card: bad input naming the entry, not an internal error.
+      throw InputError(SourceLoc{model.file, 0, 0}, "model.layers[" + std::to_string(entry) + "]", e.what());
     }
   }
   return std::move(b.out);

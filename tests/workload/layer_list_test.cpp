@@ -128,18 +128,26 @@ TEST_CASE("an LSTM's recurrent GEMMs run one per step", "[workload][layer_list]"
 }
 
 TEST_CASE("layer lists that do not fit are refused", "[workload][layer_list]") {
+  // A card whose shapes cannot chain is bad input naming the entry (exit 2), not an internal error.
   config::LayerSpec conv;
   conv.kind = "conv2d";
   conv.filters = 8;
   conv.kernel = 9;
-  CHECK_THROWS_AS(layer_model_cost(one_layer(conv, "image", {3, 4, 4}), 1, "bf16"), std::invalid_argument);
+  CHECK_THROWS_AS(layer_model_cost(one_layer(conv, "image", {3, 4, 4}), 1, "bf16"), InputError);
+  try {
+    layer_model_cost(one_layer(conv, "image", {3, 4, 4}), 1, "bf16");
+  } catch (const InputError& e) {
+    REQUIRE(e.diagnostics().size() == 1);
+    CHECK(e.diagnostics()[0].key == "model.layers[0]");
+    CHECK(e.diagnostics()[0].message.find("kernel 9 does not fit the 4x4 input") != std::string::npos);
+  }
   config::LayerSpec emb;
   emb.kind = "embedding";
   emb.vocab = 10;
   emb.units = 4;
   config::LayerModelSpec m = one_layer(conv, "image", {3, 32, 32});
   m.layers.push_back(emb);
-  CHECK_THROWS_AS(layer_model_cost(m, 1, "bf16"), std::invalid_argument);
+  CHECK_THROWS_AS(layer_model_cost(m, 1, "bf16"), InputError);
   CHECK_THROWS_AS(layer_model_cost(one_layer(emb, "tokens", {8}), 0, "bf16"), std::invalid_argument);
 }
 
