@@ -80,7 +80,10 @@ struct SimulationResult {
 };
 
 /// Simulates `scenario.run.steps` training steps. Records go to `sink` at `trace` detail.
-/// An OOM layout returns with out_of_memory set and no steps. `scenario` must have passed the
+/// With run.forward_only (an evaluation pass) each step runs every microbatch forward only:
+/// no backward, recomputation, gradient collectives or optimizer; its model FLOPs are the
+/// forward third of the PaLM count; refused (InputError) under ZeRO 3; memory is checked as for
+/// training. An OOM layout returns with out_of_memory set and no steps. `scenario` must have passed the
 /// config layer's validation (e.g. the device has a peak for the training precision).
 SimulationResult simulate(const config::Scenario& scenario, RecordSink& sink, TraceLevel trace);
 

@@ -178,8 +178,9 @@ void refuse_unsimulated(const config::Scenario& scenario);
 /// Called with the fraction of training.tokens done (0–1), about every 1 %.
 using ProgressFn = std::function<void(double)>;
 
-/// Simulates `scenario` (run.mode full) to training.tokens. The step simulations of the batch
-/// stages run on the machine's hardware threads at once. `base` (optional) is a step result
+/// Simulates `scenario` (run.mode full) to training.tokens. The step simulations it needs
+/// (each batch stage; beside a write with async checkpoints; forward-only for evaluations) run
+/// in one pool on the machine's hardware threads (StepCache::prefetch). `base` (optional) is a step result
 /// already simulated for the scenario as given, reused instead of simulating it again.
 /// Throws InputError (exit 2) for a setting this version cannot simulate. Deterministic in
 /// (scenario, seed). Cost: the distinct step simulations, plus O(steps + failures · log nodes).
