@@ -107,27 +107,27 @@ TEST_CASE("Only regular files are read") {
 }
 
 TEST_CASE("A list item's index is read as [] when its key is looked up in the bounds table") {
-  CHECK(list_item_key("model.layers[3].units") == "model.layers[].units");
-  CHECK(list_item_key("training.batch_ramp.12.until_tokens") == "training.batch_ramp[].until_tokens");
-  CHECK(list_item_key("x.7") == "x[]");
-  CHECK(list_item_key("device.peak_flops.bf16") == "device.peak_flops.bf16");  // digits inside a name stay
-  CHECK(list_item_key("a.b2.c") == "a.b2.c");
-  REQUIRE(bound_for("model.layers[41].padding") != nullptr);
-  CHECK(bound_for("model.layers[41].padding") == bound_for("layers[].padding"));
-  CHECK(bound_problem("training.batch_ramp.0.global_batch_tokens", 1e300).find("from 1 to 1e+12") !=
+  CHECK(detail::list_item_key("model.layers[3].units") == "model.layers[].units");
+  CHECK(detail::list_item_key("training.batch_ramp.12.until_tokens") == "training.batch_ramp[].until_tokens");
+  CHECK(detail::list_item_key("x.7") == "x[]");
+  CHECK(detail::list_item_key("device.peak_flops.bf16") == "device.peak_flops.bf16");  // digits inside a name stay
+  CHECK(detail::list_item_key("a.b2.c") == "a.b2.c");
+  REQUIRE(detail::bound_for("model.layers[41].padding") != nullptr);
+  CHECK(detail::bound_for("model.layers[41].padding") == detail::bound_for("layers[].padding"));
+  CHECK(detail::bound_problem("training.batch_ramp.0.global_batch_tokens", 1e300).find("from 1 to 1e+12") !=
         std::string::npos);
-  CHECK(bound_problem("training.batch_ramp.0.global_batch_tokens", 4e6).empty());
+  CHECK(detail::bound_problem("training.batch_ramp.0.global_batch_tokens", 4e6).empty());
 }
 
 TEST_CASE("A key or value that is not UTF-8 is refused with its position; a comment may hold any bytes") {
   SourceLoc at{"f.yaml", 0, 0};
-  const auto problem = check_yaml_shape("a: 1\nname: x\xFFy\n", &at);
+  const auto problem = detail::check_yaml_shape("a: 1\nname: x\xFFy\n", &at);
   REQUIRE(problem);
   CHECK(problem->find("not UTF-8") != std::string::npos);
   CHECK(problem->find("0xFF") != std::string::npos);
   CHECK(at.line == 2);
   CHECK(at.column == 7);
-  CHECK_FALSE(check_yaml_shape("# caf\xE9 in Latin-1\nname: x\n", &at));
+  CHECK_FALSE(detail::check_yaml_shape("# caf\xE9 in Latin-1\nname: x\n", &at));
   const auto errors = set_errors("name=a\xFE");
   REQUIRE(errors.size() == 1);
   CHECK(errors[0].find("name") != std::string::npos);
