@@ -18,25 +18,45 @@ TensorParallel::TensorParallel(StepBuilder& b)
 
 void TensorParallel::add_group(int first) { streams_.emplace(first, b_.add_stream("tp" + std::to_string(first))); }
 
-TaskId TensorParallel::all_reduce(const std::vector<int>& group, const std::vector<TaskId>& inputs, bool fp8_gather) {
+std::vector<int> TensorParallel::global_of(const std::vector<int>& group) const {
   std::vector<int> global;
   for (int l : group) global.push_back(b_.ranks()[static_cast<std::size_t>(l)]);
-  const StreamId stream = streams_.at(global.front());
-  const double bytes = b_.costs().activation_bytes;
+  return global;
+}
+
+TaskId TensorParallel::all_reduce(const std::vector<int>& group, const std::vector<TaskId>& inputs, bool fp8_gather) {
   if (!sequence_parallel_) {
-    const TaskId c = b_.collective(CollectiveOp::all_reduce, std::move(global), bytes, name_, group, stream);
+    std::vector<int> global = global_of(group);
+    const StreamId stream = streams_.at(global.front());
+    const TaskId c = b_.collective(CollectiveOp::all_reduce, std::move(global), b_.costs().activation_bytes, name_,
+                                   group, stream);
     for (TaskId t : inputs) b_.depend(t, c);
     return c;
   }
   // Megatron SP: the reduce-scatter that leaves each rank its 1/tp of the sequence, then the
   // all-gather that restores it for the next TP region, back to back on the group's stream
   // (the ops between them already run on 1/tp of the tokens: model_ops).
-  const TaskId rs = b_.collective(CollectiveOp::reduce_scatter, global, bytes, reduce_scatter_name_, group, stream);
+  return all_gather(group, reduce_scatter(group, inputs), {}, fp8_gather);
+}
+
+TaskId TensorParallel::reduce_scatter(const std::vector<int>& group, const std::vector<TaskId>& inputs) {
+  std::vector<int> global = global_of(group);
+  const StreamId stream = streams_.at(global.front());
+  const TaskId rs = b_.collective(CollectiveOp::reduce_scatter, std::move(global), b_.costs().activation_bytes,
+                                  reduce_scatter_name_, group, stream);
   for (TaskId t : inputs) b_.depend(t, rs);
-  const double gathered =
-      fp8_gather ? bytes / workload::bytes_per_element(b_.world().scenario.training.precision) : bytes;
+  return rs;
+}
+
+TaskId TensorParallel::all_gather(const std::vector<int>& group, TaskId rs, const std::vector<TaskId>& inputs,
+                                  bool fp8_gather) {
+  std::vector<int> global = global_of(group);
+  const StreamId stream = streams_.at(global.front());
+  const double bytes = b_.costs().activation_bytes;
+  const double gathered = fp8_gather ? bytes / workload::bytes_per_element(b_.world().scenario.training.precision) : bytes;
   const TaskId ag = b_.collective(CollectiveOp::all_gather, std::move(global), gathered, all_gather_name_, group, stream);
   b_.depend(rs, ag);
+  for (TaskId t : inputs) b_.depend(t, ag);
   return ag;
 }
 
@@ -217,6 +237,8 @@ PassRunner::PassTasks PassRunner::run(const std::vector<int>& group, const PartL
   for (std::size_t i = 0; i < parts.size(); ++i)
     if (parts[i].after == After::sync || parts[i].after == After::sync_async) last_sync = static_cast<int>(i);
   const bool backward = key.part == PassPart::backward;
+  TaskId pending_rs = kNoTask;  // SP: a reduce-scatter whose all-gather waits for the next part
+  bool pending_fp8 = false;
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const Part& part = parts[i];
     std::vector<TaskId> tasks(group.size());
@@ -234,6 +256,18 @@ PassRunner::PassTasks PassRunner::run(const std::vector<int>& group, const PartL
     }
     gates = async_gates;  // the part after the async one waits for its collective
     std::fill(async_gates.begin(), async_gates.end(), kNoTask);
+    if (pending_rs != kNoTask) {
+      // SP backward: a column-parallel layer's input gradient is reduce-scattered; the
+      // scattered gradient goes through the norm's backward on its 1/tp of the sequence, and
+      // only then is all-gathered (the backward of the forward's reduce-scatter) for the
+      // row-parallel layer before it — a data dependency of every SP implementation. Megatron-LM
+      // (megatron/mpu/layers.py, LinearWithGradAccumulationAndAsyncCommunication, May 2022)
+      // overlaps the reduce-scatter with the weight-gradient GEMM (this part), not the
+      // all-gather: it waits for the reduce-scatter and for this part; the next part for it.
+      const TaskId ag = tp_.all_gather(group, pending_rs, tasks, pending_fp8);
+      std::fill(gates.begin(), gates.end(), ag);
+      pending_rs = kNoTask;
+    }
     if (part.after == After::all_to_all) {
       // Each TP rank is in its own EP group (ranks that differ in dp only); the group's
       // all-to-all is one task shared with the other TP groups in it.
@@ -244,7 +278,13 @@ PassRunner::PassTasks PassRunner::run(const std::vector<int>& group, const PartL
     } else if (part.after != After::none) {
       const bool feeds_bf16 = static_cast<int>(i) == last_sync &&
                               (backward ? key.unit == 0 : key.unit == s.model.layers - 1);
-      const TaskId c = tp_.all_reduce(group, tasks, fp8_tp && !feeds_bf16);
+      const bool fp8_gather = fp8_tp && !feeds_bf16;
+      if (part.after == After::sync_async && tp_.sequence_parallel() && i + 1 < parts.size()) {
+        pending_rs = tp_.reduce_scatter(group, tasks);  // its all-gather follows the next part (above)
+        pending_fp8 = fp8_gather;
+        continue;
+      }
+      const TaskId c = tp_.all_reduce(group, tasks, fp8_gather);
       for (std::size_t g = 0; g < group.size(); ++g) (part.after == After::sync ? gates : async_gates)[g] = c;
     }
   }

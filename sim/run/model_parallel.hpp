@@ -29,8 +29,18 @@ class TensorParallel {
   /// elements when `fp8_gather` (Float8 TP). Returns the last collective (what the next part
   /// waits for).
   TaskId all_reduce(const std::vector<int>& group, const std::vector<TaskId>& inputs, bool fp8_gather = false);
+  /// Whether the group runs Megatron sequence parallelism (its syncs are reduce-scatters and
+  /// all-gathers).
+  bool sequence_parallel() const { return sequence_parallel_; }
+  /// Sequence parallelism only: the reduce-scatter of what `inputs` computed, alone.
+  TaskId reduce_scatter(const std::vector<int>& group, const std::vector<TaskId>& inputs);
+  /// Sequence parallelism only: the all-gather that follows reduce-scatter `rs` once `inputs`
+  /// are done as well (1-byte elements when `fp8_gather`).
+  TaskId all_gather(const std::vector<int>& group, TaskId rs, const std::vector<TaskId>& inputs, bool fp8_gather);
 
  private:
+  std::vector<int> global_of(const std::vector<int>& group) const;
+
   StepBuilder& b_;
   std::uint32_t name_;
   bool sequence_parallel_;

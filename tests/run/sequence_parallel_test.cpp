@@ -6,6 +6,7 @@
 // 64 in bf16, so a TP buffer is S = 512·64·2 = 65,536 B.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -107,4 +108,37 @@ TEST_CASE("under Float8 TP the sequence-parallel all-gathers that feed fp8 linea
   }
   CHECK(forward[6].bytes == 65536.0);
   for (const auto& e : t->named("tp reduce_scatter")) CHECK(e.bytes == 65536.0);
+}
+
+TEST_CASE("under sequence parallelism a backward all-gather follows the weight gradient its reduce-scatter overlapped",
+          "[run][timeline][tp][sequence-parallel]") {
+  // Megatron-LM (megatron/mpu/layers.py, LinearWithGradAccumulationAndAsyncCommunication, at
+  // the May 2022 merge of sequence parallelism, d898a89): a column-parallel layer's input
+  // gradient is reduce-scattered asynchronously while its weight-gradient GEMM runs; the
+  // scattered gradient goes through the norm's backward on its half of the sequence and is then
+  // all-gathered (the backward of the forward's reduce-scatter) before the row-parallel layer
+  // before it. NVLink at 65.536 GB/s here, so each collective takes (2−1)/2 · 65,536 B /
+  // 65.536 GB/s = 0.5 us, shorter than the 1 us weight-gradient kernel: after mlp_up_dgrad the
+  // reduce-scatter (0.5 us) runs beside mlp_up_wgrad; the all-gather (0.5 us) starts when the
+  // weight gradient ends, not when the reduce-scatter does; norm_mlp_bwd waits for it.
+  const auto t = simulate_timeline({"parallel.tp=2", "parallel.dp=1", "training.global_batch_tokens=512",
+                                    "parallel.sequence_parallel=true", "cluster.topology.node.nvlink.bandwidth=65.536 GB/s"});
+  const EventRecord dgrad = t->first("mlp_up_dgrad", EventKind::backward);
+  const EventRecord wgrad = t->first("mlp_up_wgrad", EventKind::backward);
+  const auto starting_at = [](const std::vector<EventRecord>& records, std::int64_t at) {
+    for (const auto& e : records)
+      if (e.start_ns >= at - 3) return e;
+    FAIL("none after " << at);
+    return EventRecord{};
+  };
+  const EventRecord rs = starting_at(t->named("tp reduce_scatter"), dgrad.end_ns);
+  CHECK(ns(rs.start_ns - dgrad.end_ns) == Approx(0).margin(3));
+  CHECK(ns(rs.end_ns - rs.start_ns) == Approx(0.5 * kUs).margin(3));
+  CHECK(wgrad.start_ns < rs.end_ns);  // the weight gradient overlaps the reduce-scatter
+  CHECK(wgrad.end_ns > rs.end_ns);    // and outlasts it
+  const EventRecord ag = starting_at(t->named("tp all_gather"), rs.end_ns);
+  CHECK(ns(ag.start_ns - wgrad.end_ns) == Approx(0).margin(3));
+  CHECK(ns(ag.end_ns - ag.start_ns) == Approx(0.5 * kUs).margin(3));
+  const EventRecord norm = starting_at(t->named("norm_mlp_bwd"), dgrad.end_ns);
+  CHECK(norm.start_ns >= ag.end_ns - 3);
 }
