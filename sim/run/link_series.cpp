@@ -50,7 +50,10 @@ void LinkSeriesRecorder::schedule_next() {
     pending_ = engine::kNoEvent;
     ++events_;
     sample();
-    if (sim_.pending() > 0) schedule_next();  // nothing else left: let the simulation stop
+    // Nothing else left: let the simulation stop (when the last other event fell on this
+    // instant after this sample was scheduled, the clock has come here one bin past it;
+    // run::simulate stops each step at its last task and pauses, so no step runs on).
+    if (sim_.pending() > 0) schedule_next();
   });
 }
 

@@ -233,6 +233,7 @@ TEST_CASE("ironlaw keys failures lists the failure-rate file's keys, and every k
     CHECK_NOTHROW(ironlaw::config::load_failures(file));
     std::set<std::string> written;
     written_keys(YAML::LoadFile(file), "failures", written);
+    written.erase("failures");  // the document itself, not a key
     for (std::string key : written) {
       const std::string causes = "failures.causes.";
       if (key.rfind(causes, 0) == 0) {

@@ -60,7 +60,7 @@ TEST_CASE("one transfer keeps its link busy exactly from its start for S/B and i
 
 TEST_CASE("a transfer that starts and ends inside bins splits its busy time between them", "[run][links]") {
   // 250 kB at 1 GB/s from 150 us: busy in [150, 400] us. Bins of 100 us (16 kept, none merged);
-  // the recording ends with the transfer at 400 us: bins 0..3 hold 0, 50, 100, 100 us.
+  // a no-op at 500 us ends the recording: bins 0..4 hold 0, 50, 100, 100, 0 us.
   engine::Simulator sim;
   engine::FlowNetwork net(sim);
   const engine::LinkId link = net.add_link(1e9, Time::zero(), "l");
@@ -70,10 +70,12 @@ TEST_CASE("a transfer that starts and ends inside bins splits its busy time betw
     const std::vector<engine::LinkId> path{link};
     net.start_flow(path, 2.5e5, [](engine::FlowId) {});
   });
+  sim.schedule_at(Time::us(500), [] {});
   sim.run();
   rec.pause();
   const run::LinkSeries s = rec.series(1);
-  REQUIRE(s.bins() == 4);
+  REQUIRE(s.bins() == 5);
+  CHECK(s.busy[0][4] == 0);
   CHECK(s.busy[0][0] == 0);
   CHECK(s.busy[0][1] == Approx(50e-6).epsilon(1e-12));
   CHECK(s.busy[0][2] == Approx(100e-6).epsilon(1e-12));
