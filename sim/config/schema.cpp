@@ -179,6 +179,7 @@ const std::vector<Doc>& docs() {
       {"parallel.dp", "data-parallel degree, or auto = GPUs / (tp·pp·cp)"},
       {"parallel.zero", "ZeRO stage: 0 DDP, 1 optimizer sharded, 2 + gradients, 3 + weights (FSDP)"},
       {"parallel.pp_schedule", "pipeline schedule"},
+      {"parallel.pp_runtime", "what runs the pipeline (memory held between stages): megatron, or torch (torch.distributed.pipelining)"},
       {"parallel.virtual_stages", "model chunks per pipeline rank (interleaved schedule)"},
       {"parallel.sequence_parallel", "Megatron sequence parallelism inside the TP group"},
       {"parallel.ep", "expert-parallel degree (MoE), inside data parallelism"},

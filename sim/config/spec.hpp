@@ -236,6 +236,11 @@ struct ParallelSpec {
   int dp = 0;                       ///< 0 = auto (GPUs / (tp·pp·cp))
   int zero = 0;                     ///< 0 (DDP), 1, 2, 3 (FSDP-style)
   std::string pp_schedule = "1f1b"; ///< gpipe | 1f1b | interleaved
+  /// What runs the pipeline schedule, for the memory it holds between stages: megatron
+  /// (Megatron-LM: received tensors and sent outputs freed after use) | torch
+  /// (torch.distributed.pipelining, torch 2.5–2.7: a receive buffer per microbatch held for
+  /// good, every output and input gradient held until the next step).
+  std::string pp_runtime = "megatron";
   int virtual_stages = 1;
   bool sequence_parallel = false;
   int ep = 1;

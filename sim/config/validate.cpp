@@ -280,7 +280,7 @@ void validate_parameter_server(const Scenario& sc, LoadState& st) {
     st.report("run.mode", "parameter_server simulates steps only; expected steps, got " + sc.run.mode);
   }
   // Keys of the data-parallel step that this mode has no use for: written, they are refused.
-  for (const char* key : {"parallel.order", "parallel.bucket_size", "parallel.pp_schedule", "parallel.virtual_stages",
+  for (const char* key : {"parallel.order", "parallel.bucket_size", "parallel.pp_schedule", "parallel.pp_runtime", "parallel.virtual_stages",
                           "parallel.sequence_parallel", "run.detail", "run.collectives", "training.batch_ramp"}) {
     if (st.locations.count(key) > 0) {
       st.report(key, "not simulated under parameter_server (it belongs to the data-parallel step); remove it");
@@ -372,6 +372,9 @@ void validate_scenario(Scenario& sc, LoadState& st) {
 
   if (st.ok({"parallel.tp", "model.heads"}) && m.heads % p.tp != 0) {
     st.report("parallel.tp", "must divide model.heads (" + str(m.heads) + "), got " + str(p.tp));
+  }
+  if (st.locations.count("parallel.pp_runtime") > 0 && st.ok({"parallel.pp", "parallel.pp_runtime"}) && p.pp == 1) {
+    st.report("parallel.pp_runtime", "a pipeline runtime needs pipeline parallelism; expected parallel.pp > 1, got 1");
   }
   if (st.ok({"parallel.pp_schedule", "parallel.virtual_stages"}) && p.pp_schedule != "interleaved" &&
       p.virtual_stages != 1) {

@@ -69,14 +69,23 @@ StepMeasurement run_step(detail::World& world, const detail::Costs& costs, const
   return measured;
 }
 
-/// Stage 0's slots (the stage that holds the most activations) as the memory replay sees them:
-/// input-gradient passes free activations as backward passes do; weight-gradient passes hold none.
-std::vector<workload::MemoryPass> memory_passes(const PipelineSchedule& schedule, const Layout& lay) {
-  std::vector<workload::MemoryPass> out;
-  for (const PipelineSlot& slot : schedule.order(0, lay.pp, lay.microbatches, lay.virtual_stages)) {
+/// Pipeline rank `stage` as the memory replay sees it: its slots (input-gradient passes free
+/// activations as backward passes do; weight-gradient passes hold none), the layers of its
+/// chunks (chunk c of the rank is model chunk stage + c·pp) and whether it holds the first and
+/// the last pipeline stage.
+workload::StageMemory stage_memory(const config::Scenario& s, const PipelineSchedule& schedule, const Layout& lay,
+                                   int stage) {
+  workload::StageMemory out;
+  for (const PipelineSlot& slot : schedule.order(stage, lay.pp, lay.microbatches, lay.virtual_stages)) {
     if (slot.pass == Pass::weight_grad) continue;
-    out.push_back({slot.pass == Pass::forward, slot.microbatch, slot.local_chunk});
+    out.passes.push_back({slot.pass == Pass::forward, slot.microbatch, slot.local_chunk});
   }
+  for (int c = 0; c < lay.virtual_stages; ++c)
+    out.chunk_layers.push_back(lay.chunk_layers[static_cast<std::size_t>(stage + c * lay.pp)]);
+  out.first = stage == 0;
+  out.last = stage == lay.pp - 1;
+  out.microbatches = lay.microbatches;
+  out.torch_pipelining = lay.pp > 1 && s.parallel.pp_runtime == "torch";
   return out;
 }
 
@@ -123,11 +132,16 @@ SimulationResult simulate_memory(const config::Scenario& s) {
   res.memory_reserved = res.memory.total();
   const auto& rules = s.topology.device.memory_allocator;
   if (!s.model.layer_list && rules.present()) {
-    const auto peaks = workload::replay_step_memory(s.model, per_rank, s.parallel, lay.dp,
-                                                    memory_passes(*schedule, lay), lay.virtual_stages,
-                                                    allocator_rules(rules, s.training.expandable_segments));
-    res.memory_reserved = peaks.reserved;
-    res.memory_allocated_peak = peaks.allocated;
+    // Every pipeline rank (their layers, schedules and root modules differ); the peak over all
+    // GPUs, as frameworks report it.
+    const auto allocator = allocator_rules(rules, s.training.expandable_segments);
+    res.memory_reserved = 0;
+    for (int stage = 0; stage < lay.pp; ++stage) {
+      const auto peaks = workload::replay_step_memory(s.model, per_rank, s.parallel, lay.dp,
+                                                      stage_memory(s, *schedule, lay, stage), allocator);
+      res.memory_reserved = std::max(res.memory_reserved, peaks.reserved);
+      res.memory_allocated_peak = std::max(res.memory_allocated_peak, peaks.allocated);
+    }
   }
   res.out_of_memory = res.memory_reserved > res.hbm_bytes;
   // The config layer has checked that the device has a peak for the precision (validate.cpp).

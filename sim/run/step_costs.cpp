@@ -110,7 +110,12 @@ Costs build_costs(const config::Scenario& s, const Layout& lay, const config::Tr
     if (s.model.experts > 1) one.dense_layers = workload::is_moe_layer(s.model, layer) ? 0 : 1;
     const auto p = workload::count_params(one);
     lc.linear_params = (p.attention + p.mlp - p.routed_experts + p.routed_experts / lay.ep) / lay.tp;
-    lc.params = lc.linear_params + p.norm / 2;
+    // The layer's norms: a two-layer model counts the final norm once as this one-layer model
+    // does, so the difference is one layer's norm gains (and biases, MLA latent norms).
+    config::ModelSpec two = one;
+    two.layers = 2;
+    two.dense_layers = 2 * one.dense_layers;
+    lc.params = lc.linear_params + (workload::count_params(two).norm - p.norm);
   };
   const auto moe_layers = workload::moe_layer_indices(s.model);
   const bool any_dense = static_cast<int>(moe_layers.size()) < s.model.layers;

@@ -37,21 +37,41 @@ class Replay {
 }  // namespace
 
 StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config::TrainingSpec& training,
-                                   const config::ParallelSpec& parallel, int dp, const std::vector<MemoryPass>& passes,
-                                   int chunks, const AllocatorRules& rules) {
+                                   const config::ParallelSpec& parallel, int dp, const StageMemory& stage,
+                                   const AllocatorRules& rules) {
   if (model.layer_list) throw std::invalid_argument("replay_step_memory: transformer models only");
-  if (passes.empty()) throw std::invalid_argument("replay_step_memory: no passes");
-  if (chunks < 1 || dp < 1 || parallel.tp < 1 || parallel.pp < 1 || parallel.ep < 1) {
-    throw std::invalid_argument("replay_step_memory: chunks, dp, tp, pp and ep must be >= 1");
+  if (stage.passes.empty()) throw std::invalid_argument("replay_step_memory: no passes");
+  const int chunks = static_cast<int>(stage.chunk_layers.size());
+  if (chunks < 1 || dp < 1 || parallel.tp < 1 || parallel.pp < 1 || parallel.ep < 1 || stage.microbatches < 1) {
+    throw std::invalid_argument("replay_step_memory: chunks, dp, tp, pp, ep and microbatches must be >= 1");
+  }
+  std::vector<int> first_layer(static_cast<std::size_t>(chunks), 0);
+  int layers_local = 0;
+  for (int c = 0; c < chunks; ++c) {
+    if (stage.chunk_layers[static_cast<std::size_t>(c)] < 1)
+      throw std::invalid_argument("replay_step_memory: a chunk holds no layer");
+    first_layer[static_cast<std::size_t>(c)] = layers_local;
+    layers_local += stage.chunk_layers[static_cast<std::size_t>(c)];
   }
   const ParamCount p = count_params(model);
-  const double params_local =
-      (p.total() - p.routed_experts + p.routed_experts / parallel.ep) / (parallel.tp * parallel.pp);
-  const int layers_local = static_cast<int>(std::ceil(static_cast<double>(model.layers) / parallel.pp));
-  const int per_chunk = (layers_local + chunks - 1) / chunks;
+  // One layer's norms: a two-layer model counts the final norm once, as a one-layer model does.
+  config::ModelSpec one = model;
+  one.layers = 1;
+  one.dense_layers = 0;
+  config::ModelSpec two = one;
+  two.layers = 2;
+  const double layer_norms = count_params(two).norm - count_params(one).norm;
+  const double final_norm = p.norm - model.layers * layer_norms;
+  // Split over TP as memory_per_gpu splits them (norm gains included: ≤ 1e-5 of the weights).
+  const double t = parallel.tp;
   const double layer_params =
-      (p.attention + p.mlp - p.routed_experts + p.routed_experts / parallel.ep) / model.layers / parallel.tp;
-  const double other = std::max(0.0, params_local - layers_local * layer_params);
+      (p.attention + p.mlp - p.routed_experts + p.routed_experts / parallel.ep + model.layers * layer_norms) /
+      model.layers / t;
+  const double head = p.lm_head > 0 || stage.first ? p.lm_head : p.lm_head_matmul;  // tied: a copy on the last stage
+  const double first_params = stage.first ? (p.embedding + p.position) / t : 0.0;
+  const double last_params = stage.last ? (head + final_norm) / t : 0.0;
+  const double root_params = first_params + last_params;
+  const double params_local = layers_local * layer_params + root_params;
   const MemoryBreakdown state = model_state_memory(params_local, training, parallel.zero, dp);
 
   const double activations = activation_bytes_per_layer(model, training, parallel, parallel.microbatch_size);
@@ -61,24 +81,31 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
     none.activation_checkpointing = "none";
     recomputed = activation_bytes_per_layer(model, none, parallel, parallel.microbatch_size);
   }
+  const double bpe = bytes_per_element(training.precision);
   const double s = static_cast<double>(training.sequence_length) / parallel.cp;
-  const double loss = s * parallel.microbatch_size * static_cast<double>(model.vocab) / parallel.tp *
-                      loss_bytes_per_logit(training);
+  const double tokens = s * parallel.microbatch_size;
+  const double logits = tokens * static_cast<double>(model.vocab) / t;
+  const double loss = logits * loss_bytes_per_logit(training);
+  // The tensor one stage sends the next: the layer output, split over TP under sequence parallelism.
+  const double boundary = tokens * bpe * model.hidden / (parallel.sequence_parallel ? t : 1.0);
   const double pb = parameter_bytes(training.precision);
   const double rb = reduce_bytes(training);
-  const double gathered = layer_params * gathered_linear_bytes(training);
+  const double gathered = (layer_params - layer_norms / t) * gathered_linear_bytes(training) + layer_norms / t * pb;
   const bool zero3 = parallel.zero >= 3 && dp > 1;
   const bool reshard = parallel.pp == 1;  // torchtitan: reshard_after_forward = not pp_enabled
+  auto first_stage = [&](int c) { return c == 0 && stage.first; };
+  auto last_stage = [&](int c) { return c == chunks - 1 && stage.last; };
+  // The root modules a chunk holds (FSDP wraps each chunk's model apart from its blocks).
+  auto chunk_root = [&](int c) { return (first_stage(c) ? first_params : 0.0) + (last_stage(c) ? last_params : 0.0); };
 
   // The last backward microbatch of each chunk: the reduce-scatter follows it (pp > 1).
   std::vector<int> last_backward(static_cast<std::size_t>(chunks), -1);
-  for (const MemoryPass& pass : passes) {
+  for (const MemoryPass& pass : stage.passes) {
     if (pass.chunk < 0 || pass.chunk >= chunks) throw std::invalid_argument("replay_step_memory: chunk out of range");
     if (!pass.forward) last_backward[static_cast<std::size_t>(pass.chunk)] = pass.microbatch;
   }
-
   Replay r(rules);
-  // Model state, held for good: per layer, then the rest (embedding, norms, LM head).
+  // Model state, held for good: per layer, then the root modules (embedding, final norm, LM head).
   const int optimizer_tensors =
       params_local > 0
           ? std::max(1, static_cast<int>(std::lround(state.optimizer * (parallel.zero >= 1 ? dp : 1) / params_local / 4)))
@@ -91,15 +118,28 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
     for (int k = 0; k < optimizer_tensors; ++k) r.alloc(state.optimizer * f / optimizer_tensors, kCompute);
   };
   for (int l = 0; l < layers_local; ++l) hold_state(layer_params);
-  hold_state(other);
+  hold_state(root_params);
+  // torch.distributed.pipelining: one receive buffer per microbatch for the activations and for
+  // the gradients of each chunk that has a neighbour on that side, held for good.
+  if (stage.torch_pipelining) {
+    for (int c = 0; c < chunks; ++c)
+      for (int m = 0; m < stage.microbatches; ++m) {
+        if (!first_stage(c)) r.alloc(boundary, kCompute);
+        if (!last_stage(c)) r.alloc(boundary, kCompute);
+      }
+  }
 
+  std::vector<int> kept;  // torch pipelining: outputs and input gradients, until the next step
   for (int step = 0; step < 2; ++step) {
+    for (int& h : kept) r.release(h);
+    kept.clear();
     std::vector<int> unsharded(static_cast<std::size_t>(layers_local), -1);
     std::vector<int> accumulated(static_cast<std::size_t>(layers_local), -1);
     std::map<std::pair<int, int>, int> saved;  // (microbatch, layer) → activations
-    int root = -1, root_grad = -1;
+    int root = -1, root_grad = -1;  // pp = 1: the root unit, gathered for the step
+    std::vector<int> chunk_root_params(static_cast<std::size_t>(chunks), -1);  // pp > 1: per chunk
+    std::vector<int> chunk_root_grads(static_cast<std::size_t>(chunks), -1);
     if (zero3 && reshard) {
-      const double root_params = (p.embedding + p.lm_head) / parallel.tp;
       root = r.alloc(root_params * pb, kCompute);
       root_grad = r.alloc(root_params * pb, kCompute);
     }
@@ -110,20 +150,32 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
       u = r.alloc(gathered, kCompute);
       r.release(output);
     };
-    for (const MemoryPass& pass : passes) {
-      const int first = pass.chunk * per_chunk;
-      const int end = std::min(layers_local, first + per_chunk);
+    for (const MemoryPass& pass : stage.passes) {
+      const auto chunk = static_cast<std::size_t>(pass.chunk);
+      const int first = first_layer[chunk];
+      const int end = first + stage.chunk_layers[chunk];
+      // The chunk's input is a receive buffer: its first layer keeps nothing more of it.
+      const bool received = stage.torch_pipelining && !first_stage(pass.chunk);
       if (pass.forward) {
+        if (zero3 && !reshard && chunk_root_params[chunk] < 0) {
+          int output = r.alloc(chunk_root(pass.chunk) * pb, kAllGather);
+          chunk_root_params[chunk] = r.alloc(chunk_root(pass.chunk) * pb, kCompute);
+          r.release(output);
+        }
         for (int l = first; l < end; ++l) {
           gather(l);
           if (reshard && l + 1 < end) gather(l + 1);
-          saved[{pass.microbatch, l}] = r.alloc(activations, kCompute);
+          const double keep = l == first && received ? std::max(0.0, activations - boundary) : activations;
+          saved[{pass.microbatch, l}] = r.alloc(keep, kCompute);
           if (zero3 && reshard) r.release(unsharded[static_cast<std::size_t>(l)]);
         }
+        if (stage.torch_pipelining) kept.push_back(r.alloc(last_stage(pass.chunk) ? logits * bpe : boundary, kCompute));
         continue;
       }
-      int loss_buffers = pass.chunk == chunks - 1 ? r.alloc(loss, kCompute) : -1;
-      const bool last = pass.microbatch == last_backward[static_cast<std::size_t>(pass.chunk)];
+      int loss_buffers = last_stage(pass.chunk) ? r.alloc(loss, kCompute) : -1;
+      if (zero3 && !reshard && chunk_root_grads[chunk] < 0)
+        chunk_root_grads[chunk] = r.alloc(chunk_root(pass.chunk) * rb, kCompute);
+      const bool last = pass.microbatch == last_backward[chunk];
       for (int l = end - 1; l >= first; --l) {
         gather(l);
         if (reshard && l - 1 >= first) gather(l - 1);
@@ -149,9 +201,16 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
         }
         r.release(loss_buffers);
       }
+      if (stage.torch_pipelining && !first_stage(pass.chunk)) kept.push_back(r.alloc(boundary, kCompute));
+      if (last && !reshard) {
+        r.release(chunk_root_params[chunk]);
+        r.release(chunk_root_grads[chunk]);
+      }
     }
     for (int& u : unsharded) r.release(u);
     for (int& g : accumulated) r.release(g);
+    for (int& h : chunk_root_params) r.release(h);
+    for (int& h : chunk_root_grads) r.release(h);
     for (auto& [key, h] : saved) r.release(h);
     r.release(root);
     r.release(root_grad);

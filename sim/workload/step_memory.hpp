@@ -1,24 +1,36 @@
 #pragma once
-/// \file The allocations and frees one pipeline stage's training step asks of PyTorch's caching
+/// \file The allocations and frees one pipeline rank's training step asks of PyTorch's caching
 /// allocator, replayed through CachingAllocator (caching_allocator.hpp), so that the memory the
 /// step reserves emerges next to the memory its tensors occupy. The tensors are those of
-/// memory_per_gpu (model_cost.hpp), placed in time:
-/// - model state (weights, gradients, optimizer state as sharded by ZeRO), one tensor per term
-///   and layer plus one for the rest (embedding, norms, LM head), allocated first, held for good;
+/// memory_per_gpu (model_cost.hpp), placed in time and on the rank that holds them:
+/// - model state (weights, gradients, optimizer state as sharded by ZeRO) of the rank's layers
+///   (StageMemory::chunk_layers), one tensor per term and layer, plus the embedding on the first
+///   pipeline stage and the final norm and LM head on the last, allocated first, held for good;
 /// - per forward pass of a microbatch through a chunk of layers: each layer's saved activations
 ///   (activation_bytes_per_layer), freed in that microbatch's backward of the layer;
 /// - per backward pass, layer by layer in reverse: under recompute the layer's recomputed
-///   activations (the policy-none size) around its backward, the layer's fresh gradients; the
-///   loss buffers (s·b·V/tp · loss_bytes_per_logit) during the backward of the stage's last chunk
-///   (on every stage: a bound, as memory_per_gpu counts them);
+///   activations (the policy-none size) around its backward, the layer's fresh gradients; on the
+///   last pipeline stage the loss buffers (s·b·V/tp · loss_bytes_per_logit) around the backward
+///   of its last chunk;
 /// - ZeRO-3/FSDP with dp > 1: each layer's all-gather output on the all-gather stream (1), copied
 ///   out into unsharded parameters on the compute stream (0); its reduce-scatter input on the
 ///   reduce-scatter stream (2), as FSDP2 runs its collectives on streams of their own. With
 ///   pp = 1 parameters are resharded after forward and re-gathered in backward, one layer
 ///   prefetched ahead; the root unit (embedding, LM head) is gathered for the step with its
-///   gradients. With pp > 1 (torchtitan: no reshard after forward) each layer stays gathered from
-///   its first forward to its last backward and its gradients accumulate unsharded in the reduce
-///   dtype until the reduce-scatter after the last microbatch.
+///   gradients. With pp > 1 (torchtitan: no reshard after forward) each layer, and the root unit
+///   of the first and the last stage, stays gathered from its first forward to its last backward
+///   and its gradients accumulate unsharded in the reduce dtype until the reduce-scatter after
+///   the last microbatch;
+/// - torch.distributed.pipelining's own tensors (StageMemory::torch_pipelining; torch 2.5–2.7,
+///   torch/distributed/pipelining/stage.py), per local chunk, of the size of the tensor passed
+///   between stages (b·s·h/sp elements, the LM head's logits b·s·V/tp on the last stage):
+///   a receive buffer per microbatch for the activations (chunks after the first stage,
+///   _prepare_forward_infra) and for the gradients (chunks before the last stage,
+///   _prepare_backward_infra), allocated once and held for good — the activations' buffer is
+///   the first layer's input, so that layer saves nothing beyond it under full recompute; every
+///   forward's output, held in output_chunks until the next step's clear_runtime_states (a
+///   chunk's output is not saved by its last layer); every backward's input gradient, held as
+///   the receive buffer's .grad until the same clear_runtime_states.
 /// Two steps are replayed (the second starts from the first one's cache, as every step after the
 /// first does); the peaks are over both.
 /// Not replayed: the CUDA context and NCCL's buffers (outside PyTorch's allocator and outside its
@@ -44,12 +56,27 @@ struct StepMemoryPeaks {
   double reserved = 0;   ///< segments / mapped pages, PyTorch's reserved_bytes peak
 };
 
-/// Replays two steps of `passes` (one stage's schedule order; `chunks` = virtual stages) through
-/// a CachingAllocator with `rules`. Tensor sizes are memory_per_gpu's for `parallel` and `dp`.
-/// Throws std::invalid_argument for an empty pass list, a chunk out of range, or a layer-list
-/// model. Cost: O(passes · layers per chunk · log blocks).
+/// One pipeline rank as memory sees it.
+struct StageMemory {
+  std::vector<MemoryPass> passes;  ///< the rank's schedule order (forward and backward passes)
+  std::vector<int> chunk_layers;   ///< layers of each local chunk, chunk 0 first (all ≥ 1)
+  bool first = true;               ///< local chunk 0 is the pipeline's first stage (embedding)
+  bool last = true;                ///< the last local chunk is the last stage (final norm, LM head, loss)
+  int microbatches = 1;            ///< per step and pipeline
+  /// torch.distributed.pipelining's receive buffers, kept outputs and input gradients (see the
+  /// file comment); false: the runtime frees what it passes between stages after use
+  /// (Megatron-LM's schedules).
+  bool torch_pipelining = false;
+};
+
+/// Replays two steps of `stage` through a CachingAllocator with `rules`. Tensor sizes are
+/// memory_per_gpu's for `parallel` and `dp`; the parameters held are those of the stage's
+/// layers (count_params' per-layer linear weights split over TP with routed experts over EP,
+/// plus the layer's norms) and of its root modules. Throws std::invalid_argument for an empty
+/// pass list, a chunk out of range, a chunk of no layers, or a layer-list model.
+/// Cost: O(passes · layers per chunk · log blocks).
 StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config::TrainingSpec& training,
-                                   const config::ParallelSpec& parallel, int dp, const std::vector<MemoryPass>& passes,
-                                   int chunks, const AllocatorRules& rules);
+                                   const config::ParallelSpec& parallel, int dp, const StageMemory& stage,
+                                   const AllocatorRules& rules);
 
 }  // namespace ironlaw::workload

@@ -77,6 +77,15 @@ TEST_CASE("model shape checks against the layout", "[errors][layout]") {
         Errors{"--set: training.precision: the device Test GPU gives no peak_flops for fp8"});
 }
 
+TEST_CASE("a pipeline runtime is megatron or torch, and needs pipeline parallelism", "[errors][layout]") {
+  CHECK(scenario_errors("basic.yaml", {"parallel.pp_runtime=torch"}) == Errors{"(no error)"});
+  CHECK(scenario_errors("basic.yaml", {"parallel.pp_runtime=deepspeed"}) ==
+        Errors{"--set: parallel.pp_runtime: expected one of megatron, torch; got \"deepspeed\""});
+  CHECK(scenario_errors("basic.yaml", {"parallel.pp=1", "parallel.pp_runtime=torch"}) ==
+        Errors{"--set: parallel.pp_runtime: a pipeline runtime needs pipeline parallelism; expected parallel.pp > 1, "
+               "got 1"});
+}
+
 TEST_CASE("malformed YAML is an error at its position", "[errors][yaml]") {
   CHECK(scenario_errors("malformed_bracket.yaml") ==
         Errors{"malformed_bracket.yaml:3:10: invalid YAML: unclosed '[' (flow sequence): expected ']'"});

@@ -36,11 +36,14 @@ config::TrainingSpec bf16_adam(const std::string& recompute) {
   return t;
 }
 
-/// GPipe order of one stage: every forward, then every backward (last in, first out).
-std::vector<MemoryPass> gpipe(int microbatches) {
-  std::vector<MemoryPass> out;
-  for (int m = 0; m < microbatches; ++m) out.push_back({true, m, 0});
-  for (int m = microbatches - 1; m >= 0; --m) out.push_back({false, m, 0});
+/// GPipe order of the whole model on one rank (no pipeline): every forward, then every
+/// backward (last in, first out).
+StageMemory gpipe(const config::ModelSpec& model, int microbatches) {
+  StageMemory out;
+  for (int m = 0; m < microbatches; ++m) out.passes.push_back({true, m, 0});
+  for (int m = microbatches - 1; m >= 0; --m) out.passes.push_back({false, m, 0});
+  out.chunk_layers = {model.layers};
+  out.microbatches = microbatches;
   return out;
 }
 
@@ -55,7 +58,7 @@ TEST_CASE("the replayed peak of live tensors is memory_per_gpu's sum of terms", 
     const auto t = bf16_adam(policy);
     const int microbatches = 2;
     const double expected = memory_per_gpu(model, t, par, 1, microbatches).total();
-    const StepMemoryPeaks peaks = replay_step_memory(model, t, par, 1, gpipe(microbatches), 1, byte_granular());
+    const StepMemoryPeaks peaks = replay_step_memory(model, t, par, 1, gpipe(model, microbatches), byte_granular());
     // Each of the ~10^2 tensors is rounded up to a whole byte: < 1e-9 of ~10^11 B.
     CHECK(peaks.allocated == Approx(expected).epsilon(1e-9));
     CHECK(peaks.reserved >= peaks.allocated);
@@ -69,7 +72,7 @@ TEST_CASE("with equal tensors every step, the second step reuses the first one's
   config::ParallelSpec par;
   par.microbatch_size = 1;
   const auto t = bf16_adam("none");
-  const StepMemoryPeaks peaks = replay_step_memory(model, t, par, 1, gpipe(1), 1, byte_granular());
+  const StepMemoryPeaks peaks = replay_step_memory(model, t, par, 1, gpipe(model, 1), byte_granular());
   CHECK(peaks.reserved == peaks.allocated);
 }
 
@@ -80,22 +83,28 @@ TEST_CASE("PyTorch's rules reserve more than the live tensors, by rounding and f
   par.zero = 3;
   auto t = bf16_adam("op");
   t.reduce_dtype = "fp32";
-  const StepMemoryPeaks exact = replay_step_memory(model, t, par, 8, gpipe(1), 1, byte_granular());
+  const StepMemoryPeaks exact = replay_step_memory(model, t, par, 8, gpipe(model, 1), byte_granular());
   for (bool expandable : {false, true}) {
     AllocatorRules rules;
     rules.expandable_segments = expandable;
-    const StepMemoryPeaks real = replay_step_memory(model, t, par, 8, gpipe(1), 1, rules);
+    const StepMemoryPeaks real = replay_step_memory(model, t, par, 8, gpipe(model, 1), rules);
     CHECK(real.allocated >= exact.allocated);
     CHECK(real.reserved > real.allocated);
   }
 }
 
-TEST_CASE("the replay refuses an empty schedule and a chunk out of range", "[workload][memory][allocator]") {
+TEST_CASE("the replay refuses an empty schedule, a chunk out of range and a chunk of no layers", "[workload][memory][allocator]") {
   const auto model = llama3_8b();
   config::ParallelSpec par;
   const auto t = bf16_adam("none");
-  CHECK_THROWS_AS(replay_step_memory(model, t, par, 1, {}, 1, AllocatorRules{}), std::invalid_argument);
-  CHECK_THROWS_AS(replay_step_memory(model, t, par, 1, {{true, 0, 1}}, 1, AllocatorRules{}), std::invalid_argument);
+  StageMemory stage = gpipe(model, 1);
+  stage.passes.clear();
+  CHECK_THROWS_AS(replay_step_memory(model, t, par, 1, stage, AllocatorRules{}), std::invalid_argument);
+  stage.passes = {{true, 0, 1}};
+  CHECK_THROWS_AS(replay_step_memory(model, t, par, 1, stage, AllocatorRules{}), std::invalid_argument);
+  stage = gpipe(model, 1);
+  stage.chunk_layers = {0};
+  CHECK_THROWS_AS(replay_step_memory(model, t, par, 1, stage, AllocatorRules{}), std::invalid_argument);
 }
 
 TEST_CASE("the replay reproduces torchtitan's 405B memory gap between 1F1B and interleaved 1F1B", "[workload][memory][allocator]") {
@@ -122,18 +131,114 @@ TEST_CASE("the replay reproduces torchtitan's 405B memory gap between 1F1B and i
   par.zero = 3;
   par.sequence_parallel = true;
   par.microbatch_size = 4;
-  std::vector<MemoryPass> one_f_one_b, interleaved;
-  for (int m = 0; m < 8; ++m) one_f_one_b.push_back({true, m, 0});
-  for (int m = 0; m < 8; ++m) one_f_one_b.push_back({false, m, 0});
+  // Stage 0 holds the embedding and the first layers (15 for 1F1B, 7 + 8 interleaved: the
+  // first and last of the 8 or 16 stages take the shortfall of 126 layers, run::split_layers).
+  StageMemory one_f_one_b, interleaved;
+  for (int m = 0; m < 8; ++m) one_f_one_b.passes.push_back({true, m, 0});
+  for (int m = 0; m < 8; ++m) one_f_one_b.passes.push_back({false, m, 0});
+  one_f_one_b.chunk_layers = {15};
   for (int c : {0, 1})
-    for (int m = 0; m < 8; ++m) interleaved.push_back({true, m, c});
+    for (int m = 0; m < 8; ++m) interleaved.passes.push_back({true, m, c});
   for (int c : {1, 0})
-    for (int m = 0; m < 8; ++m) interleaved.push_back({false, m, c});
+    for (int m = 0; m < 8; ++m) interleaved.passes.push_back({false, m, c});
+  interleaved.chunk_layers = {7, 8};
+  for (StageMemory* stage : {&one_f_one_b, &interleaved}) {
+    stage->last = false;
+    stage->microbatches = 8;
+    stage->torch_pipelining = true;
+  }
   AllocatorRules rules;
   rules.expandable_segments = true;
   const double gib = 1024.0 * 1024 * 1024;
-  const double a = replay_step_memory(model, t, par, 8, one_f_one_b, 1, rules).reserved / gib;
-  const double b = replay_step_memory(model, t, par, 8, interleaved, 2, rules).reserved / gib;
+  const double a = replay_step_memory(model, t, par, 8, one_f_one_b, rules).reserved / gib;
+  const double b = replay_step_memory(model, t, par, 8, interleaved, rules).reserved / gib;
   INFO("1F1B " << a << " GiB, interleaved " << b << " GiB");
   CHECK(a - b == Approx(82.5 - 72.7).epsilon(0.25));
+}
+
+namespace {
+
+/// Llama 3 8B layers on one pipeline rank of tp 1, microbatches of one 8,192-token sequence,
+/// full recompute, GPipe order: every forward, then every backward.
+StageMemory pipeline_rank(int layers, bool first, bool last, int microbatches, bool torch) {
+  StageMemory out;
+  for (int m = 0; m < microbatches; ++m) out.passes.push_back({true, m, 0});
+  for (int m = microbatches - 1; m >= 0; --m) out.passes.push_back({false, m, 0});
+  out.chunk_layers = {layers};
+  out.first = first;
+  out.last = last;
+  out.microbatches = microbatches;
+  out.torch_pipelining = torch;
+  return out;
+}
+
+config::ParallelSpec pipeline_of(int pp) {
+  config::ParallelSpec par;
+  par.pp = pp;
+  par.microbatch_size = 1;
+  return par;
+}
+
+// Hand numbers for Llama 3 8B at 8,192 tokens, bf16: the tensor passed between stages is
+// 8,192 × 4,096 × 2 B = 67,108,864 B (A); the logits 8,192 × 128,256 = 1,050,673,152 (V·s); the
+// embedding and the LM head 525,336,576 parameters each, the final norm 4,096.
+constexpr double kBoundary = 8192.0 * 4096 * 2;
+constexpr double kLogits = 8192.0 * 128256;
+constexpr double kTable = 128256.0 * 4096;
+
+}  // namespace
+
+TEST_CASE("the first pipeline stage holds the embedding, the last the LM head, the final norm and the loss",
+          "[workload][memory][allocator]") {
+  const auto model = llama3_8b();
+  const auto t = bf16_adam("full");
+  const auto par = pipeline_of(4);
+  auto peak = [&](bool first, bool last) {
+    return replay_step_memory(model, t, par, 1, pipeline_rank(2, first, last, 1, false), byte_granular()).allocated;
+  };
+  const double middle = peak(false, false);
+  // ZeRO 0, mixed-precision Adam: 16 B of state per parameter, held for the step.
+  CHECK(peak(true, false) - middle == Approx(16 * kTable).epsilon(1e-9));
+  // The last stage: the LM head's and final norm's state, and the loss buffers of one microbatch
+  // (compile: 12 B per logit, loss_bytes_per_logit) around the backward of its first layer,
+  // where the peak is.
+  CHECK(peak(false, true) - middle == Approx(16 * (kTable + 4096) + 12 * kLogits).epsilon(1e-9));
+}
+
+TEST_CASE("torch pipelining holds a receive buffer per microbatch, every output and every input gradient",
+          "[workload][memory][allocator]") {
+  const auto model = llama3_8b();
+  const auto t = bf16_adam("full");
+  const auto par = pipeline_of(4);
+  auto peak = [&](bool first, bool last, bool torch) {
+    return replay_step_memory(model, t, par, 1, pipeline_rank(2, first, last, 2, torch), byte_granular()).allocated;
+  };
+  // A middle stage, 2 layers, 2 microbatches, full recompute (each layer saves its input, A).
+  // Megatron: both microbatches' 4 saved inputs are alive when backward starts, 4A. torch: 2
+  // activation and 2 gradient receive buffers (4A), the first layer's input is its receive
+  // buffer (2 saved inputs fewer), both outputs are kept (2A): 8A at the start of backward and
+  // again in the last backward (one saved input fewer, one input gradient more). 4A more.
+  CHECK(peak(false, false, true) - peak(false, false, false) == Approx(4 * kBoundary).epsilon(1e-9));
+  // The last stage: 2 activation buffers (2A), 2 saved inputs fewer, and the bf16 logits of both
+  // microbatches kept in output_chunks (2 · 2 B · V·s): the second microbatch's logits are alive
+  // when its loss buffers are, at the peak of the first backward.
+  CHECK(peak(false, true, true) - peak(false, true, false) == Approx(2 * 2 * kLogits).epsilon(1e-9));
+}
+
+TEST_CASE("FSDP with pipeline parallelism keeps the root unit gathered and its gradients unsharded",
+          "[workload][memory][allocator]") {
+  // torchtitan wraps each stage's model in fully_shard with reshard_after_forward = not
+  // pp_enabled: the first stage's embedding is gathered (bf16) from its first forward to the
+  // end of the step and its gradients accumulate unsharded in the reduce dtype (fp32). ZeRO-3
+  // over 8: state 16/8 B per parameter; at the peak (backward) 2 + 4 more.
+  const auto model = llama3_8b();
+  auto t = bf16_adam("full");
+  t.reduce_dtype = "fp32";
+  auto par = pipeline_of(4);
+  par.zero = 3;
+  auto peak = [&](bool first) {
+    return replay_step_memory(model, t, par, 8, pipeline_rank(2, first, false, 1, false), byte_granular()).allocated;
+  };
+  // Each tensor is rounded up to a whole byte: a few bytes over ~10 tensors.
+  CHECK(peak(true) - peak(false) == Approx((16.0 / 8 + 2 + 4) * kTable).margin(64));
 }
