@@ -66,6 +66,10 @@ std::string format_ps_summary(const config::Scenario& sc, const run::PsResult& r
                                               fmt("%.3g B", r.server_nic_out_bytes) + ")");
   line("server NIC in (pushes), busiest", fmt("%.1f %%", 100 * r.server_nic_in_utilisation) + " of its bandwidth (" +
                                               fmt("%.3g B", r.server_nic_in_bytes) + ")");
+  line("server PCIe out (host -> NIC), busiest", fmt("%.1f %%", 100 * r.server_pcie_out_utilisation) +
+                                                     " of its bandwidth (" + fmt("%.3g B", r.server_pcie_out_bytes) + ")");
+  line("server PCIe in (NIC -> host), busiest", fmt("%.1f %%", 100 * r.server_pcie_in_utilisation) +
+                                                    " of its bandwidth (" + fmt("%.3g B", r.server_pcie_in_bytes) + ")");
   line("server update engine, busiest", fmt("%.1f %%", 100 * r.server_busy_utilisation) + " of the time");
   o << "\ngradient staleness (updates applied to a shard between a worker's pull and its gradient's update;\n"
     << r.staleness_samples << " gradient-shard updates" << (r.steps > 1 ? ", each worker's first left out" : "")
@@ -73,8 +77,12 @@ std::string format_ps_summary(const config::Scenario& sc, const run::PsResult& r
   line("mean", fmt("%.2f", r.staleness_mean));
   line("p50 / p99 / max", fmt("%.0f", r.staleness_p50) + " / " + fmt("%.0f", r.staleness_p99) + " / " +
                               fmt("%.0f", r.staleness_max));
-  o << "\nnot simulated in parameter_server mode: the input pipeline, failures and checkpoints, the PCIe hop\n"
-       "between a server's NIC and its host memory, RPC overheads beyond the links' latencies.\n";
+  o << "\nwhat staleness costs, under one published model (Zhang et al., IJCAI 2016: a gradient of staleness\n"
+       "t applied at learning rate a0 / t; not folded into the throughput above):\n";
+  line("a0-steps per second (staleness-aware SGD)", fmt("%.2f", r.staleness_aware_steps_per_s) +
+                                                        (sc.parameter_server.mode == "sync" ? " (sync: steps/s)" : ""));
+  o << "\nnot simulated in parameter_server mode: the input pipeline, failures and checkpoints, the\n"
+       "inter-socket link to the shard's memory, RPC overheads beyond the links' latencies.\n";
   return o.str();
 }
 

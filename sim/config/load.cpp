@@ -495,6 +495,8 @@ void parse_distribution(Section s, DistributionSpec& d) {
   s.choice("distribution", d.distribution, {"constant", "fixed", "normal", "exponential", "lognormal", "empirical"});
   if (const auto mean = s.raw("mean", KeyKind::value)) time_with_unit(s, "mean", *mean, d.mean);
   s.number("cv", d.cv, Dimension::count, kNonNegative);
+  std::string source;  // documentation only: where the figures come from
+  s.text("source", source);
   if (const auto list = s.raw("samples", KeyKind::list)) {
     if (!list->IsSequence() || list->size() == 0) {
       s.state().fail(s.full("samples"), "expected a non-empty list of times like [3 ms, 4.5 ms]");

@@ -220,6 +220,7 @@ const std::vector<Doc>& docs() {
       {"decode_time.mean", "mean decode time per sample (a time with its unit, e.g. \"2 ms\")"},
       {"decode_time.cv", "coefficient of variation of the decode time"},
       {"decode_time.samples", "empirical: measured decode times, drawn uniformly (each with its unit)"},
+      {"decode_time.source", "where the decode time comes from: the measurement's citation, or \"assumed: ...\""},
       {"loader.slow_loader", "one GPU whose loader workers decode more slowly (needs run.detail: full)"},
       {"slow_loader.gpu", "global index of the slow GPU (-1 = none)"},
       // reliability

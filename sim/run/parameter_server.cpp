@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <memory>
 #include <stdexcept>
 
@@ -240,34 +241,67 @@ class PsWorld {
  private:
   std::size_t ws(int w, int s) const { return static_cast<std::size_t>(w) * static_cast<std::size_t>(servers_) + static_cast<std::size_t>(s); }
 
+  /// The host-memory side of PCIe switch vertex `pcie` (created on first use): one link host →
+  /// switch and one back, each of the node's pcie bandwidth and latency, named
+  /// "nodeN/host->nodeN/pcieK" and back. A server process's weights and gradients live in host
+  /// memory; every byte it sends or receives crosses its switch's upstream port, which the
+  /// switch's NICs and GPUs share.
+  const std::pair<engine::LinkId, engine::LinkId>& host_links(std::size_t pcie) {
+    const auto it = host_links_.find(pcie);
+    if (it != host_links_.end()) return it->second;
+    const auto& v = cluster_.vertex(pcie);
+    const std::string host = "node" + std::to_string(v.node) + "/host";
+    const double bw = sc_.topology.node.pcie.bandwidth;
+    const Time lat = sc_.topology.node.pcie.latency;
+    const engine::LinkId down = net_.add_link(bw, lat, host + "->" + v.name);
+    const engine::LinkId up = net_.add_link(bw, lat, v.name + "->" + host);
+    return host_links_.emplace(pcie, std::make_pair(down, up)).first->second;
+  }
+
   void wire_paths() {
     const int gpn = sc_.topology.node.gpus;
-    // Each GPU's uplink (GPU → its PCIe switch) and each NIC's links to and from its leaf.
-    std::vector<engine::LinkId> gpu_up(static_cast<std::size_t>(cluster_.gpus()), 0);
+    // Each GPU's uplink (GPU → its PCIe switch) and switch; each server NIC's links to and from
+    // its leaf and to and from its PCIe switch.
+    const auto G = static_cast<std::size_t>(cluster_.gpus());
+    std::vector<engine::LinkId> gpu_up(G, 0);
+    std::vector<std::size_t> gpu_switch(G, 0);
     constexpr engine::LinkId kNone = ~engine::LinkId{0};
-    nic_out_.assign(plan_.servers.size(), kNone);
-    nic_in_.assign(plan_.servers.size(), kNone);
-    for (engine::LinkId l = 0; l < net_.link_count(); ++l) {
+    const std::size_t S = plan_.servers.size();
+    nic_out_.assign(S, kNone);
+    nic_in_.assign(S, kNone);
+    std::vector<engine::LinkId> switch_to_nic(S, kNone), nic_to_switch(S, kNone);
+    std::vector<std::size_t> server_switch(S, 0);
+    const std::size_t cluster_links = net_.link_count();
+    for (engine::LinkId l = 0; l < cluster_links; ++l) {
       const auto [a, b] = cluster_.link_ends(l);
       const auto& va = cluster_.vertex(a);
       const auto& vb = cluster_.vertex(b);
       if (va.kind == hardware::VertexKind::gpu && vb.kind == hardware::VertexKind::pcie_switch) {
         gpu_up[static_cast<std::size_t>(va.node * gpn + va.index)] = l;
+        gpu_switch[static_cast<std::size_t>(va.node * gpn + va.index)] = b;
       }
-      for (std::size_t s = 0; s < plan_.servers.size(); ++s) {
+      for (std::size_t s = 0; s < S; ++s) {
         const auto& server = plan_.servers[s];
-        if (va.kind == hardware::VertexKind::nic && va.node == server.node && va.index == server.nic &&
-            vb.kind == hardware::VertexKind::leaf) {
-          nic_out_[s] = l;
+        const auto is_nic = [&](const hardware::VertexInfo& v) {
+          return v.kind == hardware::VertexKind::nic && v.node == server.node && v.index == server.nic;
+        };
+        if (is_nic(va) && vb.kind == hardware::VertexKind::leaf) nic_out_[s] = l;
+        if (is_nic(vb) && va.kind == hardware::VertexKind::leaf) nic_in_[s] = l;
+        if (is_nic(vb) && va.kind == hardware::VertexKind::pcie_switch) {
+          switch_to_nic[s] = l;
+          server_switch[s] = a;
         }
-        if (vb.kind == hardware::VertexKind::nic && vb.node == server.node && vb.index == server.nic &&
-            va.kind == hardware::VertexKind::leaf) {
-          nic_in_[s] = l;
-        }
+        if (is_nic(va) && vb.kind == hardware::VertexKind::pcie_switch) nic_to_switch[s] = l;
       }
     }
-    for (std::size_t s = 0; s < plan_.servers.size(); ++s) {
+    for (std::size_t s = 0; s < S; ++s) {
       if (nic_out_[s] == kNone || nic_in_[s] == kNone) throw std::logic_error("parameter server: its NIC has no leaf link");
+      if (switch_to_nic[s] == kNone || nic_to_switch[s] == kNone) {
+        throw std::logic_error("parameter server: its NIC has no PCIe switch link");
+      }
+      const auto& [down, up] = host_links(server_switch[s]);
+      server_host_down_.push_back(down);
+      server_host_up_.push_back(up);
     }
     const int nics = sc_.topology.node.nics;
     for (auto& server : plan_.servers) {
@@ -283,25 +317,34 @@ class PsWorld {
     push_path_.resize(pull_path_.size());
     for (int w = 0; w < workers_; ++w) {
       const int g = plan_.worker_gpus[static_cast<std::size_t>(w)];
+      const auto gi = static_cast<std::size_t>(g);
       for (int s = 0; s < servers_; ++s) {
-        const auto& server = plan_.servers[static_cast<std::size_t>(s)];
+        const auto si = static_cast<std::size_t>(s);
+        const auto& server = plan_.servers[si];
         auto& pull = pull_path_[ws(w, s)];
         auto& push = push_path_[ws(w, s)];
         if (cluster_.node_of(g) == server.node) {
-          pull = {cluster_.pcie_to_gpu(g)};
-          push = {gpu_up[static_cast<std::size_t>(g)]};
+          // Host memory → the worker's own PCIe switch → GPU, and back: no NIC.
+          const auto& [down, up] = host_links(gpu_switch[gi]);
+          pull = {down, cluster_.pcie_to_gpu(g)};
+          push = {gpu_up[gi], up};
           continue;
         }
         const auto hash = static_cast<std::uint64_t>(ws(w, s));
         const auto from_server = cluster_.route(server.anchor_gpu, g, hash);
-        const auto out = std::find(from_server.begin(), from_server.end(), nic_out_.at(static_cast<std::size_t>(s)));
+        const auto out = std::find(from_server.begin(), from_server.end(), switch_to_nic[si]);
         const auto to_server = cluster_.route(g, server.anchor_gpu, hash);
-        const auto in = std::find(to_server.begin(), to_server.end(), nic_in_.at(static_cast<std::size_t>(s)));
-        if (out == from_server.end() || in == to_server.end()) {
+        const auto in = std::find(to_server.begin(), to_server.end(), nic_to_switch[si]);
+        if (out == from_server.end() || in == to_server.end() ||
+            std::find(out, from_server.end(), nic_out_[si]) == from_server.end() ||
+            std::find(to_server.begin(), in, nic_in_[si]) == in) {
           throw std::logic_error("parameter server: a route misses the server's NIC");
         }
-        pull.assign(out, from_server.end());
+        // Host memory → the server's PCIe switch → NIC → fabric → worker, and the reverse.
+        pull.assign(1, server_host_down_[si]);
+        pull.insert(pull.end(), out, from_server.end());
         push.assign(to_server.begin(), in + 1);
+        push.push_back(server_host_up_[si]);
       }
     }
   }
@@ -479,12 +522,39 @@ class PsWorld {
         r.server_nic_in_utilisation = in.bytes / cap;
         r.server_nic_in_bytes = in.bytes;
       }
+      const double pcie_cap = sc_.topology.node.pcie.bandwidth * span;
+      const auto& down = net_.link_stats(server_host_down_[si]);
+      const auto& up = net_.link_stats(server_host_up_[si]);
+      if (pcie_cap > 0 && down.bytes / pcie_cap > r.server_pcie_out_utilisation) {
+        r.server_pcie_out_utilisation = down.bytes / pcie_cap;
+        r.server_pcie_out_bytes = down.bytes;
+      }
+      if (pcie_cap > 0 && up.bytes / pcie_cap > r.server_pcie_in_utilisation) {
+        r.server_pcie_in_utilisation = up.bytes / pcie_cap;
+        r.server_pcie_in_bytes = up.bytes;
+      }
       if (span > 0) r.server_busy_utilisation = std::max(r.server_busy_utilisation, busy_total_[si].seconds() / span);
     }
     for (engine::LinkId l = 0; l < net_.link_count(); ++l) {
       const auto& st = net_.link_stats(l);
       if (st.bytes > 0) r.links.push_back({net_.link_name(l), st.bytes, st.busy.seconds()});
     }
+    // Staleness-aware step rate (Zhang et al., IJCAI 2016): a gradient of staleness τ is applied
+    // at learning rate α0 / max(1, τ); a synchronous step averages the N workers' gradients at
+    // α0, i.e. each at α0 / N. The discount of one gradient is the mean of its servers' factors
+    // weighted by the share of its parameters each server holds, over the same updates as the
+    // staleness statistics (each worker's first gradient left out unless run.steps is 1).
+    double moved = 0;
+    for (const auto& s : plan_.servers) moved += s.dense_params + s.touched_params;
+    double weighted = 0, weights = 0;
+    for (const auto& g : gradients_) {
+      if (g.iteration == 0 && steps_ > 1) continue;
+      const auto& s = plan_.servers[static_cast<std::size_t>(g.server)];
+      const double share = moved > 0 ? (s.dense_params + s.touched_params) / moved : 0;
+      weighted += share * (sync_ ? 1.0 / workers_ : 1.0 / static_cast<double>(std::max<std::int64_t>(1, g.staleness)));
+      weights += share;
+    }
+    r.staleness_aware_steps_per_s = weights > 0 ? r.gradients_per_s * weighted / weights : 0;
     std::vector<std::int64_t> stale;
     for (const auto& g : gradients_) {
       if (g.iteration > 0 || steps_ == 1) stale.push_back(g.staleness);
@@ -542,6 +612,8 @@ class PsWorld {
   int servers_done_ = 0;
   std::vector<std::vector<engine::LinkId>> pull_path_, push_path_;
   std::vector<engine::LinkId> nic_out_, nic_in_;
+  std::vector<engine::LinkId> server_host_down_, server_host_up_;  ///< per server: host → its switch, back
+  std::map<std::size_t, std::pair<engine::LinkId, engine::LinkId>> host_links_;  ///< by PCIe switch vertex
   std::vector<Time> apply_async_, accumulate_, apply_sync_;
   std::vector<Time> busy_until_, busy_total_;
   std::vector<std::int64_t> enqueued_, applied_;
@@ -627,11 +699,14 @@ std::vector<PsMetric> ps_summary_metrics(const config::Scenario& sc, const PsRes
       {"ps_tokens_per_s", r.tokens_per_s, "1/s"},
       {"ps_server_nic_out_utilisation", r.server_nic_out_utilisation, "1"},
       {"ps_server_nic_in_utilisation", r.server_nic_in_utilisation, "1"},
+      {"ps_server_pcie_out_utilisation", r.server_pcie_out_utilisation, "1"},
+      {"ps_server_pcie_in_utilisation", r.server_pcie_in_utilisation, "1"},
       {"ps_server_update_utilisation", r.server_busy_utilisation, "1"},
       {"ps_staleness_mean", r.staleness_mean, "1"},
       {"ps_staleness_p50", r.staleness_p50, "1"},
       {"ps_staleness_p99", r.staleness_p99, "1"},
       {"ps_staleness_max", r.staleness_max, "1"},
+      {"ps_staleness_aware_steps_per_s", r.staleness_aware_steps_per_s, "1/s"},
   };
 }
 

@@ -19,7 +19,15 @@
 ///   one-GPU step of the same workload cost model that times the data-parallel path, without
 ///   the optimizer step), push the gradient (one flow per server, GPU → server NIC), and wait
 ///   until every server has applied it (TensorFlow's apply op returns). A worker and a server on
-///   the same node exchange through the worker's PCIe link only (host memory ↔ GPU).
+///   the same node exchange through the PCIe links only: host memory → the worker's PCIe switch
+///   → GPU and back.
+/// - The PCIe hop at the server. A server's weights and gradients live in its host memory: a
+///   pull leaves host memory through the upstream port of the PCIe switch that holds the
+///   server's NIC (link "nodeN/host->nodeN/pcieK", the node's pcie bandwidth and latency:
+///   assumed as wide as the switch's GPU port, x16 on DGX H100 and DGX A100), then switch →
+///   NIC; a push comes back NIC → switch → host. Every NIC and GPU on the switch shares that
+///   port: on a DGX A100 (two NICs per switch, 25 GB/s PCIe Gen4 against 2 × 24 GB/s of NIC)
+///   two servers on one switch get half the port each, below their NICs' rate.
 /// - Sparse embeddings (layer-list `embedding` layers): a worker pulls and pushes only the rows
 ///   its batch touches (values plus an 8-byte row id each), sparse_rows_per_batch or, when 0,
 ///   every lookup of the batch a distinct row (an upper bound), capped at the table; the rows
@@ -40,8 +48,9 @@
 ///   state N equal workers give N − 1: between a worker's pull and its own update every other
 ///   worker's update lands once.
 ///
-/// Not simulated: the input pipeline (refused by config), failures, the PCIe hop between a
-/// server's NIC and its host memory, request/RPC latency beyond the links' latencies.
+/// Not simulated: the input pipeline (refused by config), failures, the CPU ↔ CPU (socket)
+/// link between a switch's root port and the memory that holds the shard, request/RPC latency
+/// beyond the links' latencies.
 #include <cstdint>
 #include <span>
 #include <string>
@@ -129,9 +138,28 @@ struct PsResult {
   double server_nic_in_utilisation = 0;   ///< max over servers: bytes fabric→NIC / (bandwidth · makespan)
   double server_nic_out_bytes = 0;        ///< on that busiest server NIC
   double server_nic_in_bytes = 0;
+  /// max over servers: bytes host memory → the server's PCIe switch (pulls; the switch's
+  /// upstream port, shared by its NICs and by pulls of workers on the same switch) / (pcie
+  /// bandwidth · makespan); in: the other direction (pushes)
+  double server_pcie_out_utilisation = 0;
+  double server_pcie_in_utilisation = 0;
+  double server_pcie_out_bytes = 0;       ///< on that busiest server uplink
+  double server_pcie_in_bytes = 0;
   double server_busy_utilisation = 0;     ///< max over servers: time applying / makespan
   double staleness_mean = 0, staleness_p50 = 0, staleness_p99 = 0, staleness_max = 0;
   std::size_t staleness_samples = 0;
+  /// Learning progress per second under one published model of what staleness costs, reported
+  /// beside the throughput and never folded into it: Zhang, Gupta, Lian, Liu, "Staleness-aware
+  /// Async-SGD for Distributed Deep Learning" (IJCAI 2016, arXiv 1511.05950) apply a gradient
+  /// of staleness τ at learning rate α0 / τ (α0 when τ = 0) and show convergence like
+  /// synchronous SGD whose step averages the learners' gradients at α0. Counted in such
+  /// α0-steps: gradients_per_s × the mean discount of a gradient, 1 / max(1, τ) per server
+  /// weighted by the share of the gradient's parameters that server holds (async; the updates
+  /// of the staleness statistics), 1 / N (sync: N gradients averaged into one step). N equal
+  /// async workers (τ = N − 1) give gradients_per_s / (N − 1); sync gives steps/s. What it
+  /// assumes: that rule, and that an α0-step is worth the same in both modes (same α0, same
+  /// global batch); nothing about accuracy per step.
+  double staleness_aware_steps_per_s = 0;
   std::vector<PsGradient> gradients;  ///< every (gradient, server) update, in application order
   std::vector<StepRecord> steps_records;
   std::vector<LinkUsage> links;       ///< every link that carried traffic, in link order

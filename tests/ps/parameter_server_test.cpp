@@ -3,9 +3,10 @@
 // The world of most cases: the MNIST MLP, 101,770 float32 parameters, so one pull or push moves
 // S = 407,080 B; one server on node 1 (NIC 0), N workers on node 0 (node.gpus = node.nics = N),
 // both nodes under one leaf of the DGX H100 leaf/spine topology: NIC 47 GB/s, PCIe 51 GB/s,
-// host memory 240 GB/s. A server → worker path is NIC→leaf (0.5 us + 300 ns switch), leaf→NIC
-// (0.5 us), NIC→PCIe switch (250 ns), PCIe switch→GPU (250 ns): 1.8 us of latency; the push
-// path is the same links the other way, 1.8 us.
+// host memory 240 GB/s. A server → worker path is the server's host memory → its NIC's PCIe
+// switch (the switch's upstream port, 250 ns), PCIe switch→NIC (250 ns), NIC→leaf (0.5 us +
+// 300 ns switch), leaf→NIC (0.5 us), NIC→PCIe switch (250 ns), PCIe switch→GPU (250 ns): 2.3 us
+// of latency; the push path is the same links the other way, 2.3 us.
 #include <catch2/catch.hpp>
 
 #include <sys/wait.h>
@@ -31,7 +32,7 @@ namespace {
 const std::string kScenario = IRONLAW_SOURCE_DIR "/tests/ps/data/mnist-ps.yaml";
 constexpr double kS = 101770.0 * 4;       // bytes of one pull or push
 constexpr double kNic = 47e9;             // B/s
-constexpr std::int64_t kLatencyNs = 1800; // one path's latencies
+constexpr std::int64_t kLatencyNs = 2300; // one path's latencies
 constexpr double kHostBw = 240e9;         // B/s
 
 config::Scenario world(int workers, const std::vector<std::string>& more = {}) {
@@ -97,6 +98,22 @@ TEST_CASE("N equal asynchronous workers apply gradients N-1 updates stale", "[ps
   }
 }
 
+TEST_CASE("the staleness-aware step rate discounts each gradient by its staleness, and sync counts steps", "[ps]") {
+  // Zhang et al. (IJCAI 2016): a gradient of staleness t is applied at a0 / max(1, t). Four
+  // equal workers, one server (share 1), 10 iterations: past the first round every gradient is
+  // 3 updates stale, so each counts 1/3 of an a0-step: 40 gradients / makespan / 3.
+  const int n = 4;
+  NullSink sink;
+  const auto r = run::simulate_parameter_server(world(n), std::vector<Time>(n, Time::ms(1)), sink,
+                                                run::TraceLevel::none);
+  CHECK(r.gradients_per_s == Approx(40 / r.makespan.seconds()));
+  CHECK(r.staleness_aware_steps_per_s == Approx(40.0 / 3 / r.makespan.seconds()));
+  // Synchronous: every step averages the four gradients into one a0-step.
+  const auto s = run::simulate_parameter_server(world(n, {"parameter_server.mode=sync", "run.steps=3"}),
+                                                std::vector<Time>(n, Time::ms(1)), sink, run::TraceLevel::none);
+  CHECK(s.staleness_aware_steps_per_s == Approx(3 / s.makespan.seconds()));
+}
+
 TEST_CASE("the server NIC carries every pull and saturates at bytes over bandwidth", "[ps]") {
   const int n = 4;
   const auto sc = world(n);
@@ -111,7 +128,8 @@ TEST_CASE("the server NIC carries every pull and saturates at bytes over bandwid
   CHECK(r.server_nic_out_utilisation == Approx(n * 10 * kS / (kNic * r.makespan.seconds())));
   // First round: the four pulls share the server's NIC (the narrowest shared link): they all end
   // after 4·S/B plus the path's latency; then 1 ms of compute; then the four pushes share the
-  // NIC the other way, 4·S/B + 1.8 us again.
+  // NIC the other way, 4·S/B + 2.3 us again. (The server's PCIe port, 51 GB/s, carries the same
+  // four flows and is wider than the NIC.)
   const std::int64_t phase = ceil_ns(n * kS / kNic) + kLatencyNs;
   for (const auto& g : r.gradients) {
     if (g.iteration != 0) continue;
@@ -127,8 +145,8 @@ TEST_CASE("a synchronous step is the slowest worker's compute plus the transfers
   const std::vector<Time> compute{Time::ms(5), Time::ms(1), Time::ms(1), Time::ms(1)};
   NullSink sink;
   const auto r = run::simulate_parameter_server(sc, compute, sink, run::TraceLevel::none);
-  // By hand, per step: 4 pulls sharing the server NIC, 4·S/B + 1.8 us; the straggler's 5 ms; its
-  // push alone on the path (47 GB/s NIC the narrowest), S/B + 1.8 us (the other three pushed and
+  // By hand, per step: 4 pulls sharing the server NIC, 4·S/B + 2.3 us; the straggler's 5 ms; its
+  // push alone on the path (47 GB/s NIC the narrowest), S/B + 2.3 us (the other three pushed and
   // were accumulated long before); its accumulation (12 B/param) and the one SGD update
   // (12 B/param) at 240 GB/s.
   const std::int64_t pulls = ceil_ns(n * kS / kNic) + kLatencyNs;
@@ -234,25 +252,88 @@ TEST_CASE("ironlaw run writes a parameter-server run: /summary, /run/ps_gradient
 }
 
 TEST_CASE("a colocated server reaches its own node's workers over PCIe, the others over its NIC", "[ps]") {
-  // Two nodes of 2 GPUs, one server colocated on node 0 (NIC 0). Workers 0 and 1 share its node:
-  // their pulls and pushes cross only their own PCIe link (51 GB/s, 250 ns), alone on it. Workers
-  // 2 and 3 share the server's NIC (47 GB/s): 2·S/B + 1.8 us each way.
+  // Two nodes of 2 GPUs (one GPU and one NIC per PCIe switch), one server colocated on node 0,
+  // NIC 0, which shares PCIe switch 0 with GPU 0. First pulls, by hand:
+  // - worker 1 (GPU 1, other switch): host → switch 1 → GPU 1, alone: S / 51 GB/s + 2 x 250 ns;
+  // - worker 0 (GPU 0) and the remote workers 2 and 3 all leave host memory through switch 0's
+  //   upstream port: 3 flows on 51 GB/s (17 GB/s each) against 2 on the NIC (23.5 GB/s each),
+  //   so the port binds: all three drain after 3·S / 51 GB/s; worker 0 then has 500 ns of
+  //   latency, workers 2 and 3 the 2.3 us of the full path.
   const auto sc = world(2, {"cluster.nodes=2", "parameter_server.placement=colocated",
                             "training.global_batch_tokens=256"});
   const auto plan = run::plan_parameter_servers(sc);
   REQUIRE(plan.worker_gpus.size() == 4);
   CHECK(plan.servers[0].node == 0);
-  const Time compute = Time::ms(1);
-  NullSink sink;
-  const auto r = run::simulate_parameter_server(sc, std::vector<Time>(4, compute), sink, run::TraceLevel::none);
-  const std::int64_t local = ceil_ns(kS / 51e9) + 250;
-  const std::int64_t remote = ceil_ns(2 * kS / kNic) + kLatencyNs;
-  for (const auto& g : r.gradients) {
-    if (g.iteration != 0) continue;
-    INFO("worker " << g.worker);
-    const std::int64_t phase = g.worker < 2 ? local : remote;
-    CHECK(std::llabs(g.push_done.count_ns() - (2 * phase + compute.count_ns())) <= 2);
+  MemorySink sink;
+  const auto r = run::simulate_parameter_server(sc, std::vector<Time>(4, Time::ms(1)), sink, run::TraceLevel::flow);
+  const std::int64_t shared = ceil_ns(3 * kS / 51e9);
+  const std::map<int, std::int64_t> expected{{0, shared + 500},
+                                             {1, ceil_ns(kS / 51e9) + 500},
+                                             {2, shared + kLatencyNs},
+                                             {3, shared + kLatencyNs}};
+  int first_pulls = 0;
+  for (const auto& e : sink.events) {
+    if (sink.names.at(e.name) != "ps_pull" || e.start_ns != 0) continue;
+    INFO("worker GPU " << e.rank);
+    CHECK(std::llabs(e.end_ns - expected.at(e.rank)) <= 2);
+    ++first_pulls;
   }
-  // Only the two remote workers' traffic crosses the server's NIC: 2 x 10 pulls of S.
+  CHECK(first_pulls == 4);
+  // Only the two remote workers' traffic crosses the server's NIC: 2 x 10 pulls of S; the
+  // switch's upstream port carries those and worker 0's: 3 x 10.
   CHECK(r.server_nic_out_bytes == Approx(2 * 10 * kS));
+  CHECK(r.server_pcie_out_bytes == Approx(3 * 10 * kS));
+  CHECK(r.server_pcie_in_bytes == Approx(3 * 10 * kS));
+}
+
+TEST_CASE("a server's PCIe hop narrower than its NIC caps its pulls", "[ps]") {
+  // One server, 4 workers, PCIe set to 20 GB/s: the 4 first pulls share the server switch's
+  // upstream port and switch → NIC link (20 GB/s, 5 GB/s each) before the NIC (47 GB/s, 11.75
+  // each): they end after 4·S / 20 GB/s + 2.3 us. Without the hop at the server (the NIC alone,
+  // as before this was modelled) they would end at 4·S / 47 GB/s + 2.3 us.
+  const int n = 4;
+  const auto sc = world(n, {"cluster.topology.node.pcie.bandwidth=20 GB/s"});
+  MemorySink sink;
+  const auto r = run::simulate_parameter_server(sc, std::vector<Time>(n, Time::ms(1)), sink, run::TraceLevel::flow);
+  int first_pulls = 0;
+  for (const auto& e : sink.events) {
+    if (sink.names.at(e.name) != "ps_pull" || e.start_ns != 0) continue;
+    CHECK(std::llabs(e.end_ns - (ceil_ns(n * kS / 20e9) + kLatencyNs)) <= 2);
+    ++first_pulls;
+  }
+  CHECK(first_pulls == n);
+  CHECK(r.server_pcie_out_bytes == Approx(n * 10 * kS));
+  CHECK(r.server_pcie_out_utilisation == Approx(n * 10 * kS / (20e9 * r.makespan.seconds())));
+  CHECK(r.server_nic_out_utilisation == Approx(n * 10 * kS / (kNic * r.makespan.seconds())));
+}
+
+TEST_CASE("two servers behind one PCIe switch share its upstream port", "[ps]") {
+  // DGX A100-like switches: 2 GPUs and 2 NICs per PCIe switch. Workers: GPUs 0 and 1 of node 0;
+  // servers 0 and 1 on NICs 0 and 1 of node 1, both behind that node's switch 0. The plan puts
+  // dense1 (A = 401,920 B) on server 0 and dense2 (B = 5,160 B) on server 1.
+  // First pulls by hand, max-min: 4 flows leave host memory through the one upstream port
+  // (51 GB/s: 12.75 each), 2 per server NIC (23.5 each): the port binds, all at 12.75 GB/s until
+  // server 1's B drain at t1 = B / 12.75 GB/s; then server 0's two flows have the port to
+  // themselves (25.5 each) and their NIC binds (23.5 each): A − B more at 23.5 GB/s. Each then
+  // has the 2.3 us of path latency.
+  const auto sc = world(2, {"cluster.topology.node.gpus_per_pcie_switch=2", "parameter_server.servers=2"});
+  const auto plan = run::plan_parameter_servers(sc);
+  REQUIRE(plan.servers.size() == 2);
+  const double a = plan.servers[0].pull_bytes;
+  const double b = plan.servers[1].pull_bytes;
+  REQUIRE(a == 100480.0 * 4);
+  REQUIRE(b == 1290.0 * 4);
+  MemorySink sink;
+  run::simulate_parameter_server(sc, std::vector<Time>(2, Time::ms(1)), sink, run::TraceLevel::flow);
+  const std::int64_t t1 = ceil_ns(b / 12.75e9);
+  const std::int64_t t2 = t1 + ceil_ns((a - b) / 23.5e9);
+  int first_pulls = 0;
+  for (const auto& e : sink.events) {
+    if (sink.names.at(e.name) != "ps_pull" || e.start_ns != 0) continue;
+    const bool server0 = e.bytes == a;
+    INFO("worker GPU " << e.rank << (server0 ? ", server 0" : ", server 1"));
+    CHECK(std::llabs(e.end_ns - ((server0 ? t2 : t1) + kLatencyNs)) <= 3);
+    ++first_pulls;
+  }
+  CHECK(first_pulls == 4);
 }

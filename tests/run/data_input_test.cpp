@@ -1,10 +1,14 @@
 // The input pipeline inside a training step: one slow loader stalls its whole data-parallel
 // group, the stalls reach the record sink with the rank that was slow, and with pipeline
-// parallelism the first stage gets the inputs and the last stage the labels.
+// parallelism the first stage gets the inputs and the last stage the labels; the ResNet-50
+// sweep over workers per GPU finds the knee the closed form predicts.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "config/load.hpp"
 #include "core/records.hpp"
@@ -108,4 +112,50 @@ TEST_CASE("a layer-list model trains under data parallelism with MFU from its ow
   CHECK(r.data_stall_s == 0);
   // Model parallelism is refused for layer lists (exit 2 at the CLI).
   CHECK_THROWS_AS(config::load_scenario(resnet, {"parallel.tp=2", "parallel.dp=4"}), InputError);
+}
+
+namespace {
+
+/// Mean step time [s] of the steps after the first two (the loaders' warm-up).
+double steady_step_s(const run::SimulationResult& r) {
+  double sum = 0;
+  int n = 0;
+  for (std::size_t i = 2; i < r.steps.size(); ++i, ++n) sum += (r.steps[i].end_ns - r.steps[i].start_ns) * 1e-9;
+  return n > 0 ? sum / n : 0;
+}
+
+}  // namespace
+
+TEST_CASE("the ResNet-50 sweep over workers per GPU shows the knee where the GPU stops waiting", "[run][data][acceptance][slow]") {
+  // The shipped scenario (8 H100s, 112 cores, 256 images per GPU per step in 8 batches of 32)
+  // with a constant decode time d = 2.4 ms per image, so that the oracle is closed-form:
+  // - the GPU alone (decode 0) needs T0 per step;
+  // - W workers per GPU (W <= 14: one core each, 8·W <= 112) deliver 256 images per 256·d / W;
+  // - so the steady step is max(T0, 256·d / W) and the knee is W* = 256·d / T0 workers per GPU.
+  const std::string resnet = IRONLAW_SOURCE_DIR "/scenarios/data/resnet50-imagenet-dgx.yaml";
+  const std::vector<std::string> base{"run.steps=6", "output.path=none", "output.trace=none",
+                                      "data.loader.decode_time.distribution=constant"};
+  auto steady = [&](int workers, const std::string& decode) {
+    auto sets = base;
+    sets.push_back("data.loader.workers_per_gpu=" + std::to_string(workers));
+    sets.push_back("data.loader.decode_time.mean=" + decode);
+    NullSink sink;
+    return steady_step_s(run::simulate(config::load_scenario(resnet, sets), sink, run::TraceLevel::none));
+  };
+  const double d = 2.4e-3;
+  const double t0 = steady(16, "0 ms");
+  const double knee = 256 * d / t0;
+  INFO("T0 " << t0 << " s, knee " << knee << " workers per GPU");
+  REQUIRE(knee > 4);
+  REQUIRE(knee < 12);
+  int first_flat = 0;
+  for (int w = 1; w <= 14; ++w) {
+    const double t = steady(w, "2.4 ms");
+    INFO("workers " << w << ": steady step " << t << " s");
+    CHECK(t == Approx(std::max(t0, 256 * d / w)).epsilon(0.03));
+    if (first_flat == 0 && t < 1.03 * t0) first_flat = w;
+  }
+  // The sweep finds the knee where the closed form puts it (the first whole worker count at or
+  // past W*).
+  CHECK(first_flat == static_cast<int>(std::ceil(knee)));
 }
