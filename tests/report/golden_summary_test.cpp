@@ -191,6 +191,10 @@ TEST_CASE("the validation scenarios reproduce their golden summaries", "[golden]
   check_goldens(shipped_scenarios("validation", false));
 }
 
+TEST_CASE("the korthikanti-2022 validation scenarios reproduce their golden summaries", "[golden][slow][korthikanti]") {
+  check_goldens(shipped_scenarios("validation/korthikanti-2022", false));
+}
+
 TEST_CASE("the whole-run scenarios' steps reproduce their golden summaries", "[golden][slow]") {
   check_goldens(shipped_scenarios("runs", false));
 }
