@@ -109,6 +109,7 @@ const std::vector<KeyBound>& key_bounds() {
       {"simple.net_step_latency", 0, 1, false, "at most 1 s per ring step"},
       {"simple.wire_bytes_per_byte", 1, 16, false, "1 to 16 wire bytes per payload byte"},
       {"cluster.nodes", 1, 1'048'576, false, "at most 2^20 nodes"},
+      {"reliability.restart.hot_spares", 0, 1'048'576, true, "spare nodes, at most 2^20 as for cluster.nodes"},
       {"model.layers", 1, 1e5, false, "layers of a model"},
       {"model.hidden", 1, 1e7, false, "hidden size"},
       {"model.ffn_hidden", 1, 1e8, false, "feed-forward size"},
