@@ -100,6 +100,16 @@ constexpr MegatronRow kMegatron2021[] = {
     {"10-gpt-1t", "1008.0", 128, 25600, 160, 8, 64, 3072, 3072, 163},
 };
 
+/// The row of a published layout that does not fit: no prediction (NaN), the label says how
+/// much memory the simulation reserved.
+ValidationRow oom_row(const std::string& label, const run::SimulationResult& r, double published,
+                      const std::string& unit, const std::string& source, bool duration) {
+  const double gib = 1024.0 * 1024 * 1024;
+  const std::string reserved = std::to_string(static_cast<int>(std::lround(r.memory_reserved / gib)));
+  return {label + " (OOM: " + reserved + " GiB)", published, std::numeric_limits<double>::quiet_NaN(), unit,
+          source, duration};
+}
+
 /// FLOPs of one iteration as Narayanan et al. (SC'21, §5.1) count them:
 /// 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)), B sequences of s tokens, l layers, hidden h, vocab V.
 /// It includes the recomputation forward of full activation checkpointing (4 passes of the
@@ -145,13 +155,7 @@ ValidationPlan megatron_plan(const std::string& data_dir) {
                            }
                            NullSink sink;
                            const auto r = run::simulate(s, sink, run::TraceLevel::none);
-                           if (r.out_of_memory) {
-                             const double gib = 1024.0 * 1024 * 1024;
-                             return std::vector<ValidationRow>{
-                                 {label + " (OOM: " +
-                                      std::to_string(static_cast<int>(std::lround(r.memory_reserved / gib))) + " GiB)",
-                                  row.tflops, nan, "TFLOP/s", src}};
-                           }
+                           if (r.out_of_memory) return std::vector<ValidationRow>{oom_row(label, r, row.tflops, "TFLOP/s", src, false)};
                            const double flops =
                                megatron_iteration_flops(batch, seq, s.model.layers, s.model.hidden, s.model.vocab);
                            return std::vector<ValidationRow>{
@@ -283,13 +287,7 @@ ValidationPlan korthikanti_plan(const std::string& data_dir) {
                            }
                            NullSink sink;
                            const auto r = run::simulate(s, sink, run::TraceLevel::none);
-                           if (r.out_of_memory) {
-                             const double gib = 1024.0 * 1024 * 1024;
-                             return std::vector<ValidationRow>{
-                                 {label + " (OOM: " +
-                                      std::to_string(static_cast<int>(std::lround(r.memory_reserved / gib))) + " GiB)",
-                                  row.seconds, nan, "s", src, true}};
-                           }
+                           if (r.out_of_memory) return std::vector<ValidationRow>{oom_row(label, r, row.seconds, "s", src, true)};
                            return std::vector<ValidationRow>{{label, row.seconds, r.step_time_s, "s", src, true}};
                          }});
   }
