@@ -513,26 +513,21 @@ class PsWorld {
       const auto si = static_cast<std::size_t>(s);
       const auto out = net_.link_stats(nic_out_[si]);
       const auto in = net_.link_stats(nic_in_[si]);
+      // Keeps the busiest server's share of a link's capacity over the span, and its bytes.
+      const auto keep_busiest = [](double bytes, double cap, double& utilisation, double& kept_bytes) {
+        if (cap > 0 && bytes / cap > utilisation) {
+          utilisation = bytes / cap;
+          kept_bytes = bytes;
+        }
+      };
       const double cap = sc_.topology.node.nic.bandwidth * span;
-      if (cap > 0 && out.bytes / cap > r.server_nic_out_utilisation) {
-        r.server_nic_out_utilisation = out.bytes / cap;
-        r.server_nic_out_bytes = out.bytes;
-      }
-      if (cap > 0 && in.bytes / cap > r.server_nic_in_utilisation) {
-        r.server_nic_in_utilisation = in.bytes / cap;
-        r.server_nic_in_bytes = in.bytes;
-      }
+      keep_busiest(out.bytes, cap, r.server_nic_out_utilisation, r.server_nic_out_bytes);
+      keep_busiest(in.bytes, cap, r.server_nic_in_utilisation, r.server_nic_in_bytes);
       const double pcie_cap = sc_.topology.node.pcie.bandwidth * span;
-      const auto& down = net_.link_stats(server_host_down_[si]);
-      const auto& up = net_.link_stats(server_host_up_[si]);
-      if (pcie_cap > 0 && down.bytes / pcie_cap > r.server_pcie_out_utilisation) {
-        r.server_pcie_out_utilisation = down.bytes / pcie_cap;
-        r.server_pcie_out_bytes = down.bytes;
-      }
-      if (pcie_cap > 0 && up.bytes / pcie_cap > r.server_pcie_in_utilisation) {
-        r.server_pcie_in_utilisation = up.bytes / pcie_cap;
-        r.server_pcie_in_bytes = up.bytes;
-      }
+      keep_busiest(net_.link_stats(server_host_down_[si]).bytes, pcie_cap, r.server_pcie_out_utilisation,
+                   r.server_pcie_out_bytes);
+      keep_busiest(net_.link_stats(server_host_up_[si]).bytes, pcie_cap, r.server_pcie_in_utilisation,
+                   r.server_pcie_in_bytes);
       if (span > 0) r.server_busy_utilisation = std::max(r.server_busy_utilisation, busy_total_[si].seconds() / span);
     }
     for (engine::LinkId l = 0; l < net_.link_count(); ++l) {
