@@ -184,11 +184,7 @@ config::Scenario simulated_scenario(const config::Scenario& base, const PlanRow&
 void fill_simulated(const config::Scenario& s, const PlanQuestion& q, const run::SimulationResult& res, PlanRow& r) {
   r.memory_bytes = res.memory.total();
   r.step_time_s = res.step_time_s;
-  r.compute_s = res.compute_s;
-  r.exposed_comm_s = res.exposed_comm_s;
-  r.bubble_s = res.bubble_s;
-  r.data_stall_s = res.data_stall_s;
-  r.other_s = res.other_s;
+  r.breakdown() = res.breakdown();
   r.mfu = utilisation(res.model_flops_per_step, res.step_time_s, res.peak_flops_per_gpu, res.gpus);
   r.days = days_of(s, res.step_time_s, res.tokens_per_step);
   r.gpu_hours = r.days * 24 * r.gpus;
@@ -206,11 +202,7 @@ bool share_timeline(const config::Scenario& base, const PlanQuestion& q, const P
     run::SimulationResult res = run::simulate_memory(s);
     if (res.out_of_memory) return false;
     res.step_time_s = rep.step_time_s;
-    res.compute_s = rep.compute_s;
-    res.exposed_comm_s = rep.exposed_comm_s;
-    res.bubble_s = rep.bubble_s;
-    res.data_stall_s = rep.data_stall_s;
-    res.other_s = rep.other_s;
+    res.breakdown() = rep.breakdown();
     fill_simulated(s, q, res, r);
     return true;
   } catch (const InputError&) {
@@ -228,15 +220,17 @@ std::string bits_of(double v) {
 
 }  // namespace
 
-void simulate_row(const config::Scenario& base, const PlanQuestion& q, PlanRow& r) {
+SimulationWork simulate_row(const config::Scenario& base, const PlanQuestion& q, PlanRow& r) {
+  SimulationWork work;
   try {
     const config::Scenario s = simulated_scenario(base, r);
     NullSink sink;
     const run::SimulationResult res = run::simulate(s, sink, run::TraceLevel::none);
     if (res.out_of_memory) {
       r.status = "failed: out of memory in the simulation";
-      return;
+      return work;
     }
+    work = {res.events_executed, res.flows_started, res.flow_records, res.resolves, res.tasks};
     fill_simulated(s, q, res, r);
   } catch (const InputError& e) {
     r.status = "failed: " + first_problem(e.diagnostics(), e.what());
@@ -245,6 +239,7 @@ void simulate_row(const config::Scenario& base, const PlanQuestion& q, PlanRow& 
   } catch (const std::bad_alloc&) {
     r.status = "failed: out of host memory";
   }
+  return work;
 }
 
 std::string encode_simulated(const PlanRow& r) {

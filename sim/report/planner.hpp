@@ -20,12 +20,14 @@
 /// never feeds a simulation (DESIGN.md principle 1). Its agreement with the simulation is
 /// measured and reported (PlanResult::agreement).
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "config/spec.hpp"
+#include "run/simulation.hpp"
 
 namespace ironlaw::report {
 
@@ -64,8 +66,9 @@ struct PlanPrediction {
   double optimizer_s = 0;
 };
 
-/// One candidate layout and what became of it.
-struct PlanRow {
+/// One candidate layout and what became of it. Its run::StepBreakdown is the simulated step's
+/// (status ok; zero otherwise).
+struct PlanRow : run::StepBreakdown {
   int gpus = 0, nodes = 0;
   int tp = 1, pp = 1, cp = 1, dp = 1, ep = 1, zero = 0, microbatch_size = 1, virtual_stages = 1;
   bool sequence_parallel = false;
@@ -78,7 +81,7 @@ struct PlanRow {
   double predicted_days = 0;
   int predicted_rank = 0;   ///< 1-based among the survivors; 0 when pruned
   // Simulated (status ok):
-  double step_time_s = 0, compute_s = 0, exposed_comm_s = 0, bubble_s = 0, data_stall_s = 0, other_s = 0;
+  double step_time_s = 0;
   double mfu = 0;           ///< PaLM convention (report::summary_metrics)
   double days = 0;          ///< training.tokens at the simulated tokens/s, no failures
   double gpu_hours = 0;
@@ -150,9 +153,20 @@ using SimulateRows = std::function<bool(std::vector<PlanRow>& rows, const std::f
 PlanResult plan(const config::Scenario& base, const PlanSpace& space, const PlanQuestion& question,
                 std::size_t top_k, unsigned threads, const SimulateRows& simulate_rows = {});
 
+/// What one row's event-by-event simulation cost, in the engine's own counts (deterministic;
+/// all 0 when the simulation was refused or ran out of memory before any step).
+struct SimulationWork {
+  std::uint64_t events = 0;        ///< engine events executed
+  std::uint64_t flows = 0;         ///< flows started on the network
+  std::uint64_t flow_records = 0;  ///< flow records solved (a flow group counts once)
+  std::uint64_t resolves = 0;      ///< re-solve passes of the flow network
+  std::uint64_t tasks = 0;         ///< tasks of the step graphs
+};
+
 /// Simulates `row` event by event on `base` under `question`: fills status ("ok" or "failed:
-/// ...") and the simulated figures. Thread-safe (no shared state).
-void simulate_row(const config::Scenario& base, const PlanQuestion& question, PlanRow& row);
+/// ...") and the simulated figures, and returns what the simulation cost (for profiling: the
+/// plan's outputs never carry it). Thread-safe (no shared state).
+SimulationWork simulate_row(const config::Scenario& base, const PlanQuestion& question, PlanRow& row);
 
 /// The fields simulate_row() fills, as text (doubles by their exact bits), and back:
 /// decode_simulated(encode_simulated(r), r2) gives r2 the figures of r bit for bit. Throws

@@ -211,16 +211,11 @@ SimulationResult simulate(const config::Scenario& s, RecordSink& sink, TraceLeve
   }
   for (const auto& r : res.steps) {
     res.step_time_s += static_cast<double>(r.end_ns - r.start_ns) * 1e-9;
-    res.compute_s += r.compute_s;
-    res.exposed_comm_s += r.exposed_comm_s;
-    res.bubble_s += r.bubble_s;
-    res.data_stall_s += r.data_stall_s;
-    res.other_s += r.other_s;
+    res.breakdown() += StepBreakdown::of(r);
   }
   const double n = static_cast<double>(res.steps.size());
-  for (double* v : {&res.step_time_s, &res.compute_s, &res.exposed_comm_s, &res.comm_s, &res.bubble_s,
-                    &res.data_stall_s, &res.other_s, &res.optimizer_s})
-    *v /= n;
+  for (double* v : {&res.step_time_s, &res.comm_s, &res.optimizer_s}) *v /= n;
+  res.breakdown() /= n;
   for (engine::LinkId id = 0; id < world.net.link_count(); ++id) {
     const auto& st = world.net.link_stats(id);
     if (st.bytes > 0) res.links.push_back({world.net.link_name(id), st.bytes, st.busy.seconds()});
@@ -242,11 +237,7 @@ StepStatistics simulate_step(const config::Scenario& scenario, std::uint64_t see
   out.out_of_memory = r.out_of_memory;
   out.mean_s = r.step_time_s;
   for (const auto& step : r.steps) out.durations_s.push_back(static_cast<double>(step.end_ns - step.start_ns) * 1e-9);
-  out.compute_s = r.compute_s;
-  out.exposed_comm_s = r.exposed_comm_s;
-  out.bubble_s = r.bubble_s;
-  out.data_stall_s = r.data_stall_s;
-  out.other_s = r.other_s;
+  out.breakdown() = r.breakdown();
   out.tokens_per_step = r.tokens_per_step;
   out.model_flops_per_step = r.model_flops_per_step;
   out.peak_flops_per_gpu = r.peak_flops_per_gpu;

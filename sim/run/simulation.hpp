@@ -32,8 +32,43 @@ struct LinkUsage {
   double busy_s = 0;    ///< time with at least one flow on it
 };
 
-/// What one simulated scenario produced. Times in seconds; FLOPs per step over all GPUs.
-struct SimulationResult {
+/// A step's time cut by what the ranks were doing [s], measured on the simulated timeline
+/// (run/step_metrics.cpp): compute + exposed_comm + bubble + data_stall + other = the step
+/// time. One value type carried by SimulationResult, StepStatistics and report::PlanRow, which
+/// take its fields as their own (so `r.compute_s` reads as before) and copy it whole with
+/// breakdown(). O(1) everywhere.
+struct StepBreakdown {
+  double compute_s = 0;       ///< busy compute time
+  double exposed_comm_s = 0;  ///< communication not hidden behind compute
+  double bubble_s = 0;        ///< idle inside the pipeline phase (pp > 1)
+  double data_stall_s = 0;    ///< waiting for the input pipeline
+  double other_s = 0;         ///< idle time that is not a pipeline bubble
+
+  /// The parts of one step's record.
+  static StepBreakdown of(const StepRecord& step) {
+    return {step.compute_s, step.exposed_comm_s, step.bubble_s, step.data_stall_s, step.other_s};
+  }
+  StepBreakdown& breakdown() { return *this; }
+  const StepBreakdown& breakdown() const { return *this; }
+  /// Part by part.
+  StepBreakdown& operator+=(const StepBreakdown& o) {
+    compute_s += o.compute_s;
+    exposed_comm_s += o.exposed_comm_s;
+    bubble_s += o.bubble_s;
+    data_stall_s += o.data_stall_s;
+    other_s += o.other_s;
+    return *this;
+  }
+  /// Part by part (a mean over `n` steps).
+  StepBreakdown& operator/=(double n) {
+    for (double* v : {&compute_s, &exposed_comm_s, &bubble_s, &data_stall_s, &other_s}) *v /= n;
+    return *this;
+  }
+};
+
+/// What one simulated scenario produced. Times in seconds; FLOPs per step over all GPUs. Its
+/// StepBreakdown is the mean over the simulated steps and ranks.
+struct SimulationResult : StepBreakdown {
   Layout layout;
   workload::MemoryBreakdown memory;  ///< per GPU, on the rank that needs the most
   double hbm_bytes = 0;              ///< capacity per GPU
@@ -48,15 +83,10 @@ struct SimulationResult {
   bool out_of_memory = false;        ///< memory_reserved > hbm_bytes: nothing was simulated
 
   std::vector<StepRecord> steps;
-  /// Means over the simulated steps and ranks; compute + exposed_comm + bubble + data_stall +
-  /// other = step time on every rank, so also for the mean.
+  /// Means over the simulated steps and ranks; the breakdown's parts sum to step_time_s on
+  /// every rank, so also for the mean.
   double step_time_s = 0;
-  double compute_s = 0;
-  double exposed_comm_s = 0;
   double comm_s = 0;                 ///< all communication time of a rank, hidden or not
-  double bubble_s = 0;               ///< idle inside the pipeline phase (pp > 1)
-  double data_stall_s = 0;
-  double other_s = 0;                ///< idle time that is not a pipeline bubble
   double optimizer_s = 0;            ///< the optimizer step (part of compute)
 
   double tokens_per_step = 0;
@@ -94,12 +124,11 @@ SimulationResult simulate(const config::Scenario& scenario, RecordSink& sink, Tr
 SimulationResult simulate_memory(const config::Scenario& scenario);
 
 /// What a whole-run layer needs of the step level: the statistics of `scenario.run.steps`
-/// simulated steps. Times in seconds.
-struct StepStatistics {
+/// simulated steps. Times in seconds; the StepBreakdown holds means whose parts sum to mean_s.
+struct StepStatistics : StepBreakdown {
   bool out_of_memory = false;
   double mean_s = 0;                 ///< mean step duration
   std::vector<double> durations_s;   ///< each simulated step, in order (the first has the loaders' warm-up)
-  double compute_s = 0, exposed_comm_s = 0, bubble_s = 0, data_stall_s = 0, other_s = 0;  ///< means; sum = mean_s
   double tokens_per_step = 0;
   double model_flops_per_step = 0;   ///< PaLM convention, all GPUs
   double peak_flops_per_gpu = 0;
