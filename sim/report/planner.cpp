@@ -599,13 +599,23 @@ PlanResult plan(const config::Scenario& base, const PlanSpace& space, const Plan
 
   // Simulate the chosen K: one simulation per distinct step timeline (ZeRO 1 and 2 of one
   // layout build the same step in the run layer; see timeline_key), the others take its figures.
+  // The representative of a timeline is its member with the least memory (ZeRO 2 before 1, by
+  // the memory model the pruning used): when any member fits in the simulation's own memory
+  // check, it does, so the others never wait for a step simulation of their own after the pool.
   std::vector<PlanRow> reps;
-  std::vector<std::size_t> rep_of(k);
+  std::vector<std::size_t> rep_of(k), rep_source;  // rep_source: the index in `rows` each rep stands for
   {
     std::map<std::string, std::size_t> seen;
     for (std::size_t j = 0; j < k; ++j) {
-      const auto [it, fresh] = seen.emplace(timeline_key(rows[alive[j]]), reps.size());
-      if (fresh) reps.push_back(rows[alive[j]]);
+      const PlanRow& r = rows[alive[j]];
+      const auto [it, fresh] = seen.emplace(timeline_key(r), reps.size());
+      if (fresh) {
+        reps.push_back(r);
+        rep_source.push_back(alive[j]);
+      } else if (r.memory_bytes < reps[it->second].memory_bytes) {
+        reps[it->second] = r;
+        rep_source[it->second] = alive[j];
+      }
       rep_of[j] = it->second;
     }
   }
@@ -623,20 +633,17 @@ PlanResult plan(const config::Scenario& base, const PlanSpace& space, const Plan
     for (auto& t : pool) t.join();
   }
   out.step_simulations = reps.size();
-  std::vector<bool> used(reps.size(), false);
   for (std::size_t j = 0; j < k; ++j) {
     PlanRow& r = rows[alive[j]];
     const PlanRow& rep = reps[rep_of[j]];
-    if (!used[rep_of[j]]) {
-      used[rep_of[j]] = true;
+    if (alive[j] == rep_source[rep_of[j]]) {
       r = rep;
       continue;
     }
     if (rep.status == "ok" && share_timeline(base, q, rep, r)) {
       ++out.shared;
-    } else {
-      simulate_row(base, q, r);  // the representative failed: this layout may still run
-      ++out.step_simulations;
+    } else if (simulate_row(base, q, r).events > 0) {
+      ++out.step_simulations;  // the representative failed otherwise than by memory: this layout may still run
     }
   }
 

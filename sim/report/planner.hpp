@@ -118,7 +118,9 @@ struct PlanResult {
   /// differ only in ZeRO 1 against 2 (the run layer builds the same step for both; only their
   /// memory differs, and each row's memory is its own). Counted in `simulated`.
   std::size_t shared = 0;
-  std::size_t step_simulations = 0;     ///< event-by-event step simulations run (simulated − shared + retries)
+  /// Simulations run event by event: one per distinct step timeline, plus a layout's own when
+  /// its timeline's representative (the member with the least memory) failed and it then ran.
+  std::size_t step_simulations = 0;
   std::map<std::string, std::size_t> prune_reasons;  ///< "invalid: parallel.tp" → count
   PlanAgreement agreement;
 };

@@ -264,6 +264,26 @@ TEST_CASE("layouts that differ only in ZeRO 1 and 2 share one step simulation, e
   REQUIRE(z1 != res.rows.end());
   REQUIRE(z2 != res.rows.end());
   CHECK(z2->memory_bytes < z1->memory_bytes);  // ZeRO 2 also shards the gradients over dp 4
+
+  // The step is simulated on the twin with the least memory (ZeRO 2): if either fits in the
+  // simulation's own memory check, that one does, so no twin waits for a simulation of its own.
+  std::vector<int> simulated_zero;
+  const ironlaw::report::SimulateRows watch = [&](std::vector<PlanRow>& rows, const auto& one) {
+    for (auto& r : rows) {
+      simulated_zero.push_back(r.zero);
+      one(r);
+    }
+    return true;
+  };
+  const auto watched = ironlaw::report::plan(base, sp, PlanQuestion{}, 2, 1, watch);
+  CHECK(simulated_zero == std::vector<int>{2});
+  CHECK(watched.shared == 1);
+  REQUIRE(watched.rows.size() == res.rows.size());
+  for (std::size_t i = 0; i < res.rows.size(); ++i) {
+    CHECK(watched.rows[i].layout() == res.rows[i].layout());
+    CHECK(watched.rows[i].step_time_s == res.rows[i].step_time_s);
+    CHECK(watched.rows[i].memory_bytes == res.rows[i].memory_bytes);
+  }
 }
 
 TEST_CASE("without a data pipeline every simulated step is the first, so the planner simulates one",
