@@ -3,12 +3,16 @@
 // input is refused with exit status 2 before anything runs. Also `validate --csv/--json`.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli_harness.hpp"
+#include "output/h5_reader.hpp"
 
 using namespace ironlaw::cli_test;
+using ironlaw::output::H5Reader;
 
 namespace {
 
@@ -104,4 +108,36 @@ TEST_CASE("validate --csv and --json print the seed003 case machine-readably", "
   CHECK(json.out.rfind("{\"cases\": [{\"name\": \"seed003\"", 0) == 0);
   CHECK(json.out.find("\"summary\": {\"rows\": ") != std::string::npos);
   CHECK(json.err.empty());
+}
+
+TEST_CASE("every unit a run, a sweep and a plan write is one of outputs/README.md's vocabulary", "[cli][plan][units]") {
+  // The vocabulary: each "..." in backticks of the README's **Units** bullet.
+  const std::string readme = read_file(repo_path("outputs/README.md"));
+  const auto from = readme.find("- **Units**");
+  REQUIRE(from != std::string::npos);
+  const std::string bullet = readme.substr(from, readme.find("\n- ", from + 1) - from);
+  std::vector<std::string> vocabulary;
+  for (auto at = bullet.find("`\""); at != std::string::npos; at = bullet.find("`\"", at + 2)) {
+    const auto end = bullet.find("\"`", at + 2);
+    REQUIRE(end != std::string::npos);
+    vocabulary.push_back(bullet.substr(at + 2, end - at - 2));
+  }
+  REQUIRE(vocabulary.size() >= 10);
+  TempDir tmp;
+  const fs::path scenario = tmp.write("s.yaml", tiny_scenario(tmp / "r.h5"));
+  REQUIRE(run_ironlaw({"run", scenario.string(), "--quiet"}, tmp.path()).exit_code == 0);
+  REQUIRE(run_ironlaw({"sweep", scenario.string(), "--vary", "parallel.zero=0,1", "-o", "s.h5", "--no-progress"},
+                      tmp.path()).exit_code == 0);
+  REQUIRE(run_ironlaw(small_plan(tmp / "p.h5"), tmp.path()).exit_code == 0);
+  const std::vector<std::pair<std::string, std::string>> tables{
+      {"r.h5", "/summary"}, {"r.h5", "/steps"}, {"r.h5", "/events"}, {"r.h5", "/links"}, {"s.h5", "/sweep"},
+      {"p.h5", "/plan"}};
+  for (const auto& [file, table] : tables) {
+    const auto units = H5Reader(tmp / file).units(table);
+    CHECK_FALSE(units.empty());
+    for (const auto& u : units) {
+      INFO(file << " " << table << ": \"" << u << "\"");
+      CHECK(std::find(vocabulary.begin(), vocabulary.end(), u) != vocabulary.end());
+    }
+  }
 }
