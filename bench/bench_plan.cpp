@@ -37,6 +37,16 @@ struct Profiled {
   ironlaw::report::SimulationWork work;
 };
 
+/// One profile line, printed as each simulation ends (a long run shows its progress) and again
+/// sorted at the end.
+void print_profile(const char* what, const Profiled& p) {
+  std::printf("plan.llama3_70b_1k_8k.%s: %7.2f s cpu %10llu events %9llu flows %9llu records %9llu resolves %8llu tasks  %5d GPUs %s\n",
+              what, p.cpu_s, static_cast<unsigned long long>(p.work.events), static_cast<unsigned long long>(p.work.flows),
+              static_cast<unsigned long long>(p.work.flow_records), static_cast<unsigned long long>(p.work.resolves),
+              static_cast<unsigned long long>(p.work.tasks), p.gpus, p.layout.c_str());
+  std::fflush(stdout);
+}
+
 void bench_plan_llama3_70b() {
   namespace report = ironlaw::report;
   const auto base = ironlaw::config::load_scenario(IRONLAW_SOURCE_DIR "/scenarios/explain/llama3-70b.yaml",
@@ -62,6 +72,7 @@ void bench_plan_llama3_70b() {
         const double t1 = thread_cpu_seconds();
         const std::lock_guard<std::mutex> lock(profile_mutex);
         profile.push_back({rows[j].layout(), rows[j].gpus, t1 - t0, w});
+        print_profile("simulated", profile.back());
       }
     };
     std::vector<std::thread> pool;
@@ -123,14 +134,7 @@ void bench_plan_llama3_70b() {
   double total = 0;
   for (const auto& p : profile) total += p.cpu_s;
   put("simulation_cpu_total", total, "s (thread CPU)");
-  for (const auto& p : profile) {
-    std::printf("%sprofile: %7.2f s cpu %10llu events %9llu flows %9llu records %9llu resolves %8llu tasks  %5d GPUs %s\n",
-                b.c_str(), p.cpu_s, static_cast<unsigned long long>(p.work.events),
-                static_cast<unsigned long long>(p.work.flows), static_cast<unsigned long long>(p.work.flow_records),
-                static_cast<unsigned long long>(p.work.resolves), static_cast<unsigned long long>(p.work.tasks), p.gpus,
-                p.layout.c_str());
-  }
-  std::fflush(stdout);
+  for (const auto& p : profile) print_profile("profile", p);
 }
 
 const ironlaw::bench::Register reg_plan("plan.llama3_70b_1k_8k", bench_plan_llama3_70b);
