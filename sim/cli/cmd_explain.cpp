@@ -165,6 +165,15 @@ Explained explain(const config::Scenario& s, double published_hours, bool search
                 "6N = %.3g); the PaLM count of those gives the %.1f %% above.\n",
                 fpt.six_n / 6, 100 * naive_mfu, fpt.six_n_active / 6, fpt.six_n_active, fpt.six_n,
                 100 * report::implied_utilisation(w.model_flops, w.peak_flops_per_gpu, published_hours));
+    std::printf("%-46s %18s %18s\n", "Beside it, the same counts:", "published hours", "simulated hours");
+    std::printf("  %-44s %18.0f %18.0f\n", "GPU-hours of the run", published_hours, w.simulated_hours);
+    std::printf("  %-44s %16.1f %% %16.1f %%\n", "MFU, 6N over all parameters (naive)", 100 * naive_mfu,
+                100 * w.simulated_mfu_6n);
+    std::printf("  %-44s %16.1f %% %16.1f %%\n", "MFU, PaLM count (activated parameters)",
+                100 * report::implied_utilisation(w.model_flops, w.peak_flops_per_gpu, published_hours),
+                100 * w.simulated_mfu);
+    std::printf("  %-44s %18s %16.1f %%\n", "MFU per simulated step (PaLM count)", "",
+                100 * report::metric(m, "mfu"));
   }
   if (w.simulated_hours < published_hours) {
     std::printf("\nThe simulation accounts for %.1f %% of the published hours; the other %.0f GPU-hours are not\n"
