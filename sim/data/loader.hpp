@@ -26,6 +26,15 @@
 ///   enter, so the pipeline cannot deadlock.
 /// - Storage reads carry `sample_bytes` per sample; the host→device copy carries
 ///   `decoded_bytes` per sample (sample_bytes when 0), e.g. a decoded float32 image crop.
+/// - With `decode_device: gpu` (DALI's "mixed" decoder on the hardware JPEG engine, NVJPG) a
+///   worker's decode is a flow of the batch's images over the GPU's engine link
+///   "node<N>/gpu<G>/jpeg" (capacity DeviceSpec::jpeg_decode_rate, images/s), shared max-min by
+///   the GPU's workers; no host core decodes, and the host→device copy carries the stored
+///   sample_bytes (the engine writes the decoded image in device memory). The engine runs
+///   beside the SMs, so training kernels are not slowed. Simplifications, stated: the copy of
+///   the encoded batch is timed at hand-out as the decoded copy is (in DALI it precedes the
+///   decode; inside a prefetching pipeline only the first batch's latency differs), and the
+///   GPU-side resize/crop/normalize kernels of such a pipeline are not simulated.
 /// - `request(gpu, cb)` asks for the GPU's next batch. When it is ready it is popped (freeing
 ///   a slot), copied host→device (copies of one GPU run one after another) and then `cb()`
 ///   runs. Without an H2D path a copy takes bytes / host_to_device_bandwidth. With one
@@ -222,6 +231,7 @@ class DataPipeline {
     double read_bytes = 0;                  // read from storage per batch
     double bytes = 0;                       // copied to the device per batch
     GpuRole role = GpuRole::inputs;
+    engine::LinkId jpeg_engine = 0;         // decode_device gpu: the GPU's JPEG decoder
     Time copy_start;
     Time stall_since;
     std::uint32_t popped = 0;
@@ -254,6 +264,7 @@ class DataPipeline {
   bool enabled_ = false;
   bool started_ = false;
   bool on_demand_ = false;         // workers_per_gpu == 0: load in the training process
+  bool gpu_decode_ = false;        // decode_device gpu: decode on the GPU's JPEG engine
   int gpu_count_ = 0;
   int gpus_per_node_ = 0;
   int sequences_ = 0;
