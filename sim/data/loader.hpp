@@ -143,8 +143,10 @@ class DataPipeline {
   /// shared-FS link, the CPU links of a core budget and one copy-engine link per GPU with an
   /// H2D path. Throws std::invalid_argument for nodes, gpus_per_node or sequences_per_batch
   /// < 1, workers_per_gpu < 0, prefetch_batches < 1, negative bandwidths or sizes, a bad
-  /// decode distribution, a slow loader outside the GPUs, or `resources` vectors of a size
-  /// other than 0 or the GPU count. Memory O(GPUs·(workers + prefetch_batches)); builds no
+  /// decode distribution, a slow loader outside the GPUs, `resources` vectors of a size
+  /// other than 0 or the GPU count, a decode_device other than cpu or gpu, or gpu on a device
+  /// whose jpeg_decode_rate is not > 0. With decode_device gpu it also adds one JPEG-engine
+  /// link per GPU that loads inputs. Memory O(GPUs·(workers + prefetch_batches)); builds no
   /// events.
   DataPipeline(engine::Simulator& sim, engine::FlowNetwork& net, const config::DataSpec& data,
                const config::DeviceSpec& device, int nodes, int gpus_per_node, int sequences_per_batch,
@@ -176,7 +178,8 @@ class DataPipeline {
   /// "data_stall/no_worker" (no worker had started it yet: all were busy with earlier
   /// batches, or, with workers_per_gpu 0, the load starts only now), "data_stall/storage_read"
   /// (its storage read in progress), "data_stall/decode" (its decode/augment on the CPU in
-  /// progress, including time lost to other workers on shared cores); each host→device copy
+  /// progress, including time lost to other workers on shared cores, or with decode_device
+  /// gpu its decode on the GPU's JPEG engine); each host→device copy
   /// an EventKind::data record (name "h2d"), on resource "data", rank = global GPU index.
   /// nullptr (the default) records nothing.
   void set_sink(RecordSink* sink);
