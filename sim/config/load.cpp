@@ -115,6 +115,7 @@ void parse_device(Section s, DeviceSpec& d) {
     dispatch.finish();
   }
   s.number("host_to_device_bandwidth", d.host_to_device_bandwidth, Dimension::bandwidth, kHardware);
+  s.number("jpeg_decode_rate", d.jpeg_decode_rate, Dimension::count, kOptionalHardware);
   s.number("speed_variation_cv", d.speed_variation_cv, Dimension::count, kOptionalHardwareLatency);
   {
     // Absent: no allocator replay. Given: every constant, each with its source.
@@ -521,6 +522,15 @@ void parse_data(Section s, DataSpec& d) {
     Section loader = s.section("loader");
     loader.integer("workers_per_gpu", d.workers_per_gpu, kNonNegative);
     loader.integer("prefetch_batches", d.prefetch_batches, kPositive);
+    loader.choice("decode_device", d.decode_device, {"cpu", "gpu"});
+    if (d.decode_device == "gpu" && loader.has("decode_time")) {
+      loader.state().fail(loader.full("decode_time"), "decode_device gpu decodes on the GPU's JPEG engine "
+                                                      "(device.jpeg_decode_rate), not on host cores; remove decode_time");
+    }
+    if (d.decode_device == "gpu" && d.decoded_bytes > 0) {
+      loader.state().fail(loader.full("decode_device"), "gpu copies the stored sample_bytes to the GPU and decodes "
+                                                        "there; remove data.decoded_bytes");
+    }
     parse_distribution(loader.section("decode_time"), d.decode_time);
     {
       Section slow = loader.section("slow_loader");

@@ -59,6 +59,9 @@ struct DeviceSpec {
   /// as they are queued and idles when the host has not yet issued the next one.
   std::map<std::string, Time> framework_dispatch;
   double host_to_device_bandwidth = 0;        ///< pinned H2D copy [B/s]
+  /// Images per second the GPU's hardware JPEG decoder (NVJPG) decodes; 0 = none, and then
+  /// data.loader.decode_device gpu is refused.
+  double jpeg_decode_rate = 0;
   /// Coefficient of variation of the per-GPU kernel-time factor across nominally identical
   /// GPUs of one cluster (manufacturing and power-management variation): each GPU's kernels
   /// take their nominal time × (1 + cv·Z), Z standard normal, drawn once per GPU
@@ -322,6 +325,10 @@ struct DataSpec {
   double label_bytes = 0;
   int workers_per_gpu = 1;
   int prefetch_batches = 2;
+  /// cpu: loader workers decode on host cores (decode_time per sample); gpu: the GPU's hardware
+  /// JPEG decoder (DeviceSpec::jpeg_decode_rate) decodes, and the host→device copy carries the
+  /// stored bytes instead of decoded_bytes.
+  std::string decode_device = "cpu";
   DistributionSpec decode_time;
   SlowLoaderSpec slow_loader;
 };

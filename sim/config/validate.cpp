@@ -72,6 +72,7 @@ const std::vector<KeyBound>& key_bounds() {
       {"framework_dispatch.compile", 0, 1, false, "at most 1 s per kernel"},
       {"framework_dispatch.cuda_graphs", 0, 1, false, "at most 1 s per kernel"},
       {"device.host_to_device_bandwidth", 1e6, 1e20, false, "1 MB/s to 1e20 B/s"},
+      {"device.jpeg_decode_rate", 1, 1e9, true, "at most 1e9 images/s, 0: no hardware JPEG decoder"},
       {"device.speed_variation_cv", 0, 0.1, true, "a coefficient of variation of GPU speeds, at most 0.1"},
       {"memory_allocator.min_block_size", 1, 1e12, false, "1 B to 1 TB"},
       {"memory_allocator.small_size", 1, 1e12, false, "1 B to 1 TB"},
@@ -464,6 +465,15 @@ void validate_scenario(Scenario& sc, LoadState& st) {
       st.report("data.loader.slow_loader.gpu", "one slow loader makes the data-parallel replicas differ; it needs "
                                                "run.detail: full, got " + sc.run.detail);
     }
+  }
+  if (sc.data.decode_device == "gpu" && st.ok({"data.loader.decode_device"}) &&
+      sc.topology.device.jpeg_decode_rate <= 0) {
+    st.report("data.loader.decode_device", "gpu needs a hardware JPEG decoder, and the device " + sc.topology.device.name +
+                                               " gives no jpeg_decode_rate; expected cpu");
+  }
+  if (sc.data.decode_device == "gpu" && sc.data.slow_loader.gpu >= 0 && st.ok({"data.loader.slow_loader.gpu"})) {
+    st.report("data.loader.slow_loader.gpu", "a slow loader decodes more slowly on host cores; with decode_device gpu "
+                                             "no worker decodes: expected -1");
   }
   if (st.ok({"data.loader.decode_time.distribution", "data.loader.decode_time.samples"}) &&
       sc.data.decode_time.distribution == "empirical" && sc.data.decode_time.samples.empty()) {

@@ -113,7 +113,16 @@ DataPipeline::DataPipeline(engine::Simulator& sim, engine::FlowNetwork& net, con
   if (!finite_non_negative(data.decoded_bytes)) throw std::invalid_argument("DataPipeline: decoded_bytes must be >= 0");
   const double labels = resources.inputs_carry_labels ? data.label_bytes : 0.0;
   const double decoded = data.decoded_bytes > 0 ? data.decoded_bytes : data.sample_bytes;
-  batch_bytes_ = sequences * (decoded + labels);
+  gpu_decode_ = data.decode_device == "gpu";
+  if (gpu_decode_ && !(device.jpeg_decode_rate > 0 && std::isfinite(device.jpeg_decode_rate))) {
+    throw std::invalid_argument("DataPipeline: decode_device gpu needs the device's jpeg_decode_rate > 0");
+  }
+  if (data.decode_device != "cpu" && !gpu_decode_) {
+    throw std::invalid_argument("DataPipeline: decode_device must be cpu or gpu, got " + data.decode_device);
+  }
+  // Decoding on the GPU, the copy carries the stored (encoded) bytes; the engine writes the
+  // decoded image into device memory.
+  batch_bytes_ = sequences * ((gpu_decode_ ? data.sample_bytes : decoded) + labels);
   const double read_bytes = sequences * (data.sample_bytes + labels);
   h2d_time_ = device.host_to_device_bandwidth > 0 ? transfer_time(batch_bytes_, device.host_to_device_bandwidth)
                                                   : Time::zero();
@@ -144,6 +153,11 @@ DataPipeline::DataPipeline(engine::Simulator& sim, engine::FlowNetwork& net, con
         g.bytes = batch_bytes_;
         g.read_bytes = read_bytes;
         g.decode = static_cast<int>(gi) == data.slow_loader.gpu ? &slow_decode_ : &decode_;
+        if (gpu_decode_) {
+          g.jpeg_engine = net_.add_link(device.jpeg_decode_rate, Time::zero(),
+                                        "node" + std::to_string(gi / static_cast<std::size_t>(gpus_per_node)) + "/gpu" +
+                                            std::to_string(gi % static_cast<std::size_t>(gpus_per_node)) + "/jpeg");
+        }
         break;
       case GpuRole::labels: g.bytes = g.read_bytes = sequences * data.label_bytes; break;
       case GpuRole::none: break;
@@ -260,6 +274,13 @@ void DataPipeline::on_read_done(std::uint32_t worker) {
   w.state = WorkerState::decoding;
   const std::size_t gpu = worker / workers_per_gpu_;
   phases_of(gpus_[gpu], w.batch).decode_start = sim_.now();
+  if (gpu_decode_ && gpus_[gpu].role == GpuRole::inputs) {
+    // The batch's images on the GPU's JPEG engine, in images: the workers of one GPU share
+    // it max-min, so more workers add no decode rate. No host core is used.
+    const std::array<engine::LinkId, 1> engine{gpus_[gpu].jpeg_engine};
+    w.flow = net_.start_flow(engine, static_cast<double>(sequences_), [this, worker](engine::FlowId) { on_decoded(worker); });
+    return;
+  }
   const Distribution* dist = gpus_[gpu].decode;
   const Time decode = dist != nullptr ? dist->draw_sum(w.rng, sequences_) : Time::zero();
   if (cpu_links_.empty()) {

@@ -26,6 +26,15 @@
 ///   enter, so the pipeline cannot deadlock.
 /// - Storage reads carry `sample_bytes` per sample; the host→device copy carries
 ///   `decoded_bytes` per sample (sample_bytes when 0), e.g. a decoded float32 image crop.
+/// - With `decode_device: gpu` (DALI's "mixed" decoder on the hardware JPEG engine, NVJPG) a
+///   worker's decode is a flow of the batch's images over the GPU's engine link
+///   "node<N>/gpu<G>/jpeg" (capacity DeviceSpec::jpeg_decode_rate, images/s), shared max-min by
+///   the GPU's workers; no host core decodes, and the host→device copy carries the stored
+///   sample_bytes (the engine writes the decoded image in device memory). The engine runs
+///   beside the SMs, so training kernels are not slowed. Simplifications, stated: the copy of
+///   the encoded batch is timed at hand-out as the decoded copy is (in DALI it precedes the
+///   decode; inside a prefetching pipeline only the first batch's latency differs), and the
+///   GPU-side resize/crop/normalize kernels of such a pipeline are not simulated.
 /// - `request(gpu, cb)` asks for the GPU's next batch. When it is ready it is popped (freeing
 ///   a slot), copied host→device (copies of one GPU run one after another) and then `cb()`
 ///   runs. Without an H2D path a copy takes bytes / host_to_device_bandwidth. With one
@@ -134,8 +143,10 @@ class DataPipeline {
   /// shared-FS link, the CPU links of a core budget and one copy-engine link per GPU with an
   /// H2D path. Throws std::invalid_argument for nodes, gpus_per_node or sequences_per_batch
   /// < 1, workers_per_gpu < 0, prefetch_batches < 1, negative bandwidths or sizes, a bad
-  /// decode distribution, a slow loader outside the GPUs, or `resources` vectors of a size
-  /// other than 0 or the GPU count. Memory O(GPUs·(workers + prefetch_batches)); builds no
+  /// decode distribution, a slow loader outside the GPUs, `resources` vectors of a size
+  /// other than 0 or the GPU count, a decode_device other than cpu or gpu, or gpu on a device
+  /// whose jpeg_decode_rate is not > 0. With decode_device gpu it also adds one JPEG-engine
+  /// link per GPU that loads inputs. Memory O(GPUs·(workers + prefetch_batches)); builds no
   /// events.
   DataPipeline(engine::Simulator& sim, engine::FlowNetwork& net, const config::DataSpec& data,
                const config::DeviceSpec& device, int nodes, int gpus_per_node, int sequences_per_batch,
@@ -167,7 +178,8 @@ class DataPipeline {
   /// "data_stall/no_worker" (no worker had started it yet: all were busy with earlier
   /// batches, or, with workers_per_gpu 0, the load starts only now), "data_stall/storage_read"
   /// (its storage read in progress), "data_stall/decode" (its decode/augment on the CPU in
-  /// progress, including time lost to other workers on shared cores); each host→device copy
+  /// progress, including time lost to other workers on shared cores, or with decode_device
+  /// gpu its decode on the GPU's JPEG engine); each host→device copy
   /// an EventKind::data record (name "h2d"), on resource "data", rank = global GPU index.
   /// nullptr (the default) records nothing.
   void set_sink(RecordSink* sink);
@@ -222,6 +234,7 @@ class DataPipeline {
     double read_bytes = 0;                  // read from storage per batch
     double bytes = 0;                       // copied to the device per batch
     GpuRole role = GpuRole::inputs;
+    engine::LinkId jpeg_engine = 0;         // decode_device gpu: the GPU's JPEG decoder
     Time copy_start;
     Time stall_since;
     std::uint32_t popped = 0;
@@ -254,6 +267,7 @@ class DataPipeline {
   bool enabled_ = false;
   bool started_ = false;
   bool on_demand_ = false;         // workers_per_gpu == 0: load in the training process
+  bool gpu_decode_ = false;        // decode_device gpu: decode on the GPU's JPEG engine
   int gpu_count_ = 0;
   int gpus_per_node_ = 0;
   int sequences_ = 0;

@@ -159,3 +159,42 @@ TEST_CASE("the ResNet-50 sweep over workers per GPU shows the knee where the GPU
   // past W*).
   CHECK(first_flat == static_cast<int>(std::ceil(knee)));
 }
+
+TEST_CASE("decoding on the GPU's JPEG engine moves the ResNet-50 knee from ten host cores per GPU to one worker", "[run][data][gpu_decode][slow]") {
+  // The same node and batches as above; with decode_device gpu a batch of 32 images takes
+  // 32 / R on the GPU's JPEG engine (R images/s) and no host core. One worker per GPU then
+  // gives a steady step of max(T0, 256 / R): at the H100's R = 7,000 (36.6 ms per step) the GPU
+  // is the limit (T0 ≈ 61 ms); an engine of R = 2,000 (128 ms per step) would be.
+  const std::string cpu = IRONLAW_SOURCE_DIR "/scenarios/data/resnet50-imagenet-dgx.yaml";
+  const std::string gpu = IRONLAW_SOURCE_DIR "/scenarios/data/resnet50-imagenet-dgx-gpu-decode.yaml";
+  const std::vector<std::string> base{"run.steps=6", "output.path=none", "output.trace=none"};
+  auto steady = [&](const std::string& scenario, std::vector<std::string> sets) {
+    sets.insert(sets.end(), base.begin(), base.end());
+    NullSink sink;
+    return steady_step_s(run::simulate(config::load_scenario(scenario, sets), sink, run::TraceLevel::none));
+  };
+  // T0: the GPU-decoding pipeline with an engine too fast to matter (its copies carry the
+  // stored bytes, so T0 is a little shorter than the CPU pipeline's).
+  const double t0 = steady(gpu, {"data.loader.workers_per_gpu=1", "cluster.topology.device.jpeg_decode_rate=1e9"});
+  INFO("T0 " << t0 << " s");
+  REQUIRE(t0 > 256.0 / 7000);
+  REQUIRE(t0 < 256.0 / 2000);
+  CHECK(steady(gpu, {"data.loader.workers_per_gpu=1"}) == Approx(t0).epsilon(0.03));
+  // One worker reads a batch (32 × 110 KB over the node's 55 GB/s shared by 8 readers: 0.51 ms)
+  // and then waits for its decode: 8 × (0.51 + 16) = 132 ms. With reads that take no time the
+  // engine alone sets the step: 256 / 2,000 = 128 ms.
+  CHECK(steady(gpu, {"data.loader.workers_per_gpu=1", "cluster.topology.device.jpeg_decode_rate=2000"}) ==
+        Approx(8 * (32 * 110008 / (55e9 / 8) + 32.0 / 2000)).epsilon(0.01));
+  CHECK(steady(gpu, {"data.loader.workers_per_gpu=1", "cluster.topology.device.jpeg_decode_rate=2000",
+                     "data.storage_bandwidth_per_node=1e18 B/s"}) == Approx(256.0 / 2000).epsilon(0.01));
+  // The CPU-decoding pipeline with one worker per GPU: 256 × 2.4 ms per step.
+  CHECK(steady(cpu, {"data.loader.workers_per_gpu=1", "data.loader.decode_time.distribution=constant"}) ==
+        Approx(256 * 2.4e-3).epsilon(0.03));
+}
+
+TEST_CASE("GPU decode is refused where the device has no JPEG engine or a CPU decode time is given", "[run][data][gpu_decode]") {
+  const std::string gpu = IRONLAW_SOURCE_DIR "/scenarios/data/resnet50-imagenet-dgx-gpu-decode.yaml";
+  const std::string v100 = IRONLAW_SOURCE_DIR "/scenarios/data/mohan-resnet50-v100.yaml";
+  CHECK_THROWS_AS(config::load_scenario(gpu, {"cluster.topology.device.jpeg_decode_rate=0"}), InputError);
+  CHECK_THROWS_AS(config::load_scenario(v100, {"data.loader.decode_device=gpu"}), InputError);
+}
