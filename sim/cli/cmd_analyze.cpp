@@ -61,7 +61,7 @@ int stall_breakdown(const output::H5Reader& reader, std::int64_t window_start, s
   };
   static constexpr std::array<Cause, 4> kCauses{{
       {"data_stall/storage_read", "storage read"},
-      {"data_stall/decode", "decode/augment (CPU)"},
+      {"data_stall/decode", "decode/augment"},
       {"data_stall/no_worker", "no worker started it"},
       {"data_stall", "unattributed (older file)"},
   }};
