@@ -386,7 +386,9 @@ MemoryBreakdown model_state_memory(double params_local, const config::TrainingSp
 /// Policies: none; selective (Korthikanti: the s² terms recomputed); full: the layer input
 /// bpe·h (÷t under sequence_parallel); op (torchtitan): the layer input, the attention output
 /// and log-sum-exp, and the outputs of the 1st, 3rd, ... matmuls in forward order (wq, wk, wv,
-/// wo, w1, w3, w2 → wq, wv, w1, w2). Context parallelism keeps s/cp tokens per GPU.
+/// wo, w1, w3, w2 → wq, wv, w1, w2). Under context parallelism training.sequence_length is the
+/// rank's own share of a sequence (callers pass sequence_length / cp, as the op costs take it;
+/// the unfused score term spans the keys of the whole sequence, that share × cp).
 double activation_bytes_per_layer(const config::ModelSpec& model, const config::TrainingSpec& training,
                                   const config::ParallelSpec& parallel, int sequences);
 
@@ -431,7 +433,8 @@ bool torch_tensor_parallel(const config::TrainingSpec& training, const config::P
 double loss_bytes_per_logit(const config::TrainingSpec& training, const config::ParallelSpec& parallel);
 
 /// Bytes the LM head keeps for its weight gradient per microbatch of `sequences` sequences
-/// (the final norm's output, s/cp·b·h at bpe), on the last pipeline stage from the forward of
+/// (the final norm's output, s·b·h at bpe, s the rank's share of a sequence under context
+/// parallelism as in activation_bytes_per_layer), on the last pipeline stage from the forward of
 /// the microbatch to its backward; ÷tp under Megatron-LM's sequence parallelism (the shard is
 /// kept and re-gathered), every token under PyTorch's (torch_tensor_parallel: the gathered
 /// input is kept). Throws std::invalid_argument for sequences ≤ 0 or tp, cp < 1. O(1).

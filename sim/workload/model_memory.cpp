@@ -104,8 +104,10 @@ double activation_bytes_per_layer(const config::ModelSpec& model, const config::
   check_recompute_policy(training.activation_checkpointing);
   const Shape sh = shape_of(model);
   const double t = parallel.tp;
-  const double s_kv = training.sequence_length;
-  const double s = s_kv / parallel.cp;  // local query tokens under context parallelism
+  // training.sequence_length is this rank's share of a sequence (the run layer passes
+  // sequence_length / cp, as the op costs take it); the keys span the whole sequence.
+  const double s = training.sequence_length;
+  const double s_kv = s * parallel.cp;
   const double tokens = s * sequences;
   const double sp = parallel.sequence_parallel ? t : 1.0;
   const double bpe = bytes_per_element(training.precision);
@@ -151,7 +153,7 @@ MemoryBreakdown memory_per_gpu(const config::ModelSpec& model, const config::Tra
 
   const double layers_local = std::ceil(static_cast<double>(model.layers) / parallel.pp);
   const double per_layer = activation_bytes_per_layer(model, training, parallel, parallel.microbatch_size);
-  const double s = static_cast<double>(training.sequence_length) / parallel.cp;
+  const double s = static_cast<double>(training.sequence_length);  // the rank's share under CP
   const double logits_count = s * parallel.microbatch_size * static_cast<double>(model.vocab) / parallel.tp;
   m.activations = per_layer * layers_local * in_flight_microbatches + logits_count * loss_bytes_per_logit(training, parallel) +
                   head_input_bytes(model, training, parallel, parallel.microbatch_size) * in_flight_microbatches;
@@ -214,7 +216,7 @@ double head_input_bytes(const config::ModelSpec& model, const config::TrainingSp
                         const config::ParallelSpec& parallel, int sequences) {
   if (sequences <= 0) throw std::invalid_argument("sequences per microbatch must be positive");
   if (parallel.tp < 1 || parallel.cp < 1) throw std::invalid_argument("tp and cp must be >= 1");
-  const double tokens = static_cast<double>(training.sequence_length) / parallel.cp * sequences;
+  const double tokens = static_cast<double>(training.sequence_length) * sequences;  // the rank's share under CP
   const double bytes = tokens * bytes_per_element(training.precision) * static_cast<double>(model.hidden);
   // Megatron-LM's output layer under sequence parallelism saves its shard of the input and
   // all-gathers it again for the weight gradient; PyTorch's ColwiseParallel(input_layouts =

@@ -82,7 +82,7 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
     recomputed = activation_bytes_per_layer(model, none, parallel, parallel.microbatch_size);
   }
   const double bpe = bytes_per_element(training.precision);
-  const double s = static_cast<double>(training.sequence_length) / parallel.cp;
+  const double s = static_cast<double>(training.sequence_length);  // the rank's share under CP
   const double tokens = s * parallel.microbatch_size;
   const double logits = tokens * static_cast<double>(model.vocab) / t;
   const double loss = logits * loss_bytes_per_logit(training, parallel);

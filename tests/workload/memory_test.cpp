@@ -161,6 +161,7 @@ TEST_CASE("the LM head keeps its input: every token under PyTorch TP, a shard un
   CHECK(head_input_bytes(m, t, p, 4) == gib);      // ColwiseParallel(Shard(1)) gathers first
   t.framework = "fused";
   CHECK(head_input_bytes(m, t, p, 4) == gib / 8);  // Megatron keeps its shard, re-gathers later
+  t.sequence_length = 4096;  // a CP rank's share of the 8,192-token sequence (the caller divides)
   p.cp = 2;
   CHECK(head_input_bytes(m, t, p, 4) == gib / 16);
   CHECK_THROWS(head_input_bytes(m, t, p, 0));
@@ -190,6 +191,27 @@ TEST_CASE("PyTorch sequence parallelism keeps the all-gathered linear inputs", "
   t.framework = "compile";
   t.activation_checkpointing = "full";
   CHECK(activation_bytes_per_layer(llama3_8b(), t, p, 1) == 8192.0 * 1'024);
+}
+
+TEST_CASE("under context parallelism a rank keeps the activations of its own share of the sequence",
+          "[workload][memory]") {
+  // The run layer passes sequence_length / cp (a CP rank's tokens, as the op costs take them);
+  // the memory model must not divide again: 32,768 tokens over CP 2 keep what 16,384 tokens
+  // keep without CP. Llama 3 8B, full recompute, bf16: 16,384 · 2 · 4,096 B = 128 MiB per layer.
+  config::TrainingSpec t = mixed_adam();
+  t.activation_checkpointing = "full";
+  t.sequence_length = 16384;
+  config::ParallelSpec p;
+  p.cp = 2;
+  CHECK(activation_bytes_per_layer(llama3_8b(), t, p, 1) == 16384.0 * 2 * 4096);
+  p.cp = 1;
+  CHECK(activation_bytes_per_layer(llama3_8b(), t, p, 1) == 16384.0 * 2 * 4096);
+  // The loss of one microbatch (no layer in flight): the rank's 16,384 tokens · 128,256 logits
+  // · 12 B (compile, no TP), whatever the CP degree.
+  t.framework = "compile";
+  p.cp = 2;
+  p.microbatch_size = 1;
+  CHECK(memory_per_gpu(llama3_8b(), t, p, 1, 0).activations == 16384.0 * 128'256 * 12);
 }
 
 TEST_CASE("memory per GPU divides parameters by tp·pp and adds activations and logits", "[workload][memory]") {
