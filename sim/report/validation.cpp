@@ -182,6 +182,8 @@ constexpr TorchtitanRow kTorchtitan[] = {
     {"tt-8b-128gpu-eager", "Llama 3.1 8B, 128 GPUs, FSDP, eager", 5605, 67.0},
     {"tt-8b-128gpu-compile", "Llama 3.1 8B, 128 GPUs, FSDP, compile", 6514, 62.0},
     {"tt-8b-128gpu-compile-fp8", "Llama 3.1 8B, 128 GPUs, FSDP, compile+Float8", 8380, 61.8},
+    {"tt-70b-256gpu-2d", "Llama 3.1 70B, 256 GPUs, FSDP+TP", 829, 71.9},
+    {"tt-70b-256gpu-2d-asynctp", "Llama 3.1 70B, 256 GPUs, FSDP+TP+AsyncTP (not modelled)", 876, 67.6},
     {"tt-405b-512gpu-1f1b", "Llama 3.1 405B, 512 GPUs, 3D, 1F1B", 100, 82.5},
     {"tt-405b-512gpu-interleaved", "Llama 3.1 405B, 512 GPUs, 3D, interleaved", 128, 72.7},
 };
