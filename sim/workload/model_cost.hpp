@@ -375,7 +375,9 @@ MemoryBreakdown model_state_memory(double params_local, const config::TrainingSp
 /// multi-head attention and 0.1 dropout). Per token, bpe bytes per element, t = tp:
 ///   replicated over TP (÷t under sequence_parallel): each norm's input (eager RMSNorm: its
 ///     fp32 copy and the normalised value, (4 + bpe)·h) and its output, and 1-byte dropout masks
-///     of the two block outputs when hidden_dropout > 0;
+///     of the two block outputs when hidden_dropout > 0; under PyTorch's sequence parallelism
+///     (torch_tensor_parallel) each norm's output is kept as the all-gathered linear input,
+///     every token (not ÷t), in fp8 (1 B) under the fp8 recipe (Float8 TP gathers fp8);
 ///   split over TP: Q, K, V (grouped-query widths) and the attention output; flash: fp32
 ///     log-sum-exp per head; eager rotary: its fp32 inputs; MLP: GELU input and output, SwiGLU
 ///     gate, up and product (eager: + the SiLU output);
@@ -384,7 +386,9 @@ MemoryBreakdown model_state_memory(double params_local, const config::TrainingSp
 /// Policies: none; selective (Korthikanti: the s² terms recomputed); full: the layer input
 /// bpe·h (÷t under sequence_parallel); op (torchtitan): the layer input, the attention output
 /// and log-sum-exp, and the outputs of the 1st, 3rd, ... matmuls in forward order (wq, wk, wv,
-/// wo, w1, w3, w2 → wq, wv, w1, w2). Context parallelism keeps s/cp tokens per GPU.
+/// wo, w1, w3, w2 → wq, wv, w1, w2). Under context parallelism training.sequence_length is the
+/// rank's own share of a sequence (callers pass sequence_length / cp, as the op costs take it;
+/// the unfused score term spans the keys of the whole sequence, that share × cp).
 double activation_bytes_per_layer(const config::ModelSpec& model, const config::TrainingSpec& training,
                                   const config::ParallelSpec& parallel, int sequences);
 
@@ -396,7 +400,8 @@ double activation_bytes_per_layer(const config::ModelSpec& model, const config::
 /// separately). Activations follow Korthikanti et al. for every layer, MoE layers included (the
 /// k·f_e-wide expert activations are not counted apart).
 /// Activations: activation_bytes_per_layer × ⌈layers / pp⌉ × in_flight_microbatches, plus the
-/// loss buffers of one microbatch (s·b·V/tp·loss_bytes_per_logit; the last stage's), with b =
+/// loss buffers of one microbatch (s·b·V/tp·loss_bytes_per_logit) and the LM head's kept input
+/// (head_input_bytes) of every microbatch in flight (the last stage's), with b =
 /// parallel.microbatch_size. Transient: under recompute one layer's activations without it;
 /// under ZeRO-3 with dp > 1 two layers' gathered parameters (gathered_linear_bytes each) and one
 /// layer's unsharded gradients (pb) and the gathered root unit (embedding + LM head, parameters and
@@ -411,11 +416,29 @@ double activation_bytes_per_layer(const config::ModelSpec& model, const config::
 MemoryBreakdown memory_per_gpu(const config::ModelSpec& model, const config::TrainingSpec& training,
                                const config::ParallelSpec& parallel, int dp, int in_flight_microbatches);
 
+/// Whether tensor parallelism runs as PyTorch's DTensor styles (training.framework eager or
+/// compile with tp > 1, as torchtitan's apply_tp does) rather than Megatron-LM's fused layers:
+/// sequence-parallel linears keep their all-gathered input, and the loss is torch's loss
+/// parallel (torchtitan's default under TP: training.disable_loss_parallel is false).
+bool torch_tensor_parallel(const config::TrainingSpec& training, const config::ParallelSpec& parallel);
+
 /// Bytes per logit alive at the loss's peak (forward or backward), by framework: fused
 /// (vocabulary-parallel fused cross-entropy) 4 — the fp32 probabilities; eager and compile
 /// (compiled per transformer block, as torchtitan does: the loss stays eager)
 /// F.cross_entropy(logits.float()): max(bpe + 8, 12) (logits, fp32 copy and log-softmax output
-/// in forward; log-softmax output, NLL gradient and log-softmax gradient in backward).
-double loss_bytes_per_logit(const config::TrainingSpec& training);
+/// in forward; log-softmax output, NLL gradient and log-softmax gradient in backward); the same
+/// under torch TP (torch_tensor_parallel: loss parallel, whose backward
+/// (grad_input + exp(x)) · grad_output keeps x, grad_input, exp(x) and the sum alive, all fp32):
+/// max(bpe + 12, 16).
+double loss_bytes_per_logit(const config::TrainingSpec& training, const config::ParallelSpec& parallel);
+
+/// Bytes the LM head keeps for its weight gradient per microbatch of `sequences` sequences
+/// (the final norm's output, s·b·h at bpe, s the rank's share of a sequence under context
+/// parallelism as in activation_bytes_per_layer), on the last pipeline stage from the forward of
+/// the microbatch to its backward; ÷tp under Megatron-LM's sequence parallelism (the shard is
+/// kept and re-gathered), every token under PyTorch's (torch_tensor_parallel: the gathered
+/// input is kept). Throws std::invalid_argument for sequences ≤ 0 or tp, cp < 1. O(1).
+double head_input_bytes(const config::ModelSpec& model, const config::TrainingSpec& training,
+                        const config::ParallelSpec& parallel, int sequences);
 
 }  // namespace ironlaw::workload

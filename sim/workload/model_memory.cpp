@@ -42,9 +42,19 @@ struct LayerActivations {
   double scores = 0;      ///< per token per key (s² terms, unfused attention), divided over TP
 };
 
+}  // namespace
+
+bool torch_tensor_parallel(const config::TrainingSpec& training, const config::ParallelSpec& parallel) {
+  return parallel.tp > 1 && (training.framework == "eager" || training.framework == "compile");
+}
+
+namespace {
+
 /// What autograd keeps of one layer with nothing recomputed, per token (Korthikanti et al. 2022
 /// §4.1 generalised to the layer's ops: grouped-query K/V, SwiGLU, RMSNorm, rotary).
-LayerActivations kept_without_recompute(const Shape& sh, const config::TrainingSpec& training, double tp) {
+LayerActivations kept_without_recompute(const Shape& sh, const config::TrainingSpec& training,
+                                        const config::ParallelSpec& parallel) {
+  const double tp = parallel.tp;
   const double bpe = bytes_per_element(training.precision);
   const bool eager = training.framework == "eager";
   const double h = sh.hidden;
@@ -58,7 +68,17 @@ LayerActivations kept_without_recompute(const Shape& sh, const config::TrainingS
   // pow, mean, rsqrt, mul, type_as, mul by the gain) keeps the fp32 copy and the normalised
   // value instead. Its output is the next GEMM's input, kept once more.
   const double norm_kept = eager && sh.rmsnorm ? (4.0 + bpe) * h : bpe * h;
-  a.replicated += 2.0 * (norm_kept + bpe * h);
+  a.replicated += 2.0 * norm_kept;
+  if (parallel.sequence_parallel && torch_tensor_parallel(training, parallel)) {
+    // PyTorch's DTensor sequence parallelism (torchtitan apply_tp: PrepareModuleInput with
+    // desired Replicate before attention and the MLP) all-gathers the norm output and the
+    // column-parallel linears save that gathered tensor: every token of the sequence, not 1/tp
+    // (Megatron-LM instead saves its own shard and re-gathers in backward). Float8 TP
+    // (PrepareFloat8ModuleInput) casts before the all-gather, so the saved input is fp8.
+    a.split += 2.0 * (training.precision == "fp8" ? 1.0 : bpe) * h;
+  } else {
+    a.replicated += 2.0 * bpe * h;
+  }
   // Q and K (rotated) and V for the attention core, its output for the output projection.
   a.split += bpe * (q + kv + v + o);
   // Eager rotary (complex multiply in fp32) keeps its fp32 inputs.
@@ -84,15 +104,17 @@ double activation_bytes_per_layer(const config::ModelSpec& model, const config::
   check_recompute_policy(training.activation_checkpointing);
   const Shape sh = shape_of(model);
   const double t = parallel.tp;
-  const double s_kv = training.sequence_length;
-  const double s = s_kv / parallel.cp;  // local query tokens under context parallelism
+  // training.sequence_length is this rank's share of a sequence (the run layer passes
+  // sequence_length / cp, as the op costs take it); the keys span the whole sequence.
+  const double s = training.sequence_length;
+  const double s_kv = s * parallel.cp;
   const double tokens = s * sequences;
   const double sp = parallel.sequence_parallel ? t : 1.0;
   const double bpe = bytes_per_element(training.precision);
   const double h = sh.hidden;
   const std::string& policy = training.activation_checkpointing;
   if (policy == "full") return tokens * bpe * h / sp;  // the layer input only
-  const LayerActivations a = kept_without_recompute(sh, training, t);
+  const LayerActivations a = kept_without_recompute(sh, training, parallel);
   // Dropout keep masks (1 B per element): the attention and MLP block outputs.
   const double masks = model.hidden_dropout > 0 ? 2.0 * h : 0.0;
   const double per_token = (a.replicated + masks) / sp + a.split;
@@ -131,9 +153,10 @@ MemoryBreakdown memory_per_gpu(const config::ModelSpec& model, const config::Tra
 
   const double layers_local = std::ceil(static_cast<double>(model.layers) / parallel.pp);
   const double per_layer = activation_bytes_per_layer(model, training, parallel, parallel.microbatch_size);
-  const double s = static_cast<double>(training.sequence_length) / parallel.cp;
+  const double s = static_cast<double>(training.sequence_length);  // the rank's share under CP
   const double logits_count = s * parallel.microbatch_size * static_cast<double>(model.vocab) / parallel.tp;
-  m.activations = per_layer * layers_local * in_flight_microbatches + logits_count * loss_bytes_per_logit(training);
+  m.activations = per_layer * layers_local * in_flight_microbatches + logits_count * loss_bytes_per_logit(training, parallel) +
+                  head_input_bytes(model, training, parallel, parallel.microbatch_size) * in_flight_microbatches;
   if (training.activation_checkpointing != "none" && in_flight_microbatches > 0) {
     // Backward of a checkpointed layer holds that layer's recomputed activations.
     config::TrainingSpec none = training;
@@ -169,8 +192,16 @@ MemoryBreakdown memory_per_gpu(const config::ModelSpec& model, const config::Tra
   return m;
 }
 
-double loss_bytes_per_logit(const config::TrainingSpec& training) {
+double loss_bytes_per_logit(const config::TrainingSpec& training, const config::ParallelSpec& parallel) {
   const double bpe = bytes_per_element(training.precision);
+  if (torch_tensor_parallel(training, parallel)) {
+    // torch loss parallel (torchtitan with TP: the LM head's logits stay sharded over the
+    // vocabulary, torch/distributed/tensor/parallel/loss.py): backward computes
+    // (grad_input + torch.exp(x)) * grad_output from the kept fp32 log-softmax output x, so x,
+    // the zero-filled grad_input, exp(x) and their sum are alive together: 4 × 4 B. (Forward:
+    // the bf16 logits, their fp32 copy, the shifted copy and its exp, 2 + 3 × 4 B.)
+    return std::max(bpe + 12.0, 16.0);
+  }
   if (training.framework == "eager" || training.framework == "compile") {
     // F.cross_entropy(logits.float()) — eager under compile too, which torchtitan applies per
     // transformer block: the bf16 logits, their fp32 copy and the fp32 log-softmax output are
@@ -179,6 +210,19 @@ double loss_bytes_per_logit(const config::TrainingSpec& training) {
     return std::max(bpe + 8.0, 12.0);
   }
   return 4.0;  // fused vocabulary-parallel cross-entropy: the fp32 probabilities
+}
+
+double head_input_bytes(const config::ModelSpec& model, const config::TrainingSpec& training,
+                        const config::ParallelSpec& parallel, int sequences) {
+  if (sequences <= 0) throw std::invalid_argument("sequences per microbatch must be positive");
+  if (parallel.tp < 1 || parallel.cp < 1) throw std::invalid_argument("tp and cp must be >= 1");
+  const double tokens = static_cast<double>(training.sequence_length) * sequences;  // the rank's share under CP
+  const double bytes = tokens * bytes_per_element(training.precision) * static_cast<double>(model.hidden);
+  // Megatron-LM's output layer under sequence parallelism saves its shard of the input and
+  // all-gathers it again for the weight gradient; PyTorch's ColwiseParallel(input_layouts =
+  // Shard(1)) all-gathers first and the matmul saves the gathered input (every token).
+  const bool sharded = parallel.sequence_parallel && !torch_tensor_parallel(training, parallel);
+  return sharded ? bytes / parallel.tp : bytes;
 }
 
 }  // namespace ironlaw::workload

@@ -82,10 +82,11 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
     recomputed = activation_bytes_per_layer(model, none, parallel, parallel.microbatch_size);
   }
   const double bpe = bytes_per_element(training.precision);
-  const double s = static_cast<double>(training.sequence_length) / parallel.cp;
+  const double s = static_cast<double>(training.sequence_length);  // the rank's share under CP
   const double tokens = s * parallel.microbatch_size;
   const double logits = tokens * static_cast<double>(model.vocab) / t;
-  const double loss = logits * loss_bytes_per_logit(training);
+  const double loss = logits * loss_bytes_per_logit(training, parallel);
+  const double head_input = head_input_bytes(model, training, parallel, parallel.microbatch_size);
   // The tensor one stage sends the next: the layer output, split over TP under sequence parallelism.
   const double boundary = tokens * bpe * model.hidden / (parallel.sequence_parallel ? t : 1.0);
   const double pb = parameter_bytes(training.precision);
@@ -136,6 +137,7 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
     std::vector<int> unsharded(static_cast<std::size_t>(layers_local), -1);
     std::vector<int> accumulated(static_cast<std::size_t>(layers_local), -1);
     std::map<std::pair<int, int>, int> saved;  // (microbatch, layer) → activations
+    std::map<int, int> head_inputs;            // microbatch → the LM head's kept input (last stage)
     int root = -1, root_grad = -1;  // pp = 1: the root unit, gathered for the step
     std::vector<int> chunk_root_params(static_cast<std::size_t>(chunks), -1);  // pp > 1: per chunk
     std::vector<int> chunk_root_grads(static_cast<std::size_t>(chunks), -1);
@@ -169,10 +171,16 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
           saved[{pass.microbatch, l}] = r.alloc(keep, kCompute);
           if (zero3 && reshard) r.release(unsharded[static_cast<std::size_t>(l)]);
         }
+        if (last_stage(pass.chunk)) head_inputs[pass.microbatch] = r.alloc(head_input, kCompute);
         if (stage.torch_pipelining) kept.push_back(r.alloc(last_stage(pass.chunk) ? logits * bpe : boundary, kCompute));
         continue;
       }
       int loss_buffers = last_stage(pass.chunk) ? r.alloc(loss, kCompute) : -1;
+      int head_input_kept = -1;  // the LM head's input, freed with the loss buffers
+      if (const auto held = head_inputs.find(pass.microbatch); held != head_inputs.end()) {
+        head_input_kept = held->second;
+        head_inputs.erase(held);
+      }
       if (zero3 && !reshard && chunk_root_grads[chunk] < 0)
         chunk_root_grads[chunk] = r.alloc(chunk_root(pass.chunk) * rb, kCompute);
       const bool last = pass.microbatch == last_backward[chunk];
@@ -200,6 +208,7 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
           saved.erase(it);
         }
         r.release(loss_buffers);
+        r.release(head_input_kept);
       }
       if (stage.torch_pipelining && !first_stage(pass.chunk)) kept.push_back(r.alloc(boundary, kCompute));
       if (last && !reshard) {
@@ -212,6 +221,7 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
     for (int& h : chunk_root_params) r.release(h);
     for (int& h : chunk_root_grads) r.release(h);
     for (auto& [key, h] : saved) r.release(h);
+    for (auto& [key, h] : head_inputs) r.release(h);
     r.release(root);
     r.release(root_grad);
   }

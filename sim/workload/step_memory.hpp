@@ -8,10 +8,12 @@
 ///   pipeline stage and the final norm and LM head on the last, allocated first, held for good;
 /// - per forward pass of a microbatch through a chunk of layers: each layer's saved activations
 ///   (activation_bytes_per_layer), freed in that microbatch's backward of the layer;
+/// - on the last pipeline stage, per forward of a microbatch through its last chunk, the LM
+///   head's kept input (head_input_bytes);
 /// - per backward pass, layer by layer in reverse: under recompute the layer's recomputed
 ///   activations (the policy-none size) around its backward, the layer's fresh gradients; on the
 ///   last pipeline stage the loss buffers (s·b·V/tp · loss_bytes_per_logit) around the backward
-///   of its last chunk;
+///   of its last chunk's first layer, freed with the microbatch's LM-head input;
 /// - ZeRO-3/FSDP with dp > 1: each layer's all-gather output on the all-gather stream (1), copied
 ///   out into unsharded parameters on the compute stream (0); its reduce-scatter input on the
 ///   reduce-scatter stream (2), as FSDP2 runs its collectives on streams of their own. With

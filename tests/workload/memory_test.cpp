@@ -123,12 +123,95 @@ TEST_CASE("torchtitan's op policy keeps the input, attention and every second ma
 
 TEST_CASE("the loss keeps fp32 copies of the logits under eager PyTorch", "[workload][memory]") {
   config::TrainingSpec t = mixed_adam();
+  config::ParallelSpec p;
   t.framework = "eager";
-  CHECK(loss_bytes_per_logit(t) == 12);  // fp32 copy, log-softmax output, gradients: 3 × 4 B
+  CHECK(loss_bytes_per_logit(t, p) == 12);  // fp32 copy, log-softmax output, gradients: 3 × 4 B
   t.framework = "compile";  // compiled per block (torchtitan): the loss stays eager
-  CHECK(loss_bytes_per_logit(t) == 12);
+  CHECK(loss_bytes_per_logit(t, p) == 12);
   t.framework = "fused";
-  CHECK(loss_bytes_per_logit(t) == 4);
+  CHECK(loss_bytes_per_logit(t, p) == 4);
+}
+
+TEST_CASE("torch's loss parallel keeps four fp32 logit-sized tensors in backward", "[workload][memory]") {
+  // torch/distributed/tensor/parallel/loss.py, _nll_loss_and_log_softmax_backward: the kept fp32
+  // log-softmax output x, grad_input = zeros_like(x), torch.exp(x) and grad_input + exp(x) are
+  // alive together before the product with grad_output: 4 × 4 B = 16 B per logit.
+  config::TrainingSpec t = mixed_adam();
+  config::ParallelSpec p;
+  p.tp = 8;
+  t.framework = "compile";
+  CHECK(loss_bytes_per_logit(t, p) == 16);
+  t.framework = "eager";
+  CHECK(loss_bytes_per_logit(t, p) == 16);
+  t.framework = "fused";  // Megatron-LM's fused vocabulary-parallel cross-entropy is unchanged
+  CHECK(loss_bytes_per_logit(t, p) == 4);
+}
+
+TEST_CASE("the LM head keeps its input: every token under PyTorch TP, a shard under Megatron SP", "[workload][memory]") {
+  // Llama 3 405B width, 4 sequences of 8,192 tokens in bf16: 32,768 · 16,384 · 2 B = 1 GiB.
+  config::ModelSpec m = llama3_8b();
+  m.hidden = 16384;
+  config::TrainingSpec t = mixed_adam();
+  t.sequence_length = 8192;
+  t.framework = "compile";
+  config::ParallelSpec p;
+  p.tp = 8;
+  p.sequence_parallel = true;
+  const double gib = 1024.0 * 1024 * 1024;
+  CHECK(head_input_bytes(m, t, p, 4) == gib);      // ColwiseParallel(Shard(1)) gathers first
+  t.framework = "fused";
+  CHECK(head_input_bytes(m, t, p, 4) == gib / 8);  // Megatron keeps its shard, re-gathers later
+  t.sequence_length = 4096;  // a CP rank's share of the 8,192-token sequence (the caller divides)
+  p.cp = 2;
+  CHECK(head_input_bytes(m, t, p, 4) == gib / 16);
+  CHECK_THROWS(head_input_bytes(m, t, p, 0));
+}
+
+TEST_CASE("PyTorch sequence parallelism keeps the all-gathered linear inputs", "[workload][memory]") {
+  // Llama 3 8B, TP 8 with sequence parallelism, nothing recomputed, compile, bf16, per token:
+  // norms' inputs 2·2h/8 = 2,048; the two gathered norm outputs the column-parallel linears
+  // save, every token: 2·2h = 16,384; Q, K, V, O 2·(512 + 128 + 128 + 512) = 2,560; log-sum-exp
+  // 4·32/8 = 16; SwiGLU 3·2·1,792 = 10,752. Sum 31,760 B. Megatron-LM (fused) keeps the norm
+  // outputs as shards: 2·(2h + 2h)/8 + 2,560 + 16 + 10,752 = 17,424 B.
+  config::TrainingSpec t = mixed_adam();
+  t.sequence_length = 8192;
+  t.activation_checkpointing = "none";
+  t.framework = "compile";
+  config::ParallelSpec p;
+  p.tp = 8;
+  p.sequence_parallel = true;
+  CHECK(activation_bytes_per_layer(llama3_8b(), t, p, 1) == 8192.0 * 31'760);
+  // Float8 TP casts before the all-gather: the saved inputs are fp8, 2·h = 8,192 B less.
+  t.precision = "fp8";
+  CHECK(activation_bytes_per_layer(llama3_8b(), t, p, 1) == 8192.0 * 23'568);
+  t.precision = "bf16";
+  t.framework = "fused";
+  CHECK(activation_bytes_per_layer(llama3_8b(), t, p, 1) == 8192.0 * 17'424);
+  // Full recompute keeps the layer input only, a shard either way: 2h/8 = 1,024 B.
+  t.framework = "compile";
+  t.activation_checkpointing = "full";
+  CHECK(activation_bytes_per_layer(llama3_8b(), t, p, 1) == 8192.0 * 1'024);
+}
+
+TEST_CASE("under context parallelism a rank keeps the activations of its own share of the sequence",
+          "[workload][memory]") {
+  // The run layer passes sequence_length / cp (a CP rank's tokens, as the op costs take them);
+  // the memory model must not divide again: 32,768 tokens over CP 2 keep what 16,384 tokens
+  // keep without CP. Llama 3 8B, full recompute, bf16: 16,384 · 2 · 4,096 B = 128 MiB per layer.
+  config::TrainingSpec t = mixed_adam();
+  t.activation_checkpointing = "full";
+  t.sequence_length = 16384;
+  config::ParallelSpec p;
+  p.cp = 2;
+  CHECK(activation_bytes_per_layer(llama3_8b(), t, p, 1) == 16384.0 * 2 * 4096);
+  p.cp = 1;
+  CHECK(activation_bytes_per_layer(llama3_8b(), t, p, 1) == 16384.0 * 2 * 4096);
+  // The loss of one microbatch (no layer in flight): the rank's 16,384 tokens · 128,256 logits
+  // · 12 B (compile, no TP), whatever the CP degree.
+  t.framework = "compile";
+  p.cp = 2;
+  p.microbatch_size = 1;
+  CHECK(memory_per_gpu(llama3_8b(), t, p, 1, 0).activations == 16384.0 * 128'256 * 12);
 }
 
 TEST_CASE("memory per GPU divides parameters by tp·pp and adds activations and logits", "[workload][memory]") {
@@ -147,9 +230,9 @@ TEST_CASE("memory per GPU divides parameters by tp·pp and adds activations and 
   CHECK(mem.gradients == 2 * n);
   CHECK(mem.optimizer == 12 * n / 16);
   // 16 layers on this stage, 2 microbatches in flight; fp32 logits 8192·128256/2·4 =
-  // 2,101,346,304 B.
+  // 2,101,346,304 B; the LM head's input of each microbatch in flight, 8192·4096·2 = 67,108,864 B.
   const double per_layer = activation_bytes_per_layer(m, t, p, 1);
-  CHECK(mem.activations == per_layer * 16 * 2 + 2'101'346'304.0);
+  CHECK(mem.activations == per_layer * 16 * 2 + 2'101'346'304.0 + 2 * 67'108'864.0);
   // Under recompute, the backward of one layer holds its recomputed activations besides.
   config::TrainingSpec none = t;
   none.activation_checkpointing = "none";
