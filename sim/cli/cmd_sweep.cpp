@@ -303,6 +303,7 @@ void decode_result(const std::string& in, Point& p) {
 }
 
 std::string clock_text(double s) {
+  s = std::round(s);  // whole seconds first, so 119.6 s is "2 min 00 s", never "1 min 60 s"
   char buf[32];
   if (s < 60) {
     std::snprintf(buf, sizeof buf, "%.0f s", s);
