@@ -84,7 +84,6 @@ TreeChunks tree_chunks(const config::CommSpec& comm, double channel_bytes, int d
 }
 
 using detail::Collective;
-using detail::Direct;
 
 std::vector<int> channel_ring(const std::vector<int>& ranks, const hardware::Cluster& cluster, int channel) {
   const auto groups = detail::group_by_node(ranks, cluster);
@@ -182,7 +181,7 @@ void Communicator::send(int src, int dst, double bytes, std::function<void()> on
                                                  flows_per_connection_, std::move(on_done));
   collective->set_direct_step_latency(false);
   collective->set_merge_routes(merge_routes_);
-  if (src != dst) collective->add_direct({src, dst, bytes, 0});
+  if (src != dst) collective->add_direct({src, dst, bytes, 1, 0});
   sim_.schedule_in(cluster_.topology().comm.launch_latency, [collective] { collective->launch(); });
 }
 

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "comm/algorithms.hpp"
 #include "comm/collective.hpp"
 
 namespace ironlaw::comm::detail {
@@ -233,16 +234,6 @@ struct Nvls {
   std::vector<int> up_started, up_done, down_started, down_drained, down_done;
 };
 
-/// A send not tied to a ring or tree (all-to-all pairs, point-to-point): `weight` identical
-/// messages of `bytes` each, run as one flow group (see comm/all_to_all.hpp).
-struct Direct {
-  int src = 0;
-  int dst = 0;
-  double bytes = 0;
-  std::uint64_t hash = 0;
-  std::uint32_t weight = 1;
-};
-
 /// A collective in flight: its rings, trees and direct sends, their dependencies and the
 /// completion callback. Owned by the callbacks it has scheduled; freed after the last one ran.
 class Collective : public std::enable_shared_from_this<Collective> {
@@ -300,7 +291,7 @@ class Collective : public std::enable_shared_from_this<Collective> {
     nvls_.push_back(std::move(nvls));
   }
   /// A send that starts at launch, after the step latency when `stepped`.
-  void add_direct(Direct d) {
+  void add_direct(DirectSend d) {
     directs_.push_back(d);
     ++units_left_;
   }
@@ -330,7 +321,7 @@ class Collective : public std::enable_shared_from_this<Collective> {
     }
     for (int d = 0; d < static_cast<int>(directs_.size()); ++d) {
       after(direct_stepped_, [self = shared_from_this(), d] {
-        const Direct& x = self->directs_[static_cast<std::size_t>(d)];
+        const DirectSend& x = self->directs_[static_cast<std::size_t>(d)];
         self->connect(x.src, x.dst, x.bytes, x.hash, [self] { self->unit_done(); }, x.weight);
       });
     }
@@ -654,7 +645,7 @@ class Collective : public std::enable_shared_from_this<Collective> {
   std::function<void()> on_done_;
   std::vector<Ring> rings_;
   std::vector<Tree> trees_;
-  std::vector<Direct> directs_;
+  std::vector<DirectSend> directs_;
   std::vector<Nvls> nvls_;
   bool direct_stepped_ = true;
   std::size_t units_left_ = 0;
