@@ -100,8 +100,11 @@ NvlsChunks nvls_chunks(const config::CommSpec& comm, int channels, double bytes,
 /// which max-min shares exactly as the separate flows: every queue pair keeps its own share of a
 /// shared NIC and ends when it would have (≈ 12.4 records instead of 16 over 32 spines, ≈ 10.3
 /// over 16). (Merging them into one unweighted flow, tried before, gave the merged flows a
-/// single share and made the simulation slower through extra re-solves.) The routes of each
-/// (src, dst, hash, queue pairs) are computed once and cached.
+/// single share and made the simulation slower through extra re-solves.) Those groups, in turn,
+/// start as one multi-route group (FlowNetwork::start_flow_routes; set_merge_routes) that splits
+/// into them only at a re-solve where their rates would part (a spine link, not the NIC, becomes
+/// a queue pair's bottleneck): one record per connection while the spine has room, the same
+/// times. The routes of each (src, dst, hash, queue pairs) are computed once and cached.
 ///
 /// Algorithms:
 /// - ring: C = comm.channels rings (0 → one per NIC), each over all ranks in channel_ring order,
