@@ -16,6 +16,8 @@ namespace {
 struct Counts {
   std::uint64_t events = 0;
   std::uint64_t resolves = 0;
+  std::uint64_t records = 0;
+  std::uint64_t splits = 0;
 };
 
 // The engine counters of one all-reduce of `bytes` over every GPU of `nodes` nodes.
@@ -30,7 +32,7 @@ Counts count_all_reduce(const ironlaw::config::TopologySpec& topology, int nodes
   for (int i = 0; i < cluster.gpus(); ++i) ranks[static_cast<std::size_t>(i)] = i;
   comm.start(ironlaw::comm::CollectiveOp::all_reduce, ranks, bytes, ironlaw::comm::Algorithm::automatic, [] {});
   sim.run();
-  return Counts{sim.events_executed(), net.resolves()};
+  return Counts{sim.events_executed(), net.resolves(), net.records_started(), net.route_splits()};
 }
 
 void run_all_reduce(const char* label, bool fluid) {
@@ -53,6 +55,8 @@ void run_all_reduce(const char* label, bool fluid) {
   ironlaw::bench::report((base + ".busbw").c_str(), rows.front().busbw_gbs, "GB/s");
   ironlaw::bench::report((base + ".events").c_str(), static_cast<double>(counts.events), "events");
   ironlaw::bench::report((base + ".resolves").c_str(), static_cast<double>(counts.resolves), "re-solves");
+  ironlaw::bench::report((base + ".flow_records").c_str(), static_cast<double>(counts.records), "records");
+  ironlaw::bench::report((base + ".route_splits").c_str(), static_cast<double>(counts.splits), "splits");
   ironlaw::bench::report((base + ".events_per_cpu_s").c_str(), per_cpu_s(counts.events), "events/s");
   ironlaw::bench::report((base + ".resolves_per_cpu_s").c_str(), per_cpu_s(counts.resolves), "re-solves/s");
   rusage usage{};

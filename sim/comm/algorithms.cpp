@@ -12,7 +12,6 @@ namespace ironlaw::comm {
 
 using detail::channel_count;
 using detail::Collective;
-using detail::Direct;
 using detail::group_by_node;
 using detail::Nvls;
 using detail::Tree;
@@ -454,15 +453,7 @@ class AllToAllUnit final : public AlgorithmUnit {
     return Time::from_seconds(k.launch + k.sigma + latency + std::max(nvlink, network));
   }
   Time build(const CollectiveCall& call, Collective& out) const override {
-    for (const AllToAllSend& s : all_to_all_sends(call, call.aggregate)) {
-      Direct d;
-      d.src = s.src;
-      d.dst = s.dst;
-      d.bytes = s.bytes;
-      d.hash = s.hash;
-      d.weight = s.weight;
-      out.add_direct(d);
-    }
+    for (const DirectSend& s : all_to_all_sends(call, call.aggregate)) out.add_direct(s);
     return call.cluster.topology().comm.launch_latency;
   }
 };

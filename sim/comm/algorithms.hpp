@@ -18,6 +18,7 @@
 /// baseLat + Σ over steps of hwLat (tuning.cc). Not modelled: NCCL's per-SM bandwidth caps of
 /// LL and LL128, and protocols for the tree and NVLS (they run at comm.launch_latency and
 /// comm.step_latency, Simple's).
+#include <cstdint>
 #include <vector>
 
 #include "comm/collective.hpp"
@@ -27,6 +28,17 @@ namespace ironlaw::comm {
 namespace detail {
 class Collective;
 }
+
+/// A send not tied to a ring or tree (an all-to-all's messages, a point-to-point send): `weight`
+/// identical messages of `bytes` each from GPU `src` to GPU `dst`, all on one connection (ECMP
+/// hash `hash`), run as one flow group.
+struct DirectSend {
+  int src = 0;
+  int dst = 0;
+  double bytes = 0;
+  std::uint32_t weight = 1;
+  std::uint64_t hash = 0;
+};
 
 /// One collective call as the algorithms see it. `groups`: the ranks by node (nodes in order of
 /// first appearance, ranks in their given order).

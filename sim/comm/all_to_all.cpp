@@ -4,8 +4,8 @@ namespace ironlaw::comm {
 
 bool all_to_all_relays(const CollectiveCall& call) { return call.op == CollectiveOp::all_to_all && call.layered(); }
 
-std::vector<AllToAllSend> all_to_all_sends(const CollectiveCall& call, bool aggregate) {
-  std::vector<AllToAllSend> out;
+std::vector<DirectSend> all_to_all_sends(const CollectiveCall& call, bool aggregate) {
+  std::vector<DirectSend> out;
   const int n = call.size();
   if (n < 2) return out;
   const double share = call.bytes / n;

@@ -23,28 +23,17 @@
 /// in a node, of weight N (its own message and the N − 1 it forwards): N(N − 1)·g + N·g(g − 1)
 /// sends instead of n(n − 1) flows, 896 instead of 4,032 for DeepSeek-V3's 64-way expert
 /// parallelism over 8 nodes. Direct routes share no endpoints, so nothing merges there.
-#include <cstdint>
 #include <vector>
 
 #include "comm/algorithms.hpp"
 
 namespace ironlaw::comm {
 
-/// One send of an all-to-all: `weight` identical messages of `bytes` each from GPU `src` to GPU
-/// `dst`, all on one connection (ECMP hash `hash`).
-struct AllToAllSend {
-  int src = 0;
-  int dst = 0;
-  double bytes = 0;
-  std::uint32_t weight = 1;
-  std::uint64_t hash = 0;
-};
-
 /// The sends of the all-to-all `call` (see the file comment). `aggregate` false: one send of
 /// weight 1 per message and leg, with the hash its aggregate would have (the same routes), for
 /// checking the aggregation against. Sends are in a fixed order (source rank, then destination
 /// rank). O(n²) time without aggregation; with relay O(N²·g + N·g²) sends after an O(n) scan.
-std::vector<AllToAllSend> all_to_all_sends(const CollectiveCall& call, bool aggregate = true);
+std::vector<DirectSend> all_to_all_sends(const CollectiveCall& call, bool aggregate = true);
 
 /// Whether `call` relays its inter-node messages through the same-index GPU (layered()).
 bool all_to_all_relays(const CollectiveCall& call);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -83,7 +84,6 @@ TreeChunks tree_chunks(const config::CommSpec& comm, double channel_bytes, int d
 }
 
 using detail::Collective;
-using detail::Direct;
 
 std::vector<int> channel_ring(const std::vector<int>& ranks, const hardware::Cluster& cluster, int channel) {
   const auto groups = detail::group_by_node(ranks, cluster);
@@ -98,8 +98,9 @@ std::vector<int> channel_ring(const std::vector<int>& ranks, const hardware::Clu
 }
 
 Communicator::Communicator(engine::Simulator& sim, engine::FlowNetwork& net, const hardware::Cluster& cluster)
-    : sim_(sim), net_(net), cluster_(cluster), routes_(std::make_shared<detail::RouteCache>(cluster)),
-      flows_per_connection_(cluster.topology().comm.flows_per_connection) {}
+    : sim_(sim), net_(net), cluster_(cluster), routes_(std::make_shared<detail::RouteCache>(cluster, net)),
+      flows_per_connection_(cluster.topology().comm.flows_per_connection),
+      merge_routes_(std::getenv("IRONLAW_NO_ROUTE_MERGE") == nullptr) {}
 
 void Communicator::set_flows_per_connection(int flows) {
   if (flows < 1) throw std::invalid_argument("Communicator: flows per connection must be ≥ 1");
@@ -163,6 +164,7 @@ void Communicator::start(CollectiveOp op, const std::vector<int>& ranks, double 
   auto collective = std::make_shared<Collective>(sim_, net_, cluster_, routes_, trace_, comm.step_latency,
                                                  flows_per_connection_, std::move(on_done));
   collective->set_fluid(fluid_rings_);
+  collective->set_merge_routes(merge_routes_);
   CollectiveCall call(op, ranks, bytes, cluster_, net_);
   call.aggregate = aggregate_all_to_all_;
   const AlgorithmUnit& unit = unit_for(call, algorithm);
@@ -178,7 +180,8 @@ void Communicator::send(int src, int dst, double bytes, std::function<void()> on
   auto collective = std::make_shared<Collective>(sim_, net_, cluster_, routes_, trace_, cluster_.topology().comm.step_latency,
                                                  flows_per_connection_, std::move(on_done));
   collective->set_direct_step_latency(false);
-  if (src != dst) collective->add_direct({src, dst, bytes, 0});
+  collective->set_merge_routes(merge_routes_);
+  if (src != dst) collective->add_direct({src, dst, bytes, 1, 0});
   sim_.schedule_in(cluster_.topology().comm.launch_latency, [collective] { collective->launch(); });
 }
 

@@ -100,8 +100,11 @@ NvlsChunks nvls_chunks(const config::CommSpec& comm, int channels, double bytes,
 /// which max-min shares exactly as the separate flows: every queue pair keeps its own share of a
 /// shared NIC and ends when it would have (≈ 12.4 records instead of 16 over 32 spines, ≈ 10.3
 /// over 16). (Merging them into one unweighted flow, tried before, gave the merged flows a
-/// single share and made the simulation slower through extra re-solves.) The routes of each
-/// (src, dst, hash, queue pairs) are computed once and cached.
+/// single share and made the simulation slower through extra re-solves.) Those groups, in turn,
+/// start as one multi-route group (FlowNetwork::start_flow_routes; set_merge_routes) that splits
+/// into them only at a re-solve where their rates would part (a spine link, not the NIC, becomes
+/// a queue pair's bottleneck): one record per connection while the spine has room, the same
+/// times. The routes of each (src, dst, hash, queue pairs) are computed once and cached.
 ///
 /// Algorithms:
 /// - ring: C = comm.channels rings (0 → one per NIC), each over all ranks in channel_ring order,
@@ -235,6 +238,17 @@ class Communicator {
   /// aggregation: the same times, with more flows.
   void set_aggregate_all_to_all(bool aggregate) { aggregate_all_to_all_ = aggregate; }
 
+  /// Whether a connection's queue pairs on several routes run as one multi-route group
+  /// (FlowNetwork::start_flow_routes) that splits into one flow group per route at the first
+  /// re-solve where their rates would part — the same times as the separate groups, with one
+  /// flow record instead of ≈ 12 while the spine links have room (the usual case: 16 queue pairs
+  /// of a connection share its NIC, which is their bottleneck). Default true, unless the
+  /// environment variable IRONLAW_NO_ROUTE_MERGE is set when the Communicator is made (a switch
+  /// for benchmarks and the tests that compare both ways). Never while a flow trace is set:
+  /// the trace then sees each group end as before.
+  void set_merge_routes(bool merge) { merge_routes_ = merge; }
+  bool merge_routes() const { return merge_routes_; }
+
  private:
   void check_ranks(const std::vector<int>& ranks) const;
 
@@ -246,6 +260,7 @@ class Communicator {
   bool fluid_rings_ = false;
   int flows_per_connection_ = 1;
   bool aggregate_all_to_all_ = true;
+  bool merge_routes_ = true;
   mutable std::vector<char> seen_;  // check_ranks' scratch: one mark per GPU, all 0 between calls
 };
 

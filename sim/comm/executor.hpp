@@ -8,11 +8,13 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <span>
 #include <stdexcept>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "comm/algorithms.hpp"
 #include "comm/collective.hpp"
 
 namespace ironlaw::comm::detail {
@@ -62,19 +64,45 @@ class RouteCache {
     std::vector<engine::LinkId> path;
     std::uint32_t members = 1;
   };
+  /// A connection's routes as one multi-route group (FlowNetwork::start_flow_routes): every
+  /// link of any route once, with the routes that cross it. Empty where they cannot be one
+  /// (a single route, more than FlowNetwork::kMaxRoutes, or routes of unequal latency).
+  struct Merged {
+    std::vector<engine::FlowNetwork::RouteHop> hops;
+  };
 
-  explicit RouteCache(const hardware::Cluster& cluster) : cluster_(cluster) {}
+  RouteCache(const hardware::Cluster& cluster, const engine::FlowNetwork& net) : cluster_(cluster), net_(net) {}
 
   /// The distinct routes of a connection from `src` to `dst` split over `queue_pairs` flows,
   /// queue pair q hashed with hash·1024 + q (one flow: hash·1024), in order of their first
   /// queue pair. The reference is valid until the next call. O(1) amortised after the first call
   /// for a key; the first costs O(queue_pairs² · path length).
   const std::vector<Route>& connection(int src, int dst, std::uint64_t hash, int queue_pairs) {
+    return entry(src, dst, hash, queue_pairs).routes;
+  }
+  /// The same connection's routes as one multi-route group (see Merged), computed with them.
+  const Merged& merged(int src, int dst, std::uint64_t hash, int queue_pairs) {
+    return entry(src, dst, hash, queue_pairs).merged;
+  }
+
+  /// The route of queue pair 0 (a one-flow connection's route).
+  const std::vector<engine::LinkId>& path(int src, int dst, std::uint64_t hash) {
+    return connection(src, dst, hash, 1).front().path;
+  }
+
+ private:
+  static constexpr std::size_t kMaxEntries = 1 << 20;
+  struct Entry {
+    std::vector<Route> routes;
+    Merged merged;
+  };
+
+  Entry& entry(int src, int dst, std::uint64_t hash, int queue_pairs) {
     if (entries_.size() > kMaxEntries) entries_.clear();  // bound memory: start over
     const Key key{src, dst, hash, queue_pairs};
     auto [it, fresh] = entries_.try_emplace(key);
     if (!fresh) return it->second;
-    std::vector<Route>& routes = it->second;
+    std::vector<Route>& routes = it->second.routes;
     std::vector<engine::LinkId> path;
     for (int q = 0; q < queue_pairs; ++q) {
       cluster_.route(src, dst, hash * 1024 + static_cast<std::uint64_t>(q), path);
@@ -85,16 +113,32 @@ class RouteCache {
         routes.push_back(Route{path, 1});
       }
     }
-    return routes;
+    merge(routes, it->second.merged);
+    return it->second;
   }
 
-  /// The route of queue pair 0 (a one-flow connection's route).
-  const std::vector<engine::LinkId>& path(int src, int dst, std::uint64_t hash) {
-    return connection(src, dst, hash, 1).front().path;
+  // The routes' links, each once with the routes crossing it; left empty unless 2 to
+  // kMaxRoutes routes of one latency. O(routes² · path length).
+  void merge(const std::vector<Route>& routes, Merged& out) const {
+    if (routes.size() < 2 || routes.size() > engine::FlowNetwork::kMaxRoutes) return;
+    auto latency = [&](const Route& r) {
+      Time t;
+      for (auto link : r.path) t += net_.link_latency(link);
+      return t;
+    };
+    const Time first = latency(routes.front());
+    for (const Route& r : routes) {
+      if (r.path.empty() || latency(r) != first) return;
+    }
+    for (std::size_t r = 0; r < routes.size(); ++r) {
+      for (auto link : routes[r].path) {
+        auto hop = std::find_if(out.hops.begin(), out.hops.end(), [&](const auto& h) { return h.link == link; });
+        if (hop == out.hops.end()) hop = out.hops.insert(out.hops.end(), engine::FlowNetwork::RouteHop{link, 0});
+        hop->routes |= 1u << r;
+      }
+    }
   }
 
- private:
-  static constexpr std::size_t kMaxEntries = 1 << 20;
   struct Key {
     int src, dst;
     std::uint64_t hash;
@@ -111,7 +155,8 @@ class RouteCache {
     }
   };
   const hardware::Cluster& cluster_;
-  std::unordered_map<Key, std::vector<Route>, KeyHash> entries_;
+  const engine::FlowNetwork& net_;
+  std::unordered_map<Key, Entry, KeyHash> entries_;
 };
 
 /// One ring: position i sends `bytes` to position i+1 (mod n) in each of `steps` steps.
@@ -189,16 +234,6 @@ struct Nvls {
   std::vector<int> up_started, up_done, down_started, down_drained, down_done;
 };
 
-/// A send not tied to a ring or tree (all-to-all pairs, point-to-point): `weight` identical
-/// messages of `bytes` each, run as one flow group (see comm/all_to_all.hpp).
-struct Direct {
-  int src = 0;
-  int dst = 0;
-  double bytes = 0;
-  std::uint64_t hash = 0;
-  std::uint32_t weight = 1;
-};
-
 /// A collective in flight: its rings, trees and direct sends, their dependencies and the
 /// completion callback. Owned by the callbacks it has scheduled; freed after the last one ran.
 class Collective : public std::enable_shared_from_this<Collective> {
@@ -212,6 +247,11 @@ class Collective : public std::enable_shared_from_this<Collective> {
   /// Fluid rings: each ring position sends all its steps' bytes as one connection, after the
   /// latency of all its steps (see RingModel::fluid).
   void set_fluid(bool fluid) { fluid_ = fluid; }
+  /// Whether a connection's queue pairs on several routes run as one multi-route group
+  /// (FlowNetwork::start_flow_routes: exact, it splits where their rates part) instead of one
+  /// flow group per route. Not while a flow trace is on, which records every queue pair's flow
+  /// as the separate groups end.
+  void set_merge_routes(bool merge) { merge_routes_ = merge; }
 
   /// A ring whose steps each wait the collective's step latency.
   int add_ring(std::vector<int> gpus, int steps, double bytes, std::uint64_t hash) {
@@ -251,7 +291,7 @@ class Collective : public std::enable_shared_from_this<Collective> {
     nvls_.push_back(std::move(nvls));
   }
   /// A send that starts at launch, after the step latency when `stepped`.
-  void add_direct(Direct d) {
+  void add_direct(DirectSend d) {
     directs_.push_back(d);
     ++units_left_;
   }
@@ -281,7 +321,7 @@ class Collective : public std::enable_shared_from_this<Collective> {
     }
     for (int d = 0; d < static_cast<int>(directs_.size()); ++d) {
       after(direct_stepped_, [self = shared_from_this(), d] {
-        const Direct& x = self->directs_[static_cast<std::size_t>(d)];
+        const DirectSend& x = self->directs_[static_cast<std::size_t>(d)];
         self->connect(x.src, x.dst, x.bytes, x.hash, [self] { self->unit_done(); }, x.weight);
       });
     }
@@ -320,9 +360,19 @@ class Collective : public std::enable_shared_from_this<Collective> {
                             });
       return;
     }
+    const double share = bytes / k;
+    if (merge_routes_ && !trace_.on_flow) {
+      const auto& merged = routes_->merged(src, dst, hash, k);
+      if (!merged.hops.empty()) {
+        std::uint32_t members[engine::FlowNetwork::kMaxRoutes];
+        for (std::size_t r = 0; r < routes.size(); ++r) members[r] = routes[r].members * weight;
+        net_.start_flow_routes(merged.hops, std::span<const std::uint32_t>(members, routes.size()), share,
+                               [done = std::move(done)](engine::FlowId) { done(); });
+        return;
+      }
+    }
     auto left = std::make_shared<std::size_t>(routes.size());
     auto shared_done = std::make_shared<std::function<void()>>(std::move(done));
-    const double share = bytes / k;
     for (const auto& route : routes) {
       const std::uint32_t members = route.members * weight;
       net_.start_flow_group(route.path, share, members,
@@ -591,10 +641,11 @@ class Collective : public std::enable_shared_from_this<Collective> {
   Time step_latency_;
   int flows_per_connection_;
   bool fluid_ = false;
+  bool merge_routes_ = true;
   std::function<void()> on_done_;
   std::vector<Ring> rings_;
   std::vector<Tree> trees_;
-  std::vector<Direct> directs_;
+  std::vector<DirectSend> directs_;
   std::vector<Nvls> nvls_;
   bool direct_stepped_ = true;
   std::size_t units_left_ = 0;

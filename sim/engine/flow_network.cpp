@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <memory>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 
@@ -42,9 +44,13 @@ struct FlowNetwork::Impl {
   // What a re-solve touches, kept small so that a component's links share few cache lines;
   // the rest of a link (name, counters) lives in LinkInfo.
   // One hop of a flow's path: the link, and the index of this flow in that link's list.
+  // `weight`: the members of the flow that cross this link (all of them, but on a hop of a
+  // multi-route group, the members of the routes in `routes`, a bit per route).
   struct PathHop {
     LinkId link;
     std::uint32_t pos;
+    std::uint32_t weight = 1;
+    std::uint32_t routes = 1;
   };
 
   struct Link {
@@ -80,6 +86,7 @@ struct FlowNetwork::Impl {
     double remaining = 0;
     Time last_update;
     std::uint32_t weight = 1;       // members of the group this flow stands for
+    std::uint32_t routes = 1;       // > 1: a multi-route group (start_flow_routes), not yet split
     State state = State::free;
     std::uint32_t generation = 0;
     double bytes = 0;
@@ -89,6 +96,8 @@ struct FlowNetwork::Impl {
     bool fresh = false;             // started since the last re-solve (rate not yet solved)
     std::uint32_t bottleneck = 0;   // partial re-solve: the link that froze it
     Time latency;                   // sum of the path's latencies
+    Time drain_at;                  // while drain_pending: the instant of its drain entry
+    std::vector<std::uint32_t> route_members;  // multi-route group: members per route
     OnDone on_done;
     OnDone on_drained;              // optional
   };
@@ -123,6 +132,7 @@ struct FlowNetwork::Impl {
   std::unordered_map<std::int64_t, std::uint32_t> instant_at;  // drain time [ns] → index in instants
   std::vector<std::pair<std::uint32_t, std::uint32_t>> draining_now;  // scratch of run_instant
   bool resolve_pending = false;
+  bool resolving = false;  // inside resolve(): a split's links join the re-solve under way
   EventId resolve_event = kNoEvent;
   std::size_t active = 0;
   std::uint64_t started = 0;
@@ -136,6 +146,10 @@ struct FlowNetwork::Impl {
   std::vector<LinkId> comp_links;
   std::vector<std::uint32_t> comp_flows;
   std::vector<Share> fill_heap;
+  // A multi-route group that the last fill() would have had to freeze on a link that only
+  // some of its routes cross: it must split before the re-solve is run again.
+  std::optional<std::uint32_t> split_slot;
+  std::uint64_t split_count = 0;
 
   static FlowId make_id(std::uint32_t slot, std::uint32_t generation) {
     return (static_cast<FlowId>(generation) << 32) | slot;
@@ -160,7 +174,7 @@ struct FlowNetwork::Impl {
       link.dirty = true;
       dirty_links.push_back(l);
     }
-    if (!resolve_pending) {
+    if (!resolve_pending && !resolving) {  // inside a re-solve: it covers the link itself
       resolve_pending = true;
       resolve_event = sim.schedule_in(Time::zero(), [this] { resolve(); });
     }
@@ -193,17 +207,20 @@ struct FlowNetwork::Impl {
     if (f.generation != kMaxGeneration) free_flows.push_back(slot);  // else retired: ids stay unique
   }
 
-  void add_to_links(std::uint32_t slot) {
+  // Puts a flow on its links. `fresh`: started now, its rate not yet solved.
+  void add_to_links(std::uint32_t slot, bool fresh = true) {
     Flow& f = flows[slot];
-    f.fresh = true;
-    fresh_slots.push_back(slot);
+    if (fresh) {
+      f.fresh = true;
+      fresh_slots.push_back(slot);
+    }
     for (std::uint32_t h = 0; h < f.path.size(); ++h) {
       const LinkId l = f.path[h].link;
       Link& link = links[l];
       if (link.flows.empty()) infos[l].busy_since = sim.now();
       f.path[h].pos = static_cast<std::uint32_t>(link.flows.size());
       link.flows.push_back(Hop{slot, h});
-      link.load += f.weight;
+      link.load += f.path[h].weight;
       mark_dirty(l);
     }
   }
@@ -215,13 +232,13 @@ struct FlowNetwork::Impl {
       const LinkId l = f.path[h].link;
       Link& link = links[l];
       LinkInfo& info = infos[l];
-      info.stats.bytes += bytes_carried * f.weight;
+      info.stats.bytes += bytes_carried * f.path[h].weight;
       const std::uint32_t p = f.path[h].pos;
       const Hop moved = link.flows.back();
       link.flows[p] = moved;
       flows[moved.flow].path[moved.hop].pos = p;
       link.flows.pop_back();
-      link.load -= f.weight;
+      link.load -= f.path[h].weight;
       if (link.flows.empty()) info.stats.busy += sim.now() - info.busy_since;
       if (dirty) mark_dirty(l);
     }
@@ -269,6 +286,7 @@ struct FlowNetwork::Impl {
     const Time at = sim.now() + transfer_time(f.remaining, f.rate);
     ++f.drain_token;
     f.drain_pending = true;
+    f.drain_at = at;
     auto [it, fresh] = instant_at.try_emplace(at.count_ns(), 0);
     if (fresh) {
       std::uint32_t index;
@@ -312,7 +330,11 @@ struct FlowNetwork::Impl {
   // current share instead of being re-pushed at every change. Only flows marked with this
   // epoch are frozen: the partial re-solve's others keep their rates (a full re-solve marks
   // every flow on its links). O((F·P + L) log L) for F flows of P hops over L links.
-  void fill() {
+  // A multi-route group is frozen whole, on a link all its routes cross; where the filling
+  // reaches it first on a link that only some of its routes cross (those would freeze there,
+  // the others not), it stops: split_slot names the group, and false is returned, the rates
+  // unchanged (the scratch fields are the caller's to discard).
+  bool fill() {
     std::make_heap(fill_heap.begin(), fill_heap.end(), std::greater<>{});
     while (!fill_heap.empty()) {
       std::pop_heap(fill_heap.begin(), fill_heap.end(), std::greater<>{});
@@ -329,15 +351,76 @@ struct FlowNetwork::Impl {
       for (const Hop& hop : link.flows) {
         Flow& f = flows[hop.flow];
         if (f.mark != epoch || f.frozen == epoch) continue;
+        if (f.routes > 1 && f.path[hop.hop].weight != f.weight) {
+          split_slot = hop.flow;
+          return false;
+        }
         f.frozen = epoch;
         f.new_rate = share;
         f.bottleneck = top.link;
-        const double taken = share * f.weight;
         for (const PathHop& ph : f.path) {
           Link& k = links[ph.link];
-          k.cap_left -= taken;
-          k.unfrozen -= f.weight;
+          k.cap_left -= share * ph.weight;
+          k.unfrozen -= ph.weight;
         }
+      }
+    }
+    return true;
+  }
+
+  // The members of flow hop `hop` that cross its link.
+  std::uint32_t hop_weight(const Hop& hop) const {
+    const Flow& f = flows[hop.flow];
+    return f.routes > 1 ? f.path[hop.hop].weight : f.weight;
+  }
+
+  // Splits the multi-route group in `slot` into one flow group per route, each in the group's
+  // state (bytes left, rate, drain entry), so that the re-solve can give the routes their own
+  // rates. Its on_done runs once the last of them has completed. O(hops · routes).
+  void split(std::uint32_t slot) {
+    ++split_count;
+    Flow& g = flows[slot];
+    const std::vector<PathHop> hops = g.path;
+    const std::vector<std::uint32_t> members = g.route_members;
+    const double bytes = g.bytes, remaining = g.remaining, rate = g.rate;
+    const Time last_update = g.last_update, latency = g.latency, drain_at = g.drain_at;
+    const bool pending = g.drain_pending;
+    const FlowId id = make_id(slot, g.generation);
+    auto left = std::make_shared<std::pair<std::size_t, OnDone>>(members.size(), std::move(g.on_done));
+    remove_from_links(slot, 0.0, true);  // the parts credit the bytes when they drain
+    free_slot(slot);
+    for (std::uint32_t r = 0; r < members.size(); ++r) {
+      const std::uint32_t s = allocate_slot();
+      Flow& f = flows[s];
+      f.path.clear();
+      for (const PathHop& ph : hops) {
+        if ((ph.routes >> r) & 1u) f.path.push_back(PathHop{ph.link, 0, members[r], 1});
+      }
+      f.bytes = bytes;
+      f.remaining = remaining;
+      f.rate = rate;
+      f.new_rate = rate;
+      f.last_update = last_update;
+      f.latency = latency;
+      f.weight = members[r];
+      f.routes = 1;
+      f.route_members.clear();
+      f.event = kNoEvent;
+      f.drain_pending = false;
+      f.state = State::draining;
+      f.on_done = [left, id](FlowId) {
+        if (--left->first == 0 && left->second) left->second(id);
+      };
+      f.on_drained = nullptr;
+      ++active;
+      ++records;
+      add_to_links(s, false);
+      if (pending) {  // the group's drain entry, kept while the re-solve leaves the rate
+        Flow& h = flows[s];
+        ++h.drain_token;
+        h.drain_pending = true;
+        h.drain_at = drain_at;
+        instants[instant_at.at(drain_at.count_ns())].flows.emplace_back(s, h.drain_token);
       }
     }
   }
@@ -347,7 +430,9 @@ struct FlowNetwork::Impl {
     resolve_pending = false;
     resolve_event = kNoEvent;
     ++resolve_count;
+    resolving = true;
     const bool local = partial_resolve();
+    if (split_slot) split(*std::exchange(split_slot, std::nullopt));
     for (std::uint32_t slot : fresh_slots) flows[slot].fresh = false;
     fresh_slots.clear();
     if (local) {
@@ -357,9 +442,11 @@ struct FlowNetwork::Impl {
         if (link.flows.empty()) link.saturated = false;
       }
       dirty_links.clear();
+      resolving = false;
       return;
     }
-    full_resolve();
+    while (!full_resolve()) split(*std::exchange(split_slot, std::nullopt));
+    resolving = false;
   }
 
   // Partial re-solve: only the flows whose rate can move are re-solved, the others keep theirs.
@@ -417,16 +504,16 @@ struct FlowNetwork::Impl {
       for (const Hop& hop : link.flows) {
         const Flow& g = flows[hop.flow];
         if (g.mark == epoch) {
-          weight += g.weight;
+          weight += hop_weight(hop);
         } else {
-          used += g.rate * g.weight;
+          used += g.rate * hop_weight(hop);
         }
       }
       link.cap_left = link.bandwidth - used;
       link.unfrozen = weight;
       fill_heap.push_back(Share{std::max(link.cap_left, 0.0) / weight, l});
     }
-    fill();
+    if (!fill()) return false;
     // The check: no other flow is faster on a re-solved flow's freezing link.
     for (std::uint32_t slot : comp_flows) {
       const Flow& f = flows[slot];
@@ -452,8 +539,10 @@ struct FlowNetwork::Impl {
     return true;
   }
 
-  // Full re-solve of the connected component of the changed links.
-  void full_resolve() {
+  // Full re-solve of the connected component of the changed links. Returns false, with the
+  // component's links marked changed again and no rate moved, where a multi-route group must
+  // split first (split_slot).
+  bool full_resolve() {
     ++full_count;
     const Time now = sim.now();
     ++epoch;
@@ -509,7 +598,10 @@ struct FlowNetwork::Impl {
       link.unfrozen = link.load;
       if (link.unfrozen > 0) fill_heap.push_back(Share{link.bandwidth / link.unfrozen, l});
     }
-    fill();
+    if (!fill()) {
+      for (LinkId l : comp_links) mark_dirty(l);
+      return false;
+    }
 
     for (LinkId l : comp_links) {
       Link& link = links[l];
@@ -527,6 +619,7 @@ struct FlowNetwork::Impl {
       f.rate = f.new_rate;
       if (f.rate > 0) schedule_drain(slot);
     }
+    return true;
   }
 };
 
@@ -598,7 +691,9 @@ FlowId FlowNetwork::start_flow_group(std::span<const LinkId> path, double bytes,
   const std::uint32_t slot = m.allocate_slot();
   Impl::Flow& f = m.flows[slot];
   f.path.resize(path.size());
-  for (std::size_t h = 0; h < path.size(); ++h) f.path[h] = Impl::PathHop{path[h], 0};
+  for (std::size_t h = 0; h < path.size(); ++h) f.path[h] = Impl::PathHop{path[h], 0, members, 1};
+  f.routes = 1;
+  f.route_members.clear();
   f.on_done = std::move(on_done);
   f.on_drained = std::move(on_drained);
   f.bytes = bytes;
@@ -630,6 +725,75 @@ FlowId FlowNetwork::start_flow_group(std::span<const LinkId> path, double bytes,
   return id;
 }
 
+void FlowNetwork::start_flow_routes(std::span<const RouteHop> hops, std::span<const std::uint32_t> members,
+                                    double bytes, OnDone on_done) {
+  Impl& m = *impl_;
+  const std::size_t routes = members.size();
+  if (routes < 1 || routes > kMaxRoutes) {
+    throw std::invalid_argument("FlowNetwork::start_flow_routes: between 1 and 32 routes");
+  }
+  if (!(bytes >= 0) || !std::isfinite(bytes)) {
+    throw std::invalid_argument("FlowNetwork::start_flow_routes: bytes must be finite and ≥ 0");
+  }
+  const std::uint32_t all = routes == kMaxRoutes ? ~0u : (1u << routes) - 1;
+  std::uint32_t total = 0;
+  for (std::uint32_t w : members) {
+    if (w < 1) throw std::invalid_argument("FlowNetwork::start_flow_routes: members must be ≥ 1");
+    total += w;
+  }
+  // Every route's latency, and that every route crosses at least one link.
+  std::uint32_t seen = 0;
+  std::vector<Time> latency(routes);
+  for (const RouteHop& h : hops) {
+    if (h.link >= m.links.size()) throw std::invalid_argument("FlowNetwork::start_flow_routes: unknown link");
+    if (h.routes == 0 || (h.routes & ~all) != 0) {
+      throw std::invalid_argument("FlowNetwork::start_flow_routes: a hop's routes must be some of the routes");
+    }
+    seen |= h.routes;
+    for (std::size_t r = 0; r < routes; ++r) {
+      if ((h.routes >> r) & 1u) latency[r] += m.infos[h.link].latency;
+    }
+  }
+  if (seen != all) throw std::invalid_argument("FlowNetwork::start_flow_routes: a route crosses no link");
+  for (const Time& t : latency) {
+    if (t != latency.front()) throw std::invalid_argument("FlowNetwork::start_flow_routes: routes of unequal latency");
+  }
+  const std::uint32_t slot = m.allocate_slot();
+  Impl::Flow& f = m.flows[slot];
+  f.path.resize(hops.size());
+  for (std::size_t h = 0; h < hops.size(); ++h) {
+    std::uint32_t w = 0;
+    for (std::size_t r = 0; r < routes; ++r) {
+      if ((hops[h].routes >> r) & 1u) w += members[r];
+    }
+    f.path[h] = Impl::PathHop{hops[h].link, 0, w, hops[h].routes};
+  }
+  f.route_members.assign(members.begin(), members.end());
+  f.routes = static_cast<std::uint32_t>(routes);
+  f.on_done = std::move(on_done);
+  f.on_drained = nullptr;
+  f.bytes = bytes;
+  f.remaining = bytes;
+  f.rate = 0;
+  f.new_rate = 0;
+  f.last_update = m.sim.now();
+  f.latency = latency.front();
+  f.event = kNoEvent;
+  f.drain_pending = false;
+  f.weight = total;
+  ++m.active;
+  m.started += total;
+  ++m.records;
+  if (m.is_drained(f)) {
+    f.state = Impl::State::tail;
+    f.remaining = 0;
+    m.schedule_completion(slot, f.latency);
+  } else {
+    f.state = Impl::State::draining;
+    m.add_to_links(slot);
+  }
+}
+
 void FlowNetwork::cancel_flow(FlowId id) {
   Impl& m = *impl_;
   Impl::Flow* f = m.find(id);
@@ -658,5 +822,7 @@ std::uint64_t FlowNetwork::records_started() const { return impl_->records; }
 std::uint64_t FlowNetwork::resolves() const { return impl_->resolve_count; }
 
 std::uint64_t FlowNetwork::full_resolves() const { return impl_->full_count; }
+
+std::uint64_t FlowNetwork::route_splits() const { return impl_->split_count; }
 
 }  // namespace ironlaw::engine

@@ -41,6 +41,16 @@
 ///   flows on identical paths always receive identical rates; the filling subtracts w·share once
 ///   where it subtracted share w times, a difference of float rounding only). It drains,
 ///   completes and counts (flows_started, link bytes) as its w members.
+/// - A multi-route group (start_flow_routes) stands for flow groups that start together with the
+///   same bytes on routes of equal latency, which share some links (a connection's NIC) and not
+///   others (its queue pairs' spine links): one record, holding on each link the members of the
+///   routes that cross it. Its members all get one rate as long as the filling freezes it on a
+///   link that every route crosses — then it is exactly the separate groups, which would all be
+///   frozen there at that same share (float rounding aside, as for a group). At the first
+///   re-solve whose filling would reach it first on a link that only some routes cross (there the
+///   routes part: some freeze, others go on), it splits into one flow group per route, each in
+///   the group's state (bytes left, rate, pending drain), and that re-solve runs with them.
+///   From then on they are ordinary flow groups; its callback runs after the last of them.
 /// - Cost model: a partial re-solve costs O(F·P + k + F log F) for the F flows it re-solves (P
 ///   hops each) and the k flows on their links; a full one O((F·P + L) log L) for the F flows
 ///   and L links of the changed component. Flows joined only through links with room (a fat
@@ -110,6 +120,23 @@ class FlowNetwork {
   /// and for members < 1.
   FlowId start_flow_group(std::span<const LinkId> path, double bytes, std::uint32_t members, OnDone on_done,
                           OnDone on_drained = nullptr);
+  /// One link of a multi-route group's routes: `routes` has bit r set when route r crosses it.
+  struct RouteHop {
+    LinkId link;
+    std::uint32_t routes;
+  };
+  /// Most routes of one multi-route group.
+  static constexpr std::size_t kMaxRoutes = 32;
+  /// A multi-route group (see the file comment): route r stands for `members[r]` identical flows
+  /// of `bytes` each over the links of `hops` whose bit r is set (each link listed once); all
+  /// start now. `on_done` runs once, after every member has completed. Counts as the members
+  /// in flows_started() and once in records_started() (each split part once more). No id: it
+  /// cannot be cancelled. Throws std::invalid_argument for 0 or more than kMaxRoutes routes, a
+  /// member count < 1, a hop naming no route or one beyond members, a route crossing no link,
+  /// routes whose latencies differ, an unknown link, or bytes as start_flow. Cost: O(hops ·
+  /// routes) here; the re-solves as one flow; a split O(hops · routes) once.
+  void start_flow_routes(std::span<const RouteHop> hops, std::span<const std::uint32_t> members, double bytes,
+                         OnDone on_done);
   /// Cancels a flow in progress (draining or in its latency tail); its callback never runs.
   /// Idempotent; unknown or finished flows are ignored. O(path length) + the batched re-solve.
   void cancel_flow(FlowId id);
@@ -127,6 +154,8 @@ class FlowNetwork {
   std::uint64_t resolves() const;
   /// Of those, the full re-solves of a connected component (the partial one did not apply).
   std::uint64_t full_resolves() const;
+  /// Multi-route groups split into their routes since construction (for benchmarks and tests).
+  std::uint64_t route_splits() const;
 
  private:
   struct Impl;
