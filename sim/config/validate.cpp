@@ -431,6 +431,23 @@ void validate_scenario(Scenario& sc, LoadState& st) {
   if (st.ok({"run.mode", "training.tokens"}) && sc.run.mode == "full" && !(t.tokens > 0)) {
     st.report("training.tokens", "must be set (> 0) when run.mode is full");
   }
+  if (st.ok({"run.mode", "training.tokens", "training.global_batch_tokens", "training.batch_ramp"}) &&
+      sc.run.mode == "full" && t.tokens > 0 && t.global_batch_tokens > 0) {
+    // Optimizer steps of the whole run: each ramp stage's tokens at its batch, the rest at the
+    // full batch (as the whole run steps them).
+    double steps = 0, from = 0;
+    for (const auto& stage : t.batch_ramp) {
+      const double until = std::min(stage.until_tokens, t.tokens);
+      if (until > from && stage.global_batch_tokens > 0) steps += std::ceil((until - from) / stage.global_batch_tokens);
+      from = std::max(from, until);
+    }
+    if (t.tokens > from) steps += std::ceil((t.tokens - from) / t.global_batch_tokens);
+    if (steps > kMaxWholeRunSteps) {
+      st.report("training.tokens", whole(steps) + " optimizer steps in the whole run (run.mode full: training.tokens / "
+                                   "training.global_batch_tokens, ramp stages at their batch); at most " +
+                                       whole(kMaxWholeRunSteps) + " are stepped: fewer tokens or a larger batch");
+    }
+  }
   if (m.layer_list) {
     // Layer-list models run under data parallelism only (ZeRO 0-2; FSDP gathers are per
     // transformer unit).
