@@ -260,6 +260,15 @@ void validate_topology(const TopologySpec& t, LoadState& st, const std::string& 
     st.report(k("node.gpus_per_pcie_switch"),
               "must divide node.gpus (" + str(t.node.gpus) + "), got " + str(t.node.gpus_per_pcie_switch));
   }
+  // NCCL runs each channel on an SM of its own beside compute (the run layer takes that share
+  // from the kernels while a collective runs): a device with no more SMs than channels would
+  // have none left for compute, and the run layer would then take none from it.
+  const int comm_sms = t.comm.channels > 0 ? t.comm.channels : t.node.nics;
+  if (st.ok({k("device.sm_count"), k("comm.channels"), k("node.nics")}) && t.device.sm_count > 0 &&
+      t.device.sm_count <= comm_sms) {
+    st.report(k("device.sm_count"), "must exceed the SMs NCCL's channels take beside compute (comm.channels, or "
+                                    "node.nics when it is 0: " + str(comm_sms) + "), got " + str(t.device.sm_count));
+  }
 }
 
 namespace {
