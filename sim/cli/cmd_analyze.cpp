@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <iostream>
 #include <algorithm>
+#include <cmath>
 #include <array>
 #include <map>
 #include <memory>
@@ -169,8 +170,18 @@ int analyze(const Args& args) {
     if (!reader->has("/links")) throw InputError({}, "--by", path + " holds no /links (written by ironlaw run)");
     const auto names = reader->link_names();
     const auto columns = reader->links();
-    const auto& bytes = std::get<std::vector<double>>(columns.at(0).values);
-    const auto& busy = std::get<std::vector<double>>(columns.at(1).values);
+    // A damaged or crafted file: every column present, numeric, as long as the names and finite
+    // (a NaN would break the ordering below, a short column would be read past its end).
+    const auto* bytes_p = columns.size() >= 2 ? std::get_if<std::vector<double>>(&columns[0].values) : nullptr;
+    const auto* busy_p = columns.size() >= 2 ? std::get_if<std::vector<double>>(&columns[1].values) : nullptr;
+    if (bytes_p == nullptr || busy_p == nullptr || bytes_p->size() != names.size() || busy_p->size() != names.size())
+      throw InputError({}, "OUT.h5", path + ": /links lacks its bytes and busy_s columns, one per /link_names entry");
+    const auto& bytes = *bytes_p;
+    const auto& busy = *busy_p;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      if (!std::isfinite(bytes[i]) || bytes[i] < 0 || !std::isfinite(busy[i]) || busy[i] < 0)
+        throw InputError({}, "OUT.h5", path + ": /links row " + std::to_string(i) + " is not a finite number >= 0");
+    }
     const double span = static_cast<double>(steps.back().end_ns - steps.front().start_ns) * 1e-9;
     std::vector<std::size_t> order(names.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;

@@ -22,6 +22,7 @@
 #include "report/inverse_search.hpp"
 #include "report/metrics.hpp"
 #include "report/waterfall.hpp"
+#include "run/layout.hpp"
 #include "run/simulation.hpp"
 #include "training/whole_run.hpp"
 #include "workload/model_cost.hpp"
@@ -31,6 +32,9 @@ namespace po = boost::program_options;
 namespace ironlaw::cli {
 
 namespace {
+
+/// Most --what-if options in one command: each is one more row of simulations (per scenario).
+constexpr std::size_t kMaxWhatIfs = 16;
 
 /// "0.5,1,2" → {0.5, 1, 2}; each factor in (0, 64].
 std::vector<double> factors(const std::string& option, const std::string& text) {
@@ -223,9 +227,9 @@ std::vector<std::string> split_changes(const std::string& text) {
 
 /// Simulates `scenario_path` with `sets` and `changes` applied: its step and (run.mode full) its
 /// whole run, as explain does, without printing. A change that makes the layout invalid or
-/// out of memory is a row saying so.
+/// out of memory, or above the command's resource limits, is a row saying so.
 WhatIf what_if(const std::string& scenario_path, std::vector<std::string> sets, const std::vector<std::string>& changes,
-               const std::string& label) {
+               const std::string& label, const Limits& limits) {
   WhatIf w;
   w.change = label;
   sets.insert(sets.end(), changes.begin(), changes.end());
@@ -233,6 +237,10 @@ WhatIf what_if(const std::string& scenario_path, std::vector<std::string> sets, 
   training::refuse_unsimulated(s);
   run::SimulationResult r;
   try {
+    if (const std::string why = limits_refusal(s, run::resolve_layout(s), limits); !why.empty()) {
+      w.change += "  (not simulated: " + why + ")";
+      return w;
+    }
     r = training::shared_simulate_step(s);
   } catch (const InputError& e) {
     w.change += "  (not simulated: " + std::string(e.what()) + ")";
@@ -441,6 +449,8 @@ int cmd_explain(const Args& args) {
       ("step-cpu-limit", po::value(&step_cpu_limit_s),
        "CPU seconds the first step simulation of each scenario may take before explain stops it with exit 2 "
        "(default 1800)");
+  Limits limits;
+  add_limit_options(opts, limits, false);
   po::variables_map vm;
   if (!parse_command_line(args, opts, "scenario", vm)) return kExitOk;
   if (scenario_path.empty()) throw InputError({}, "SCENARIO", "a scenario file is required");
@@ -450,6 +460,11 @@ int cmd_explain(const Args& args) {
   if (jobs < 1 || jobs > 256) throw InputError({}, "--jobs", "expected 1 to 256");
   if (!(step_cpu_limit_s >= 0) || !std::isfinite(step_cpu_limit_s))
     throw InputError({}, "--step-cpu-limit", "expected a number of CPU seconds >= 0");
+  if (what_ifs.size() > kMaxWhatIfs) {
+    throw InputError({}, "--what-if", "given " + std::to_string(what_ifs.size()) + " times; at most " +
+                                          std::to_string(kMaxWhatIfs) + " (each is simulated for every scenario)");
+  }
+  check_limit_options(limits);
   std::vector<config::Scenario> scenarios{config::load_scenario(scenario_path, sets)};
   if (!compare_path.empty()) scenarios.push_back(config::load_scenario(compare_path, sets));
   std::vector<double> published;
@@ -458,12 +473,33 @@ int cmd_explain(const Args& args) {
     refuse_parameter_server(s, "explain");
     if (!(s.training.tokens > 0))
       throw InputError(s.where("training.tokens"), "training.tokens", "explain needs the run length in tokens");
+    check_scenario_limits(s, run::resolve_layout(s), limits);
   }
+  bounds.refuse = [&limits](const config::Scenario& c) { return limits_refusal(c, run::resolve_layout(c), limits); };
   published.push_back(vm.count("published-gpu-hours") ? published_hours
                                                        : published_for(scenarios[0], "--published-gpu-hours"));
   if (scenarios.size() > 1) published.push_back(published_for(scenarios[1], "--compare"));
   for (const double p : published)
     if (!(p > 0) || !std::isfinite(p)) throw InputError({}, "--published-gpu-hours", "expected a positive number of hours");
+
+  // Every --what-if is read and loaded (keys, values, layout) before anything is simulated: a bad
+  // change is exit 2 at once, not after the scenarios' step simulations.
+  std::vector<std::string> paths{scenario_path};
+  if (!compare_path.empty()) paths.push_back(compare_path);
+  std::vector<std::vector<std::string>> changes_of;
+  std::vector<std::string> all;
+  for (const auto& text : what_ifs) {
+    changes_of.push_back(split_changes(text));
+    all.insert(all.end(), changes_of.back().begin(), changes_of.back().end());
+  }
+  if (what_ifs.size() > 1) changes_of.push_back(all);
+  for (const auto& changes : changes_of) {
+    for (const auto& path : paths) {
+      std::vector<std::string> with = sets;
+      with.insert(with.end(), changes.begin(), changes.end());
+      training::refuse_unsimulated(config::load_scenario(path, with));
+    }
+  }
 
   int exit_code = kExitOk;
   std::vector<Explained> done;
@@ -475,17 +511,10 @@ int cmd_explain(const Args& args) {
   }
   if (done.size() == 2) print_comparison(done[0], done[1]);
   if (!what_ifs.empty()) {
-    std::vector<std::string> paths{scenario_path};
-    if (!compare_path.empty()) paths.push_back(compare_path);
     std::vector<std::vector<WhatIf>> rows(paths.size());
-    std::vector<std::string> all;
-    for (const auto& text : what_ifs) {
-      const auto changes = split_changes(text);
-      all.insert(all.end(), changes.begin(), changes.end());
-      for (std::size_t i = 0; i < paths.size(); ++i) rows[i].push_back(what_if(paths[i], sets, changes, text));
-    }
-    if (what_ifs.size() > 1) {
-      for (std::size_t i = 0; i < paths.size(); ++i) rows[i].push_back(what_if(paths[i], sets, all, "all of the above together"));
+    for (std::size_t w = 0; w < changes_of.size(); ++w) {
+      const std::string label = w < what_ifs.size() ? what_ifs[w] : "all of the above together";
+      for (std::size_t i = 0; i < paths.size(); ++i) rows[i].push_back(what_if(paths[i], sets, changes_of[w], label, limits));
     }
     print_what_ifs(done, rows);
   }

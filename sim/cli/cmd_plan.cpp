@@ -294,6 +294,8 @@ int cmd_plan(const Args& args) {
   std::size_t top = 20;
   int threads = 1;
   std::size_t max_layouts = 1'000'000;
+  Limits limits;
+  std::string& max_memory = limits.max_memory;
   opts.add_options()
       ("help,h", "show this help")
       ("input", po::value(&input), "model card or scenario YAML")
@@ -310,6 +312,8 @@ int cmd_plan(const Args& args) {
       ("top", po::value(&top)->default_value(20), "layouts simulated event by event (0: rank with the predictor only)")
       ("jobs,j", po::value(&threads)->default_value(1), "threads for the prediction and the simulations")
       ("max-layouts", po::value(&max_layouts)->default_value(max_layouts), "refuse a search of more layouts than this (the product of --gpus and the --space axes)")
+      ("max-memory", po::value(&max_memory),
+       "skip layouts whose simulation is estimated to need more host memory than this, e.g. \"32 GiB\" (default: half of this machine's RAM)")
       ("all", "also list the layouts that were predicted but not simulated, and the pruned ones")
       ("output,o", po::value(&out_path), "HDF5 file with /plan (default: outputs/<name>-plan.h5)")
       ("csv", "print the rows as CSV instead of the table")
@@ -328,6 +332,7 @@ int cmd_plan(const Args& args) {
   const OutputFormat format = vm.count("csv") ? OutputFormat::csv : vm.count("json") ? OutputFormat::json : OutputFormat::text;
 
   report::PlanSpace space;
+  space.max_simulation_bytes = memory_limit(limits);
   for (const auto& s : spaces) parse_space(s, space);
   check_choices("parallel.pp_schedule", space.schedules);
   check_choices("training.activation_checkpointing", space.recompute);

@@ -31,6 +31,9 @@ namespace {
 /// Most event rects in one timeline: beyond this an SVG viewer crawls; choose fewer ranks or
 /// a shorter run instead.
 constexpr std::size_t kMaxTimelineEvents = 200'000;
+/// Most ranks in one timeline: each is a group of lanes (its resources and its idle lane), and
+/// drawing scans the window's events once per rank, so the work is ranks x events.
+constexpr std::size_t kMaxTimelineRanks = 256;
 
 std::string file_label(const output::H5Reader& reader) {
   std::string name = reader.path().filename().string();
@@ -81,6 +84,14 @@ std::string plot_timeline_of(const output::H5Reader& reader, const std::string& 
     }
   }
   if (ranks.empty()) throw InputError({}, "OUT.h5", path + " holds no events of any rank");
+  if (ranks.size() > kMaxTimelineRanks) {
+    throw InputError({}, "--ranks",
+                     std::to_string(ranks.size()) + " ranks to draw" +
+                         (vm.count("ranks") ? std::string() : " (every rank with events in " + path + ")") +
+                         "; a timeline draws at most " + std::to_string(kMaxTimelineRanks) +
+                         ": choose them with --ranks, e.g. --ranks " + std::to_string(ranks.front()) + "-" +
+                         std::to_string(ranks[std::min(ranks.size(), std::size_t{8}) - 1]));
+  }
   bool pipelined = false;
   for (const auto& s : steps) pipelined = pipelined || s.bubble_s > 0;
 

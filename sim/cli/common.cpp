@@ -56,12 +56,28 @@ std::optional<double> size_of(const std::string& text) {
 
 }  // namespace
 
+void check_argument_count(const Args& args) {
+  if (args.size() > kMaxArguments) {
+    throw InputError({}, "ARGUMENTS", std::to_string(args.size()) + " command-line words; at most " +
+                                          std::to_string(kMaxArguments) + " are read in one command");
+  }
+}
+
 bool parse_command_line(const Args& args, const boost::program_options::options_description& opts,
                         const char* positional, boost::program_options::variables_map& vm) {
   namespace po = boost::program_options;
+  check_argument_count(args);
   po::positional_options_description pos;
   if (positional != nullptr) pos.add(positional, 1);
   po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
+  for (const auto& [name, value] : vm) {
+    const auto* list = boost::any_cast<std::vector<std::string>>(&value.value());
+    if (list != nullptr && list->size() > kMaxRepeatedOption) {
+      throw InputError({}, "--" + name,
+                       "given " + std::to_string(list->size()) + " times; at most " +
+                           std::to_string(kMaxRepeatedOption) + " are accepted in one command");
+    }
+  }
   if (vm.count("help")) {
     std::cout << opts;
     return false;
@@ -131,6 +147,16 @@ void check_scenario_limits(const config::Scenario& s, const run::Layout& layout,
                      std::string("the run would simulate at least ") + buf + ", beyond the simulated clock's range (" +
                          Time::kRangeText + "); it is driven by " + e.time_driver);
   }
+}
+
+std::string limits_refusal(const config::Scenario& s, const run::Layout& layout, const Limits& limits) {
+  if (s.run.steps > limits.max_steps)
+    return std::to_string(s.run.steps) + " steps, above --max-steps " + std::to_string(limits.max_steps);
+  const double limit = memory_limit(limits);
+  const run::ResourceEstimate e = run::estimate_resources(s, layout);
+  if (e.bytes > limit) return "would need about " + gib(e.bytes) + " of memory, above --max-memory " + gib(limit);
+  if (e.min_simulated_s >= Time::kMaxSeconds) return "its simulated time would pass the clock's range";
+  return "";
 }
 
 void probe_output_path(const std::string& path, const SourceLoc& where, const std::string& key) {

@@ -17,9 +17,21 @@ class H5Reader;
 
 namespace ironlaw::cli {
 
+/// Most times one repeatable option (--set, --vary, --what-if, --space, ...) may be given in one
+/// command: each is applied, expanded or simulated, so an unbounded count is unbounded work.
+inline constexpr std::size_t kMaxRepeatedOption = 256;
+/// Most command-line words one command reads: Boost's parser takes time quadratic in their count
+/// (20,000 words took 4 s of CPU, 100,000 would take minutes), so a longer line is refused first.
+inline constexpr std::size_t kMaxArguments = 4096;
+
+/// Refuses (InputError, exit 2) more than kMaxArguments words before any parser sees them. O(1).
+void check_argument_count(const Args& args);
+
 /// Parses `args` against `opts`, the first positional argument going to the option named
 /// `positional` (none if null). Prints the help and returns false when --help was given (the
-/// command then exits 0); Boost errors propagate (main turns them into exit 2).
+/// command then exits 0); Boost errors propagate (main turns them into exit 2). More than
+/// kMaxArguments words, or a repeatable option given more than kMaxRepeatedOption times, is an
+/// InputError (exit 2) naming them.
 bool parse_command_line(const Args& args, const boost::program_options::options_description& opts,
                         const char* positional, boost::program_options::variables_map& vm);
 
@@ -52,6 +64,11 @@ void check_step_limit(const config::Scenario& scenario, const Limits& limits);
 /// The memory limit in bytes: --max-memory if given, else run::default_memory_limit().
 double memory_limit(const Limits& limits);
 void check_scenario_limits(const config::Scenario& scenario, const run::Layout& layout, const Limits& limits);
+
+/// Why `scenario` laid out as `layout` is not to be simulated under `limits`, in one short line
+/// for a table row (a what-if, a point of explain's search); "" when it is within them. The same
+/// tests as check_scenario_limits, which throws instead. O(1).
+std::string limits_refusal(const config::Scenario& scenario, const run::Layout& layout, const Limits& limits);
 
 /// Checks an output path before simulating (regular file or absent, its folder existing and
 /// writable; stale temporaries of dead runs there removed). An empty path or one the system

@@ -59,6 +59,7 @@ int run_command(int argc, char** argv) {
     args = {"--help"};
   }
   try {
+    check_argument_count(args);
     if (command == "run") return cmd_run(args);
     if (command == "sweep") return cmd_sweep(args);
     if (command == "analyze") return cmd_analyze(args);

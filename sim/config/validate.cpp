@@ -261,6 +261,15 @@ void validate_topology(const TopologySpec& t, LoadState& st, const std::string& 
     st.report(k("node.gpus_per_pcie_switch"),
               "must divide node.gpus (" + str(t.node.gpus) + "), got " + str(t.node.gpus_per_pcie_switch));
   }
+  // NCCL runs each channel on an SM of its own beside compute (the run layer takes that share
+  // from the kernels while a collective runs): a device with no more SMs than channels would
+  // have none left for compute, and the run layer would then take none from it.
+  const int comm_sms = t.comm.channels > 0 ? t.comm.channels : t.node.nics;
+  if (st.ok({k("device.sm_count"), k("comm.channels"), k("node.nics")}) && t.device.sm_count > 0 &&
+      t.device.sm_count <= comm_sms) {
+    st.report(k("device.sm_count"), "must exceed the SMs NCCL's channels take beside compute (comm.channels, or "
+                                    "node.nics when it is 0: " + str(comm_sms) + "), got " + str(t.device.sm_count));
+  }
 }
 
 namespace {
@@ -431,6 +440,23 @@ void validate_scenario(Scenario& sc, LoadState& st) {
   }
   if (st.ok({"run.mode", "training.tokens"}) && sc.run.mode == "full" && !(t.tokens > 0)) {
     st.report("training.tokens", "must be set (> 0) when run.mode is full");
+  }
+  if (st.ok({"run.mode", "training.tokens", "training.global_batch_tokens", "training.batch_ramp"}) &&
+      sc.run.mode == "full" && t.tokens > 0 && t.global_batch_tokens > 0) {
+    // Optimizer steps of the whole run: each ramp stage's tokens at its batch, the rest at the
+    // full batch (as the whole run steps them).
+    double steps = 0, from = 0;
+    for (const auto& stage : t.batch_ramp) {
+      const double until = std::min(stage.until_tokens, t.tokens);
+      if (until > from && stage.global_batch_tokens > 0) steps += std::ceil((until - from) / stage.global_batch_tokens);
+      from = std::max(from, until);
+    }
+    if (t.tokens > from) steps += std::ceil((t.tokens - from) / t.global_batch_tokens);
+    if (steps > kMaxWholeRunSteps) {
+      st.report("training.tokens", whole(steps) + " optimizer steps in the whole run (run.mode full: training.tokens / "
+                                   "training.global_batch_tokens, ramp stages at their batch); at most " +
+                                       whole(kMaxWholeRunSteps) + " are stepped: fewer tokens or a larger batch");
+    }
   }
   if (m.layer_list) {
     // Layer-list models run under data parallelism only (ZeRO 0-2; FSDP gathers are per

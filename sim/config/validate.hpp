@@ -14,6 +14,11 @@ inline constexpr std::size_t kMaxScenarioNameBytes = 200;
 
 /// Most microbatches per step and pipeline (gradient accumulation steps) a scenario may ask for.
 inline constexpr double kMaxMicrobatches = 1e6;
+/// Most optimizer steps of a whole run (run.mode full): the run is stepped one optimizer step at
+/// a time (about 25 ns each on the 2-core reference machine, so 1e8 steps take seconds); a
+/// batch that small against training.tokens would run for minutes to hours. Llama 3 405B's run
+/// is about 1e6 steps.
+inline constexpr double kMaxWholeRunSteps = 1e8;
 
 /// A physical sanity range for the keys whose dotted name ends in `key` (at a dot boundary),
 /// in SI units (bytes, seconds, B/s, FLOP/s), both ends inclusive. Every bound is stated once,

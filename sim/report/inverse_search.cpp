@@ -63,6 +63,13 @@ SearchResult inverse_search(const config::Scenario& s, double published, const S
     for (std::size_t i = next++; i < cands.size(); i = next++) {
       Candidate& c = cands[i];
       try {
+        if (bounds.refuse) {
+          c.row.status = bounds.refuse(c.scenario);
+          if (!c.row.status.empty()) {
+            c.row.status = "not simulated: " + c.row.status;
+            continue;
+          }
+        }
         NullSink sink;
         const auto r = run::simulate(c.scenario, sink, run::TraceLevel::none);
         c.row.tp = r.layout.tp;

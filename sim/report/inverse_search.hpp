@@ -8,6 +8,7 @@
 /// first-order extrapolation from the whole run simulated for the scenario itself: the
 /// measured wall time each interruption cost (lost work + down time), held fixed per
 /// interruption. It is labelled as such where printed.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,10 @@ namespace ironlaw::report {
 struct SearchBounds {
   std::vector<double> node_factors{0.5, 1, 2};   ///< × scenario cluster.nodes
   std::vector<double> batch_factors{0.5, 1, 2};  ///< × scenario training.global_batch_tokens
+  /// Called for each candidate before it is simulated: "" to simulate it, else why not (the
+  /// command's resource limits; the row shows the reason). May throw InputError (an invalid
+  /// layout). Called from the search's threads. Null: every candidate is simulated.
+  std::function<std::string(const config::Scenario&)> refuse;
 };
 
 struct SearchRow {

@@ -21,6 +21,7 @@
 #include "report/metrics.hpp"
 #include "run/layout.hpp"
 #include "run/pipeline_schedule.hpp"
+#include "run/resource_estimate.hpp"
 #include "run/simulation.hpp"
 #include "workload/model_cost.hpp"
 
@@ -496,6 +497,19 @@ std::vector<PlanRow> enumerate_layouts(const config::Scenario& base, const PlanS
                             r.status = buf;
                             rows.push_back(std::move(r));
                             continue;
+                          }
+                          if (sp.max_simulation_bytes > 0) {
+                            const double host = run::estimate_resources(s, lay).bytes;
+                            if (host > sp.max_simulation_bytes) {
+                              char buf[160];
+                              std::snprintf(buf, sizeof buf,
+                                            "not simulated: host memory: its simulation would need about %.3g GiB, "
+                                            "above --max-memory %.3g GiB",
+                                            host / 1073741824.0, sp.max_simulation_bytes / 1073741824.0);
+                              r.status = buf;
+                              rows.push_back(std::move(r));
+                              continue;
+                            }
                           }
                           r.status = "predicted";
                           rows.push_back(std::move(r));

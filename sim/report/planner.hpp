@@ -45,6 +45,9 @@ struct PlanSpace {
   std::vector<std::string> recompute;   ///< default: every training.activation_checkpointing value
   std::vector<std::string> precisions;  ///< default: bf16, and fp8 when the device has an fp8 peak
   std::vector<int> sequence_parallel;   ///< 0/1; default: 0, 1 (1 only when tp > 1)
+  /// Host memory one layout's simulation may need [B] (run::estimate_resources); a layout above
+  /// it is pruned as "not simulated" before it is predicted or simulated. 0: no bound.
+  double max_simulation_bytes = 0;
 };
 
 /// What the plan is asked.

@@ -13,6 +13,7 @@
 
 #include "core/error.hpp"
 #include "core/text.hpp"
+#include "core/time.hpp"
 #include "output/atomic_file.hpp"
 
 namespace ironlaw::report {
@@ -571,6 +572,11 @@ std::string plot_links(const std::vector<std::string>& names, const std::vector<
   if (names.size() != bytes.size() || names.size() != busy_s.size())
     throw std::invalid_argument("/links and /link_names differ in length");
   if (!(span_s > 0)) throw std::invalid_argument("the simulated time is not positive");
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    // NaN would break the ordering below (no strict weak order) and reach the figure as "nan".
+    if (!std::isfinite(bytes[i]) || bytes[i] < 0 || !std::isfinite(busy_s[i]) || busy_s[i] < 0)
+      throw std::invalid_argument("/links: row " + std::to_string(i) + " has bytes or busy_s that is not a finite number >= 0");
+  }
   std::vector<std::size_t> order(names.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
@@ -621,8 +627,19 @@ std::string plot_link_series(const std::vector<std::string>& names, const std::v
       throw std::invalid_argument("/link_series: row " + std::to_string(r) + " names link " + std::to_string(link[r]) +
                                   ", /link_series_names has " + std::to_string(names.size()));
     if (!(end_s[r] > start_s[r])) throw std::invalid_argument("/link_series: row " + std::to_string(r) + " has an empty bin");
+    // Bins lie within the simulated clock's range, and a share is a finite non-negative number:
+    // anything else would reach the figure as "nan" or "inf" coordinates.
+    if (!(start_s[r] >= 0) || !(end_s[r] <= Time::kMaxSeconds) || !std::isfinite(busy_fraction[r]) ||
+        busy_fraction[r] < 0) {
+      throw std::invalid_argument("/link_series: row " + std::to_string(r) + " has a bin outside 0.." +
+                                  num(Time::kMaxSeconds) + " s or a busy_fraction that is not a finite share >= 0");
+    }
     const auto l = static_cast<std::size_t>(link[r]);
     if (l >= drawn) continue;
+    if (curves[l].points.size() == kMaxLinkSeriesBins) {
+      throw std::invalid_argument("/link_series: link " + names[l] + " has more than " +
+                                  std::to_string(kMaxLinkSeriesBins) + " bins (ironlaw run writes at most 256)");
+    }
     const double mid_ms = ((start_s[r] + end_s[r]) / 2 - origin) * 1e3;
     curves[l].points.emplace_back(mid_ms, 100 * busy_fraction[r]);
   }

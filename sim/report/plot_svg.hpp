@@ -79,13 +79,17 @@ std::string plot_plan(const output::SweepTable& plan, const std::string& metric,
 std::string plot_links(const std::vector<std::string>& names, const std::vector<double>& bytes,
                        const std::vector<double>& busy_s, double span_s, std::size_t top, const std::string& title);
 
+/// Most time bins of one drawn link: `ironlaw run` writes at most 256; each is a marker in the SVG.
+inline constexpr std::size_t kMaxLinkSeriesBins = 4096;
+
 /// Link utilisation over time (/link_series of `ironlaw run`): one line (class "line",
 /// data-series = the link's name) per link and one marker per time bin (class "point", data-x =
 /// the bin's middle in ms from the first bin's start, data-y = the share of the bin with at
 /// least one flow on the link, in %), for the first `top` links of `names` (the file lists them
 /// busiest first). Rows: link (index into names), start_s, end_s, busy_fraction (0..1), as in the
 /// file. Throws std::invalid_argument when the columns differ in length, a link index is out of
-/// range or a bin is empty. O(rows).
+/// range, a bin is empty or outside 0..Time::kMaxSeconds, a share is not finite and >= 0, or a
+/// drawn link has more than kMaxLinkSeriesBins bins. O(rows).
 std::string plot_link_series(const std::vector<std::string>& names, const std::vector<std::int64_t>& link,
                              const std::vector<double>& start_s, const std::vector<double>& end_s,
                              const std::vector<double>& busy_fraction, std::size_t top, const std::string& title);
