@@ -193,6 +193,23 @@ struct FlowNetwork::Impl {
     return slot;
   }
 
+  /// Arms a freshly allocated record that carries `weight` flows of `bytes` each, `latency`
+  /// after its last byte leaves: rates unset until the next fill, counted as started.
+  void arm(Flow& f, double bytes, Time latency, std::uint32_t weight) {
+    f.bytes = bytes;
+    f.remaining = bytes;
+    f.rate = 0;
+    f.new_rate = 0;
+    f.last_update = sim.now();
+    f.latency = latency;
+    f.event = kNoEvent;
+    f.drain_pending = false;
+    f.weight = weight;
+    ++active;
+    started += weight;
+    ++records;
+  }
+
   void free_slot(std::uint32_t slot) {
     Flow& f = flows[slot];
     f.state = State::free;
@@ -696,18 +713,7 @@ FlowId FlowNetwork::start_flow_group(std::span<const LinkId> path, double bytes,
   f.route_members.clear();
   f.on_done = std::move(on_done);
   f.on_drained = std::move(on_drained);
-  f.bytes = bytes;
-  f.remaining = bytes;
-  f.rate = 0;
-  f.new_rate = 0;
-  f.last_update = m.sim.now();
-  f.latency = latency;
-  f.event = kNoEvent;
-  f.drain_pending = false;
-  f.weight = members;
-  ++m.active;
-  m.started += members;
-  ++m.records;
+  m.arm(f, bytes, latency, members);
   const FlowId id = Impl::make_id(slot, f.generation);
   if (path.empty()) {
     f.state = Impl::State::tail;
@@ -772,18 +778,7 @@ void FlowNetwork::start_flow_routes(std::span<const RouteHop> hops, std::span<co
   f.routes = static_cast<std::uint32_t>(routes);
   f.on_done = std::move(on_done);
   f.on_drained = nullptr;
-  f.bytes = bytes;
-  f.remaining = bytes;
-  f.rate = 0;
-  f.new_rate = 0;
-  f.last_update = m.sim.now();
-  f.latency = latency.front();
-  f.event = kNoEvent;
-  f.drain_pending = false;
-  f.weight = total;
-  ++m.active;
-  m.started += total;
-  ++m.records;
+  m.arm(f, bytes, latency.front(), total);
   if (m.is_drained(f)) {
     f.state = Impl::State::tail;
     f.remaining = 0;
