@@ -129,33 +129,70 @@ double memory_limit(const Limits& limits) {
   return *v;
 }
 
-void check_scenario_limits(const config::Scenario& s, const run::Layout& layout, const Limits& limits) {
-  check_step_limit(s, limits);
-  const double limit = memory_limit(limits);
-  const run::ResourceEstimate e = run::estimate_resources(s, layout);
-  if (e.bytes > limit) {
-    throw InputError(s.where("cluster.nodes"), "",
-                     "the simulation would need about " + gib(e.bytes) + " of memory (" + count(e.tasks) +
-                         " tasks per step, " + count(e.live_flows) + " flows in flight, " + count(e.fabric_links) +
-                         " links, " + count(e.loader_slots) + " loader slots), above the limit of " +
-                         gib(limit) + "; mostly " + e.driver + ". Reduce it, or raise the limit with --max-memory");
+namespace {
+
+/// The first limit a scenario breaks, in the order the checks report them: run.steps against
+/// --max-steps, then the estimated memory against --max-memory, then the simulated clock's range.
+struct LimitVerdict {
+  enum class Kind { within, steps, memory, clock };
+  Kind kind = Kind::within;
+  run::ResourceEstimate estimate;  ///< filled unless kind == steps
+  double memory_limit = 0;         ///< bytes; filled unless kind == steps
+};
+
+LimitVerdict judge_limits(const config::Scenario& s, const run::Layout& layout, const Limits& limits) {
+  LimitVerdict v;
+  if (s.run.steps > limits.max_steps) {
+    v.kind = LimitVerdict::Kind::steps;
+    return v;
   }
-  if (e.min_simulated_s >= Time::kMaxSeconds) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.3g s", e.min_simulated_s);
-    throw InputError(s.where("run.steps"), "",
-                     std::string("the run would simulate at least ") + buf + ", beyond the simulated clock's range (" +
-                         Time::kRangeText + "); it is driven by " + e.time_driver);
+  v.memory_limit = memory_limit(limits);
+  v.estimate = run::estimate_resources(s, layout);
+  if (v.estimate.bytes > v.memory_limit) v.kind = LimitVerdict::Kind::memory;
+  else if (v.estimate.min_simulated_s >= Time::kMaxSeconds) v.kind = LimitVerdict::Kind::clock;
+  return v;
+}
+
+}  // namespace
+
+void check_scenario_limits(const config::Scenario& s, const run::Layout& layout, const Limits& limits) {
+  const LimitVerdict v = judge_limits(s, layout, limits);
+  const run::ResourceEstimate& e = v.estimate;
+  switch (v.kind) {
+    case LimitVerdict::Kind::within:
+      return;
+    case LimitVerdict::Kind::steps:
+      check_step_limit(s, limits);  // throws, naming run.steps and --max-steps
+      return;
+    case LimitVerdict::Kind::memory:
+      throw InputError(s.where("cluster.nodes"), "",
+                       "the simulation would need about " + gib(e.bytes) + " of memory (" + count(e.tasks) +
+                           " tasks per step, " + count(e.live_flows) + " flows in flight, " + count(e.fabric_links) +
+                           " links, " + count(e.loader_slots) + " loader slots), above the limit of " +
+                           gib(v.memory_limit) + "; mostly " + e.driver +
+                           ". Reduce it, or raise the limit with --max-memory");
+    case LimitVerdict::Kind::clock: {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.3g s", e.min_simulated_s);
+      throw InputError(s.where("run.steps"), "",
+                       std::string("the run would simulate at least ") + buf + ", beyond the simulated clock's range (" +
+                           Time::kRangeText + "); it is driven by " + e.time_driver);
+    }
   }
 }
 
 std::string limits_refusal(const config::Scenario& s, const run::Layout& layout, const Limits& limits) {
-  if (s.run.steps > limits.max_steps)
-    return std::to_string(s.run.steps) + " steps, above --max-steps " + std::to_string(limits.max_steps);
-  const double limit = memory_limit(limits);
-  const run::ResourceEstimate e = run::estimate_resources(s, layout);
-  if (e.bytes > limit) return "would need about " + gib(e.bytes) + " of memory, above --max-memory " + gib(limit);
-  if (e.min_simulated_s >= Time::kMaxSeconds) return "its simulated time would pass the clock's range";
+  const LimitVerdict v = judge_limits(s, layout, limits);
+  switch (v.kind) {
+    case LimitVerdict::Kind::within:
+      return "";
+    case LimitVerdict::Kind::steps:
+      return std::to_string(s.run.steps) + " steps, above --max-steps " + std::to_string(limits.max_steps);
+    case LimitVerdict::Kind::memory:
+      return "would need about " + gib(v.estimate.bytes) + " of memory, above --max-memory " + gib(v.memory_limit);
+    case LimitVerdict::Kind::clock:
+      return "its simulated time would pass the clock's range";
+  }
   return "";
 }
 

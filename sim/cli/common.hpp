@@ -56,18 +56,18 @@ void add_limit_options(boost::program_options::options_description& opts, Limits
 /// point of a sweep. Throws InputError naming the flag. O(1).
 void check_limit_options(const Limits& limits);
 
-/// Refuses with InputError (exit 2), before anything is built: run.steps above --max-steps, an
-/// estimated peak memory above --max-memory (the estimate and what drives it in the message),
-/// or a run whose simulated time cannot fit the int64-nanosecond clock. O(1).
 /// --max-steps against run.steps (exit 2 naming the key and the flag).
 void check_step_limit(const config::Scenario& scenario, const Limits& limits);
 /// The memory limit in bytes: --max-memory if given, else run::default_memory_limit().
 double memory_limit(const Limits& limits);
+/// Refuses with InputError (exit 2), before anything is built: run.steps above --max-steps, an
+/// estimated peak memory above --max-memory (the estimate and what drives it in the message),
+/// or a run whose simulated time cannot fit the int64-nanosecond clock. O(1).
 void check_scenario_limits(const config::Scenario& scenario, const run::Layout& layout, const Limits& limits);
 
 /// Why `scenario` laid out as `layout` is not to be simulated under `limits`, in one short line
 /// for a table row (a what-if, a point of explain's search); "" when it is within them. The same
-/// tests as check_scenario_limits, which throws instead. O(1).
+/// verdict as check_scenario_limits (one judge_limits behind both), which throws instead. O(1).
 std::string limits_refusal(const config::Scenario& scenario, const run::Layout& layout, const Limits& limits);
 
 /// Checks an output path before simulating (regular file or absent, its folder existing and
