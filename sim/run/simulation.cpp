@@ -114,6 +114,11 @@ SimulationResult simulate_memory(const config::Scenario& s) {
   const double in_flight = schedule->in_flight(0, lay.pp, lay.microbatches, lay.virtual_stages);
   config::TrainingSpec per_rank = s.training;  // a CP rank holds 1/cp of each sequence
   per_rank.sequence_length = s.training.sequence_length / lay.cp;
+  // ZeRO/FSDP shards model state over every replica of the weights, the CP ranks included:
+  // torchtitan's fully_shard takes the dp_shard_cp mesh (parallelize_llama.py, 9dec370) and
+  // Megatron-LM's distributed optimizer the data-parallel group with context parallelism; the
+  // step's FSDP collectives run over the same dp × cp group (data_parallel.cpp).
+  const int zero_ranks = lay.dp * lay.cp;
   res.tokens_per_step = lay.tokens_per_step;
   if (s.model.layer_list) {
     // A layer-list model: MFU counts its own FLOPs (3 × the forward GEMM and convolution FLOPs
@@ -124,7 +129,7 @@ SimulationResult simulate_memory(const config::Scenario& s) {
     res.model_flops_per_step = cost.model_flops_per_sample() * samples;
     res.model_flops_6n_per_step = 6 * cost.params() * samples;
   } else {
-    res.memory = workload::memory_per_gpu(s.model, per_rank, s.parallel, lay.dp, static_cast<int>(std::ceil(in_flight)));
+    res.memory = workload::memory_per_gpu(s.model, per_rank, s.parallel, zero_ranks, static_cast<int>(std::ceil(in_flight)));
     const auto fpt = workload::flops_per_token(s.model, s.training.sequence_length);
     res.model_flops_per_step = fpt.palm * lay.tokens_per_step;
     res.model_flops_6n_per_step = fpt.six_n * lay.tokens_per_step;
@@ -137,7 +142,7 @@ SimulationResult simulate_memory(const config::Scenario& s) {
     const auto allocator = allocator_rules(rules, s.training.expandable_segments);
     res.memory_reserved = 0;
     for (int stage = 0; stage < lay.pp; ++stage) {
-      const auto peaks = workload::replay_step_memory(s.model, per_rank, s.parallel, lay.dp,
+      const auto peaks = workload::replay_step_memory(s.model, per_rank, s.parallel, zero_ranks,
                                                       stage_memory(s, *schedule, lay, stage), allocator);
       res.memory_reserved = std::max(res.memory_reserved, peaks.reserved);
       res.memory_allocated_peak = std::max(res.memory_allocated_peak, peaks.allocated);

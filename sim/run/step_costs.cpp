@@ -60,7 +60,7 @@ Costs build_layer_list_costs(const config::Scenario& s, const Layout& lay, OpTim
     costs.listed.push_back(std::move(lc));
   }
   costs.activation_bytes = widest * lay.microbatch_sequences * workload::bytes_per_element(s.training.precision);
-  costs.optimizer = timer.whole({workload::optimizer_op(s.training, s.parallel.zero >= 1 ? params / lay.dp : params)});
+  costs.optimizer = timer.whole({workload::optimizer_op(s.training, s.parallel.zero >= 1 ? params / (lay.dp * lay.cp) : params)});
   return costs;
 }
 
@@ -139,7 +139,8 @@ Costs build_costs(const config::Scenario& s, const Layout& lay, const config::Tr
     // Each TP rank dispatches its 1/tp share of the tokens (Megatron's sequence-split dispatch).
     costs.all_to_all_bytes = workload::moe_all_to_all_bytes(s.model, local, seqs, lay.ep).routed_bytes / lay.tp;
   }
-  // The optimizer updates the parameters this rank holds (the largest pipeline stage).
+  // The optimizer updates the parameters this rank holds (the largest pipeline stage); ZeRO
+  // shards them over dp × cp, the group the gradients are reduced over (simulation.cpp).
   double params_rank = 0;
   for (int j = 0; j < lay.chunks(); ++j) {
     double held = 0;
@@ -148,7 +149,7 @@ Costs build_costs(const config::Scenario& s, const Layout& lay, const config::Tr
     params_rank = std::max(params_rank, held);
   }
   params_rank = params_rank * lay.virtual_stages + std::max(costs.embed_params, costs.head_params);
-  costs.optimizer = timer.whole({workload::optimizer_op(s.training, s.parallel.zero >= 1 ? params_rank / lay.dp : params_rank)});
+  costs.optimizer = timer.whole({workload::optimizer_op(s.training, s.parallel.zero >= 1 ? params_rank / (lay.dp * lay.cp) : params_rank)});
   return costs;
 }
 
