@@ -195,6 +195,10 @@ TEST_CASE("the korthikanti-2022 validation scenarios reproduce their golden summ
   check_goldens(shipped_scenarios("validation/korthikanti-2022", false));
 }
 
+TEST_CASE("the bigscience (BLOOM) validation scenario reproduces its golden summary", "[golden][slow]") {
+  check_goldens(shipped_scenarios("validation/bloom", false));
+}
+
 TEST_CASE("the whole-run scenarios' steps reproduce their golden summaries", "[golden][slow]") {
   check_goldens(shipped_scenarios("runs", false));
 }
