@@ -393,7 +393,8 @@ double activation_bytes_per_layer(const config::ModelSpec& model, const config::
                                   const config::ParallelSpec& parallel, int sequences);
 
 /// Mixed-precision training (weights/grads in the training precision, fp32 master + optimizer
-/// moments), ZeRO stage `parallel.zero` sharding over `dp` ranks, activations of
+/// moments), ZeRO stage `parallel.zero` sharding over `dp` ranks (every replica of the weights:
+/// the run layer passes dp × cp, torchtitan's dp_shard_cp mesh), activations of
 /// `in_flight_microbatches` microbatches under the recompute policy.
 /// Parameters per GPU: (all but the routed experts + routed experts / ep) / (tp · pp) — an even
 /// split across stages (embedding and LM head are not placed on the first/last stage

@@ -72,7 +72,7 @@ struct StageMemory {
 };
 
 /// Replays two steps of `stage` through a CachingAllocator with `rules`. Tensor sizes are
-/// memory_per_gpu's for `parallel` and `dp`; the parameters held are those of the stage's
+/// memory_per_gpu's for `parallel` and `dp` (the ranks ZeRO shards over: dp × cp); the parameters held are those of the stage's
 /// layers (count_params' per-layer linear weights split over TP with routed experts over EP,
 /// plus the layer's norms) and of its root modules. Throws std::invalid_argument for an empty
 /// pass list, a chunk out of range, a chunk of no layers, or a layer-list model.
