@@ -322,3 +322,31 @@ TEST_CASE("under context parallelism the optimizer step updates the dp × cp sha
   REQUIRE(fsdp8 > 0);
   CHECK(cp8 / fsdp8 == Approx(1.0).epsilon(0.1));
 }
+
+TEST_CASE("the BLOOM-176B scenario is BigScience's logged run and its two published figures agree", "[validation][bigscience]") {
+  // bigscience-workshop/bigscience train/tr11-176B-ml/chronicles.md, 2022-03-18: "elapsed time per
+  // iteration (s): 105.22 | ... global batch size: 2048 | ... TFLOPs: 149.02". Megatron-DeepSpeed
+  // counts 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)) per iteration with activation checkpointing
+  // (README "Throughput": the 4·2 coefficient). B = 2,048, s = 2,048, l = 70, h = 14,336,
+  // V = 250,880: 96·2,048·2,048·70 = 28,185,722,880; · h² (205,520,896) = 5.79274e18;
+  // 1 + 2,048/86,016 + 250,880/16,056,320 = 1 + 1/42 + 1/64 = 1.0394345...; 6.02118e18 FLOPs,
+  // / 105.22 s / 384 GPUs = 149.02 TFLOP/s: the log's two figures are the same measurement.
+  const double flops = 96.0 * 2048 * 2048 * 70 * 14336.0 * 14336.0 * (1 + 1.0 / 42 + 1.0 / 64);
+  CHECK(flops / 105.22 / 384 / 1e12 == Approx(149.02).epsilon(1e-3));
+  const auto s = config::load_scenario(kRepo + "/scenarios/validation/bloom/bloom-176b-384gpu.yaml", {"run.steps=1"});
+  CHECK(s.model.layers == 70);
+  CHECK(s.model.hidden == 14336);
+  CHECK(s.model.heads == 112);
+  CHECK(s.model.vocab == 250880);
+  CHECK(s.model.ffn_hidden == 4 * 14336);
+  CHECK(s.gpus() == 384);
+  CHECK(s.parallel.tp == 4);
+  CHECK(s.parallel.pp == 12);
+  CHECK(s.parallel.microbatch_size == 2);
+  CHECK(s.training.global_batch_tokens == 2048.0 * 2048);
+  CHECK(s.training.activation_checkpointing == "full");
+  const auto r = run::simulate_memory(s);
+  CHECK(r.layout.dp == 8);
+  CHECK(r.layout.microbatches == 128);  // 2,048 / (8 replicas · 2 sequences), as the chronicles say for GBS 2,048
+  CHECK_FALSE(r.out_of_memory);
+}
