@@ -1,6 +1,7 @@
 #include "cli_harness.hpp"
 
 #include <fcntl.h>
+#include <pty.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -127,6 +128,61 @@ Outcome run_ironlaw(const std::vector<std::string>& args, const fs::path& cwd, s
   std::error_code ignored;
   fs::remove(out_path, ignored);
   fs::remove(err_path, ignored);
+  return outcome;
+}
+
+Outcome run_ironlaw_on_terminal(const std::vector<std::string>& args, const fs::path& cwd) {
+  const fs::path out_path = capture_file("stdout");
+  std::vector<std::string> storage;
+  storage.reserve(args.size() + 1);
+  storage.emplace_back(IRONLAW_BINARY);
+  storage.insert(storage.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : storage) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int master = -1, slave = -1;
+  if (::openpty(&master, &slave, nullptr, nullptr, nullptr) != 0)
+    throw std::system_error(errno, std::generic_category(), "openpty");
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::system_error(errno, std::generic_category(), "fork");
+  if (pid == 0) {
+    // Child: only async-signal-safe calls until exec.
+    const int in = ::open("/dev/null", O_RDONLY);
+    const int out = ::open(out_path.c_str(), O_WRONLY | O_TRUNC);
+    if (in < 0 || out < 0 || ::chdir(cwd.c_str()) != 0) ::_exit(126);
+    ::dup2(in, STDIN_FILENO);
+    ::dup2(out, STDOUT_FILENO);
+    ::dup2(slave, STDERR_FILENO);
+    ::close(master);
+    ::close(slave);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  ::close(slave);
+  // Drain the master while the child runs (a full terminal buffer would block it); Linux
+  // answers EIO once the last slave descriptor is closed, i.e. when the child has ended.
+  Outcome outcome;
+  char buf[4096];
+  while (true) {
+    const ssize_t n = ::read(master, buf, sizeof buf);
+    if (n > 0) {
+      outcome.err.append(buf, static_cast<std::size_t>(n));
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      break;
+    }
+  }
+  ::close(master);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) throw std::system_error(errno, std::generic_category(), "waitpid");
+  }
+  if (WIFEXITED(status)) outcome.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) outcome.signal = WTERMSIG(status);
+  outcome.out = read_file(out_path);
+  std::error_code ignored;
+  fs::remove(out_path, ignored);
   return outcome;
 }
 

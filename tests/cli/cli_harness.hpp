@@ -53,6 +53,11 @@ class TempDir {
 /// AddressSanitizer, whose shadow memory needs terabytes of address space.
 Outcome run_ironlaw(const std::vector<std::string>& args, const fs::path& cwd, std::uint64_t memory_limit_bytes = 0);
 
+/// As run_ironlaw, but the child's stderr is the slave side of a fresh pseudo-terminal, so that
+/// what the binary shows only on a terminal (isatty(stderr): progress lines) can be checked.
+/// Outcome::err holds every byte read from the master side until the child closed it.
+Outcome run_ironlaw_on_terminal(const std::vector<std::string>& args, const fs::path& cwd);
+
 /// IRONLAW_SOURCE_DIR / relative.
 std::string repo_path(const std::string& relative);
 

@@ -157,6 +157,38 @@ TEST_CASE("a repeated --vary key is refused before any point runs, naming the ke
   CHECK(r.out.empty());
 }
 
+TEST_CASE("on a terminal a sweep shows its progress with elapsed time and ETA; --no-progress and a pipe show none",
+          "[cli][sweep][progress]") {
+  TempDir dir;
+  const fs::path file = dir.write("s.yaml", tiny_scenario(dir / "out.h5"));
+  const std::vector<std::string> args{"sweep", file.string(), "--vary", "parallel.zero=0,1,2", "-o", "s.h5", "-j", "1"};
+  const Outcome tty = run_ironlaw_on_terminal(args, dir.path());
+  INFO(tty.out << tty.err);
+  REQUIRE(tty.exit_code == 0);
+  // One line per finished point, rewritten in place with a carriage return: [d/3] for d = 1..3,
+  // each with the time so far and the estimate for the rest; the last one estimates nothing.
+  for (const char* done : {"\r[1/3] points, ", "\r[2/3] points, ", "\r[3/3] points, "}) {
+    CHECK(tty.err.find(done) != std::string::npos);
+  }
+  CHECK(tty.err.find(" elapsed, ETA ") != std::string::npos);
+  const std::string last = tty.err.substr(tty.err.rfind("\r[3/3] points, "));
+  CHECK(last.find(" elapsed, ETA 0 s") != std::string::npos);
+  // The same sweep without the progress line: asked for, and when stderr is not a terminal.
+  std::vector<std::string> quiet = args;
+  quiet.push_back("--no-progress");
+  quiet[5] = "q.h5";
+  const Outcome asked = run_ironlaw_on_terminal(quiet, dir.path());
+  REQUIRE(asked.exit_code == 0);
+  CHECK(asked.err.find("ETA") == std::string::npos);
+  std::vector<std::string> piped = args;
+  piped[5] = "p.h5";
+  const Outcome pipe = run_ironlaw(piped, dir.path());
+  REQUIRE(pipe.exit_code == 0);
+  CHECK(pipe.err.find("ETA") == std::string::npos);
+  // The progress line goes to the terminal only: stdout is the same bytes but for the file name.
+  CHECK(tty.out == replace_once(pipe.out, "wrote p.h5", "wrote s.h5"));
+}
+
 namespace {
 
 std::vector<std::string> split_csv_line(const std::string& line) {
