@@ -111,8 +111,8 @@ struct Op {
   /// Only output tiles touching the lower triangle (row ≥ column) of an m × n output are
   /// computed (causal attention); the rest are skipped by the kernel.
   bool causal = false;
-  /// A fused attention kernel (flash attention): its tensor-core rate is the device's measured
-  /// max_attention_fraction of peak instead of max_gemm_fraction.
+  /// A fused attention kernel (flash attention): timed at the device's measured attention_kernel
+  /// rate for its pass (attention_kernel_rate), not by the GEMM model.
   bool fused_attention = false;
   /// Its role for the schedulers (OpRole); backward GEMMs are input_grad / tp_column_input_grad
   /// (dX) or weight_grad (dW), elementwise backwards and recompute copies keep the forward's
@@ -271,8 +271,11 @@ Op optimizer_op(const config::TrainingSpec& training, double params_local);
 /// compute = waves · 2·tile_m·tile_n·(k + gemm_k_fill) / (peak · gemm_mainloop_fraction · clock
 /// / sm_count), clock = sustained_clock_fraction(device, gemm_mainloop_fraction): every SM
 /// computes one whole tile per wave and fills and drains its K pipeline per tile, so partial
-/// tiles, partial waves and short K loops cost full time. Fused attention: max_attention_fraction
-/// instead of the mainloop, no K fill, its own (lower-activity) clock. Other ops: compute =
+/// tiles, partial waves and short K loops cost full time. Fused attention (with a device
+/// attention_kernel): useful FLOPs (causal: s(s+1)/2 cells) / attention_kernel_rate(pass, L) ×
+/// the partial last wave of its thread blocks (⌈rows/tile_m⌉·⌈batch⌉ over sm_count; rows =
+/// queries forward, keys backward), at the clock of its own (lower) tensor activity; without
+/// one, as a GEMM. Other ops: compute =
 /// flops / peak_flops["fp32"] (CUDA-core rate; 0 if the device lists none). Memory = bytes /
 /// hbm_bandwidth. Result = max(compute, memory), rounded up to whole ns. An op with nothing to do (not a GEMM, 0 FLOPs, 0 bytes: the
 /// MoE markers) launches no kernel and takes 0. Throws std::invalid_argument if the device has
@@ -315,8 +318,11 @@ class HostQueue {
 /// the fraction was measured at (max_gemm_shape_*), at most 1; max_gemm_fraction itself when the
 /// shape is not given. O(1).
 double gemm_mainloop_fraction(const config::DeviceSpec& device);
-/// The mainloop share of fused attention kernels: max_attention_fraction, else the GEMM's.
-double attention_mainloop_fraction(const config::DeviceSpec& device);
+/// The measured rate of the device's fused attention kernel for one pass (forward or backward,
+/// with or without causal mask) whose inner loop runs over `loop_length` tokens (forward: the
+/// keys; backward: the queries): plateau_rate · L / (L + half_length) [FLOP/s of useful work].
+/// Throws std::invalid_argument if the pass has no positive plateau_rate or L ≤ 0. O(1).
+double attention_kernel_rate(const config::DeviceSpec& device, bool backward, bool causal, double loop_length);
 /// The SM clock, as a fraction of the clock max_gemm_fraction was measured at, that a kernel
 /// whose tensor cores run at `tensor_fraction` of peak sustains under power_limit_w. Dynamic
 /// power ∝ activity · f^x (x = clock_power_exponent; 3 when V ∝ f); the benchmark's GEMM
