@@ -260,6 +260,34 @@ MoeAllToAll moe_all_to_all_bytes(const config::ModelSpec& model, const config::T
 /// FLOPs per parameter (CUDA-core, rough): adam 12, rmsprop 8, momentum 4, sgd 2.
 Op optimizer_op(const config::TrainingSpec& training, double params_local);
 
+/// What one rank's tensors of context-parallel ring attention hold, in elements: its queries
+/// (tokens_local · heads/tp · d), attention output (· d_v), each of K and V (· kv_heads/tp · d)
+/// and its log-sum-exp rows (tokens_local · heads/tp).
+struct RingTensors {
+  double query_elements = 0, out_elements = 0, kv_elements = 0, lse_elements = 0;
+};
+/// The kernels of one rank's ring attention as torch.distributed.tensor.experimental's
+/// context_parallel runs it with its defaults (load-balanced causal chunks, convert_to_f32;
+/// torch _attention.py, _templated_ring_attention and its backward), from the local causal
+/// attention core `core` (s × s, s = sequence_length / cp, forward or backward):
+/// - `first`: step 0, the causal core on the rank's own K/V (backward: after zero-filling the
+///   fp32 dQ, dK, dV; its dK, dV accumulated and concatenated for the next rank);
+/// - `kv_half`: a step that meets a K/V block from an earlier chunk (steps 1 … cp_rank): all s
+///   queries × the first s/2 keys, no mask;
+/// - `q_half`: a step that meets a later one (the other steps): the last s/2 queries × all s
+///   keys, no mask;
+/// - forward steps merge the block output into the fp32 output by its log-sum-exp
+///   (_SDPAMerger: 9 eager kernels, 38 B per output element, + torch.cat of the halves in
+///   q_half steps); backward steps accumulate dQ, dK, dV in fp32 (`*_accumulate`, which waits
+///   for the dK, dV the previous rank sends); each step concatenates K and V for the rotation
+///   (torch skips it on the last step: a few MB, kept for simplicity);
+/// - `finish`: the fp32 results cast back to bf16.
+/// Throws std::invalid_argument unless `core` is a causal square attention core. O(1).
+struct RingAttentionOps {
+  std::vector<Op> first, kv_half, q_half, kv_half_accumulate, q_half_accumulate, finish;
+};
+RingAttentionOps ring_attention_ops(const Op& core, const RingTensors& tensors);
+
 /// Duration of `op` on `device`: a roofline of tensor-core time against HBM time: the GPU's
 /// execution time of its `op.kernels` kernels once they are queued (what issuing them costs the
 /// host is HostQueue's). Small GEMMs lose efficiency *because*
