@@ -81,9 +81,29 @@ void parse_device(Section s, DeviceSpec& d) {
   if (s.number("max_gemm_fraction", d.max_gemm_fraction, Dimension::count, kHardware) && d.max_gemm_fraction > 1) {
     s.state().fail(s.full("max_gemm_fraction"), "must be at most 1 (a fraction of the dense peak)");
   }
-  if (s.number("max_attention_fraction", d.max_attention_fraction, Dimension::count, kOptionalHardware) &&
-      d.max_attention_fraction > 1) {
-    s.state().fail(s.full("max_attention_fraction"), "must be at most 1 (a fraction of the dense peak)");
+  if (s.has("max_attention_fraction")) {
+    s.state().fail(s.full("max_attention_fraction"),
+                   "was replaced by attention_kernel: { forward, forward_causal, backward, backward_causal }, each "
+                   "{ plateau_rate, half_length } from a per-sequence-length measurement (see topologies/h100-sxm.yaml)");
+  }
+  {
+    // Absent: fused attention is timed as a GEMM. Given: every pass, each constant with its source.
+    const bool given = s.has("attention_kernel");
+    const Rule leaf = given ? kHardware : kOptionalHardware;
+    const Rule length = given ? kHardwareLatency : kOptionalHardwareLatency;
+    Section a = s.section("attention_kernel");
+    const std::pair<const char*, DeviceSpec::AttentionPass*> passes[] = {
+        {"forward", &d.attention_kernel.forward},
+        {"forward_causal", &d.attention_kernel.forward_causal},
+        {"backward", &d.attention_kernel.backward},
+        {"backward_causal", &d.attention_kernel.backward_causal}};
+    for (const auto& [pass_name, pass] : passes) {
+      Section p = a.section(pass_name, Rule{.required = given});
+      p.number("plateau_rate", pass->plateau_rate, Dimension::flop_rate, leaf);
+      p.number("half_length", pass->half_length, Dimension::count, length);
+      p.finish();
+    }
+    a.finish();
   }
   s.integer("gemm_tile_m", d.gemm_tile_m, kOptionalHardware);
   s.integer("gemm_tile_n", d.gemm_tile_n, kOptionalHardware);

@@ -28,9 +28,21 @@ struct DeviceSpec {
   double hbm_bandwidth = 0;                   ///< measured achievable HBM bandwidth [B/s]
   int sm_count = 0;                           ///< streaming multiprocessors
   double max_gemm_fraction = 0;               ///< best measured GEMM / dense peak (0,1]
-  /// Best measured fused (flash) attention kernel / dense peak (0,1]; 0 = as max_gemm_fraction.
-  /// Attention kernels interleave softmax with their matmuls and reach less than a plain GEMM.
-  double max_attention_fraction = 0;
+  /// The fused (flash) attention kernel's measured throughput, per pass: rate(L) =
+  /// plateau_rate · L / (L + half_length), L the kernel's inner-loop length in tokens (forward:
+  /// the keys each query block visits; backward: the queries each key block visits). Attention
+  /// kernels interleave softmax with their matmuls, pay a fixed cost per thread block (loading
+  /// its Q or K/V block, writing its output) that a short loop does not amortise, and FlashAttention-2's
+  /// backward runs below its forward. Not given (every plateau 0): fused attention is timed as a GEMM.
+  struct AttentionPass {
+    double plateau_rate = 0;  ///< the long-loop limit [FLOP/s, useful FLOPs of the pass]
+    double half_length = 0;   ///< loop length at which the rate is half the plateau [tokens]
+  };
+  struct AttentionKernel {
+    AttentionPass forward, forward_causal, backward, backward_causal;
+    bool given() const { return forward.plateau_rate > 0; }
+  };
+  AttentionKernel attention_kernel;
   int gemm_tile_m = 128;                      ///< output tile rows of the GEMM kernel
   int gemm_tile_n = 256;                      ///< output tile cols of the GEMM kernel
   /// The (m, n, k) at which max_gemm_fraction was measured; all 0 = not given (the fraction is

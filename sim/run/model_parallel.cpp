@@ -89,28 +89,52 @@ std::pair<TaskId, TaskId> ContextParallel::ring_attention(int local, const Part&
                                                           const PassKey& key, int part_index) {
   const int rank = b_.ranks()[static_cast<std::size_t>(local)];
   const std::vector<int> ring = b_.layout().group(rank, Dim::cp);
-  TaskId first = kNoTask, last = kNoTask, previous_exchange = kNoTask;
-  for (int step = 0; step < part.ring_steps; ++step) {
-    const TaskId block = b_.compute(local, kind, part.ops, name);
-    if (gate != kNoTask) b_.depend(gate, block);
-    if (previous_exchange != kNoTask) b_.depend(previous_exchange, block);
-    if (first == kNoTask) first = block;
-    last = block;
-    if (step + 1 == part.ring_steps) break;
-    const TaskId exchange = b_.shared({SharedKind::ring_exchange, ring.front(), key, part_index, step}, [&] {
+  const int cp_rank = b_.layout().coord_of(rank)[Dim::cp];
+  auto after = [&](TaskId first, TaskId second) {
+    if (first != kNoTask) b_.depend(first, second);
+  };
+  // K and V of every rank, all-gathered once (torch's "allgather" rotation: _AllGatherRotater),
+  // issued before step 0 and awaited by step 1; the backward gathers them again.
+  const TaskId gather = b_.shared({SharedKind::ring_exchange, ring.front(), key, part_index, -1}, [&] {
+    return b_.collectives(CollectiveOp::all_gather, {ring}, part.ring_bytes * static_cast<double>(ring.size()), name_,
+                          b_.simulated(ring));
+  });
+  after(before, gather);
+  after(gate, gather);
+  const bool backward = part.ring_gradient_bytes > 0;
+  // The fp32 dK, dV each rank passes to the next after every backward step (_AllToAllRotater).
+  auto gradient_exchange = [&](int step, TaskId sender) {
+    const TaskId id = b_.shared({SharedKind::ring_exchange, ring.front(), key, part_index, step}, [&] {
       std::vector<std::pair<int, int>> hops;
       for (std::size_t i = 0; i < ring.size(); ++i) hops.emplace_back(ring[i], ring[(i + 1) % ring.size()]);
-      const TaskId id = b_.sends(std::move(hops), part.ring_bytes, name_, b_.simulated(ring));
-      if (previous_exchange != kNoTask) b_.depend(previous_exchange, id);
-      return id;
+      return b_.sends(std::move(hops), part.ring_gradient_bytes, name_, b_.simulated(ring));
     });
-    // The first block leaves once this rank has computed it (the task before the ring) and
-    // any collective it waits on is done; it travels while the local block is computed.
-    if (step == 0) {
-      if (before != kNoTask) b_.depend(before, exchange);
-      if (gate != kNoTask) b_.depend(gate, exchange);
-    }
-    previous_exchange = exchange;
+    after(sender, id);
+    return id;
+  };
+  const TaskId first = b_.compute(local, kind, part.ops, name);
+  after(gate, first);
+  TaskId last = first;
+  TaskId exchange = backward ? gradient_exchange(0, first) : kNoTask;
+  for (int step = 1; step < part.ring_steps; ++step) {
+    const bool kv_half = step <= cp_rank;  // the K/V block of an earlier chunk
+    const TaskId block = b_.compute(local, kind, kv_half ? part.kv_half : part.q_half, name);
+    b_.depend(gather, block);
+    after(last, block);
+    last = block;
+    if (!backward) continue;
+    const TimedOps& accumulate = kv_half ? part.kv_half_accumulate : part.q_half_accumulate;
+    const TaskId acc = b_.compute(local, kind, accumulate, name);
+    after(block, acc);
+    b_.depend(exchange, acc);
+    last = acc;
+    exchange = gradient_exchange(step, acc);
+  }
+  if (!part.finish.ops.empty()) {
+    const TaskId done = b_.compute(local, kind, part.finish, name);
+    after(last, done);
+    after(exchange, done);  // the backward's last dK, dV arrive from the previous rank
+    last = done;
   }
   return {first, last};
 }

@@ -63,15 +63,18 @@ class ExpertParallel {
   std::uint32_t name_;
 };
 
-/// Context parallelism: ring attention, the key/value blocks passed around the CP group while
-/// each rank computes attention against the block it holds.
+/// Context parallelism as torch.distributed.tensor.experimental.context_parallel runs it by
+/// default (torch _attention.py): each rank's K and V all-gathered over the CP group once per
+/// pass, then cp attention steps on blocks of the rank's load-balanced chunks, merged in fp32.
 class ContextParallel {
  public:
   explicit ContextParallel(StepBuilder& b);
-  /// Ring attention on one rank: `part.ring_steps` blocks of the attention core; block k waits
-  /// for the k-th key/value exchange of the CP ring, and exchange k follows exchange k−1 (each
-  /// rank forwards the block it just received). Exchanges are shared by the CP group. `gate`:
-  /// a collective the first block waits for; `before`: the rank's task before the ring.
+  /// Ring attention on one rank: step 0 (`part.ops`) on its own K/V while the all-gather of
+  /// every rank's K/V (`part.ring_bytes` each, shared by the CP group) runs; steps 1 … cp−1
+  /// after it, `kv_half` for steps ≤ the rank's CP index and `q_half` after; backward: each
+  /// step's accumulation waits for the previous step's dK, dV from the previous rank
+  /// (`ring_gradient_bytes`, a send along the ring after every step), `finish` for the last.
+  /// `gate`: a collective the first step waits for; `before`: the rank's task before the ring.
   /// Returns the first and last compute task.
   std::pair<TaskId, TaskId> ring_attention(int local, const Part& part, EventKind kind, std::uint32_t name,
                                            TaskId gate, TaskId before, const PassKey& key, int part_index);

@@ -187,7 +187,7 @@ SimulationResult simulate(const config::Scenario& s, RecordSink& sink, TraceLeve
 
   double recompute_flops = 0;  // one rank, one microbatch, all layers
   for (int l = 0; l < s.model.layers; ++l)
-    for (const auto& p : costs.layer(l).recompute) recompute_flops += p.ops.flops * std::max(1, p.ring_steps);
+    for (const auto& p : costs.layer(l).recompute) recompute_flops += p.total_flops();
   // Recomputation per step over all GPUs: every microbatch on every rank of every pipeline.
   res.hardware_flops_per_step = res.model_flops_per_step;
   if (!s.run.forward_only) res.hardware_flops_per_step += recompute_flops * lay.microbatches * lay.gpus / lay.pp;

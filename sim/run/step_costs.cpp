@@ -85,6 +85,15 @@ Costs build_costs(const config::Scenario& s, const Layout& lay, const config::Tr
   const int kv_width = (s.model.kv_heads > 0 ? s.model.kv_heads : s.model.heads) *
                        (s.model.head_dim > 0 ? s.model.head_dim : s.model.hidden / s.model.heads);
   cuts.ring_bytes = tokens_local * 2.0 * kv_width / lay.tp * elem;  // this rank's K and V block
+  {
+    const int heads = s.model.heads;
+    const double d = s.model.head_dim > 0 ? s.model.head_dim : static_cast<double>(s.model.hidden) / heads;
+    const double dv = s.model.v_head_dim > 0 ? s.model.v_head_dim : d;
+    cuts.ring_tensors.query_elements = tokens_local * heads / lay.tp * d;
+    cuts.ring_tensors.out_elements = tokens_local * heads / lay.tp * dv;
+    cuts.ring_tensors.kv_elements = tokens_local * kv_width / lay.tp;
+    cuts.ring_tensors.lse_elements = tokens_local * heads / lay.tp;
+  }
 
   OpTimer::Cuts input_grad_cuts = cuts;
   input_grad_cuts.weight_gradients_follow = false;

@@ -43,7 +43,20 @@ struct Part {
   TimedOps ops;
   After after = After::none;
   int ring_steps = 0;
+  /// Forward: this rank's K and V block, all-gathered over the CP group once (torch's default
+  /// "allgather" rotation). Backward: the same all-gather, then this rank's fp32 dK and dV,
+  /// passed to the next rank after every step.
   double ring_bytes = 0;
+  double ring_gradient_bytes = 0;
+  /// Ring steps after the first (workload::ring_attention_ops): `ops` is step 0; a step meeting
+  /// an earlier chunk's K/V runs `kv_half`, a later one `q_half`; backward steps then run their
+  /// accumulation once the previous rank's dK, dV have arrived; `finish` after the last step.
+  TimedOps kv_half, q_half, kv_half_accumulate, q_half_accumulate, finish;
+  /// FLOPs of the whole part on one rank (a ring part: every step).
+  double total_flops() const {
+    if (ring_steps <= 1) return ops.flops;
+    return ops.flops + (ring_steps - 1) * (kv_half.flops + kv_half_accumulate.flops) + finish.flops;
+  }
 };
 
 /// One pass (forward, recompute or backward) of one unit, cut into parts at TP sync points.
@@ -94,6 +107,7 @@ class OpTimer {
     bool expert_parallel = false;
     int context_parallel = 1;
     double ring_bytes = 0;
+    workload::RingTensors ring_tensors;  ///< this rank's Q, O, K, V and log-sum-exp sizes
     bool weight_gradients_follow = true;  ///< false for a pass of input gradients only (sync_after)
   };
 
@@ -106,10 +120,17 @@ class OpTimer {
       if (cuts.context_parallel > 1 && is_attention_core(ops[i])) {
         if (out.back().ops.ops.empty()) out.pop_back();
         Part ring;
-        add(ring.ops, ops[i]);
+        const workload::RingAttentionOps steps = workload::ring_attention_ops(ops[i], cuts.ring_tensors);
+        ring.ops = whole(steps.first);
+        ring.kv_half = whole(steps.kv_half);
+        ring.q_half = whole(steps.q_half);
+        ring.kv_half_accumulate = whole(steps.kv_half_accumulate);
+        ring.q_half_accumulate = whole(steps.q_half_accumulate);
+        ring.finish = whole(steps.finish);
         ring.ring_steps = cuts.context_parallel;
-        // Backward passes the key/value block and its gradient around the ring.
-        ring.ring_bytes = ops[i].role == workload::OpRole::attention_core_grad ? 2 * cuts.ring_bytes : cuts.ring_bytes;
+        ring.ring_bytes = cuts.ring_bytes;
+        // Backward passes this rank's dK and dV, accumulated in fp32, to the next rank.
+        if (ops[i].role == workload::OpRole::attention_core_grad) ring.ring_gradient_bytes = 2 * cuts.ring_bytes;
         out.push_back(std::move(ring));
         out.emplace_back();
         continue;

@@ -111,8 +111,8 @@ struct Op {
   /// Only output tiles touching the lower triangle (row ≥ column) of an m × n output are
   /// computed (causal attention); the rest are skipped by the kernel.
   bool causal = false;
-  /// A fused attention kernel (flash attention): its tensor-core rate is the device's measured
-  /// max_attention_fraction of peak instead of max_gemm_fraction.
+  /// A fused attention kernel (flash attention): timed at the device's measured attention_kernel
+  /// rate for its pass (attention_kernel_rate), not by the GEMM model.
   bool fused_attention = false;
   /// Its role for the schedulers (OpRole); backward GEMMs are input_grad / tp_column_input_grad
   /// (dX) or weight_grad (dW), elementwise backwards and recompute copies keep the forward's
@@ -260,6 +260,34 @@ MoeAllToAll moe_all_to_all_bytes(const config::ModelSpec& model, const config::T
 /// FLOPs per parameter (CUDA-core, rough): adam 12, rmsprop 8, momentum 4, sgd 2.
 Op optimizer_op(const config::TrainingSpec& training, double params_local);
 
+/// What one rank's tensors of context-parallel ring attention hold, in elements: its queries
+/// (tokens_local · heads/tp · d), attention output (· d_v), each of K and V (· kv_heads/tp · d)
+/// and its log-sum-exp rows (tokens_local · heads/tp).
+struct RingTensors {
+  double query_elements = 0, out_elements = 0, kv_elements = 0, lse_elements = 0;
+};
+/// The kernels of one rank's ring attention as torch.distributed.tensor.experimental's
+/// context_parallel runs it with its defaults (load-balanced causal chunks, convert_to_f32;
+/// torch _attention.py, _templated_ring_attention and its backward), from the local causal
+/// attention core `core` (s × s, s = sequence_length / cp, forward or backward):
+/// - `first`: step 0, the causal core on the rank's own K/V (backward: after zero-filling the
+///   fp32 dQ, dK, dV; its dK, dV accumulated and concatenated for the next rank);
+/// - `kv_half`: a step that meets a K/V block from an earlier chunk (steps 1 … cp_rank): all s
+///   queries × the first s/2 keys, no mask;
+/// - `q_half`: a step that meets a later one (the other steps): the last s/2 queries × all s
+///   keys, no mask;
+/// - forward steps merge the block output into the fp32 output by its log-sum-exp
+///   (_SDPAMerger: 9 eager kernels, 38 B per output element, + torch.cat of the halves in
+///   q_half steps); backward steps accumulate dQ, dK, dV in fp32 (`*_accumulate`, which waits
+///   for the dK, dV the previous rank sends); each step concatenates K and V for the rotation
+///   (torch skips it on the last step: a few MB, kept for simplicity);
+/// - `finish`: the fp32 results cast back to bf16.
+/// Throws std::invalid_argument unless `core` is a causal square attention core. O(1).
+struct RingAttentionOps {
+  std::vector<Op> first, kv_half, q_half, kv_half_accumulate, q_half_accumulate, finish;
+};
+RingAttentionOps ring_attention_ops(const Op& core, const RingTensors& tensors);
+
 /// Duration of `op` on `device`: a roofline of tensor-core time against HBM time: the GPU's
 /// execution time of its `op.kernels` kernels once they are queued (what issuing them costs the
 /// host is HostQueue's). Small GEMMs lose efficiency *because*
@@ -271,8 +299,11 @@ Op optimizer_op(const config::TrainingSpec& training, double params_local);
 /// compute = waves · 2·tile_m·tile_n·(k + gemm_k_fill) / (peak · gemm_mainloop_fraction · clock
 /// / sm_count), clock = sustained_clock_fraction(device, gemm_mainloop_fraction): every SM
 /// computes one whole tile per wave and fills and drains its K pipeline per tile, so partial
-/// tiles, partial waves and short K loops cost full time. Fused attention: max_attention_fraction
-/// instead of the mainloop, no K fill, its own (lower-activity) clock. Other ops: compute =
+/// tiles, partial waves and short K loops cost full time. Fused attention (with a device
+/// attention_kernel): useful FLOPs (causal: s(s+1)/2 cells) / attention_kernel_rate(pass, L) ×
+/// the partial last wave of its thread blocks (⌈rows/tile_m⌉·⌈batch⌉ over sm_count; rows =
+/// queries forward, keys backward), at the clock of its own (lower) tensor activity; without
+/// one, as a GEMM. Other ops: compute =
 /// flops / peak_flops["fp32"] (CUDA-core rate; 0 if the device lists none). Memory = bytes /
 /// hbm_bandwidth. Result = max(compute, memory), rounded up to whole ns. An op with nothing to do (not a GEMM, 0 FLOPs, 0 bytes: the
 /// MoE markers) launches no kernel and takes 0. Throws std::invalid_argument if the device has
@@ -315,8 +346,11 @@ class HostQueue {
 /// the fraction was measured at (max_gemm_shape_*), at most 1; max_gemm_fraction itself when the
 /// shape is not given. O(1).
 double gemm_mainloop_fraction(const config::DeviceSpec& device);
-/// The mainloop share of fused attention kernels: max_attention_fraction, else the GEMM's.
-double attention_mainloop_fraction(const config::DeviceSpec& device);
+/// The measured rate of the device's fused attention kernel for one pass (forward or backward,
+/// with or without causal mask) whose inner loop runs over `loop_length` tokens (forward: the
+/// keys; backward: the queries): plateau_rate · L / (L + half_length) [FLOP/s of useful work].
+/// Throws std::invalid_argument if the pass has no positive plateau_rate or L ≤ 0. O(1).
+double attention_kernel_rate(const config::DeviceSpec& device, bool backward, bool causal, double loop_length);
 /// The SM clock, as a fraction of the clock max_gemm_fraction was measured at, that a kernel
 /// whose tensor cores run at `tensor_fraction` of peak sustains under power_limit_w. Dynamic
 /// power ∝ activity · f^x (x = clock_power_exponent; 3 when V ∝ f); the benchmark's GEMM

@@ -586,3 +586,85 @@ Op optimizer_op(const config::TrainingSpec& training, double params_local) {
 }
 
 }  // namespace ironlaw::workload
+
+namespace ironlaw::workload {
+
+namespace {
+
+/// A memory-bound kernel sequence of torch's context-parallel bookkeeping: `bytes` of HBM
+/// traffic in `kernels` eager ATen kernels.
+Op ring_copy(std::string name, double bytes, int kernels, OpRole role) {
+  Op op;
+  op.name = std::move(name);
+  op.bytes = bytes;
+  op.kernels = kernels;
+  op.role = role;
+  return op;
+}
+
+/// The core with another query × key shape and mask.
+Op ring_block(const Op& core, double queries, double keys, bool causal) {
+  Op op = core;
+  op.m = queries;
+  op.n = keys;
+  op.causal = causal;
+  const double cells = causal ? queries * (queries + 1.0) / 2.0 : queries * keys;
+  op.flops = 2.0 * cells * core.k * core.batch;
+  op.bytes = core.bytes * (queries + keys) / (core.m + core.n);
+  return op;
+}
+
+}  // namespace
+
+RingAttentionOps ring_attention_ops(const Op& core, const RingTensors& t) {
+  if (core.m <= 0 || core.m != core.n || !core.causal) {
+    throw std::invalid_argument("ring attention needs the local causal s × s attention core");
+  }
+  const bool backward = core.role == OpRole::attention_core_grad;
+  const double s = core.m;
+  const double half = s / 2.0;
+  const double o = t.out_elements, q = t.query_elements, kv = t.kv_elements, lse = t.lse_elements;
+  const OpRole role = core.role;
+  RingAttentionOps r;
+  r.first.push_back(core);
+  r.kv_half.push_back(ring_block(core, s, half, false));
+  r.q_half.push_back(ring_block(core, half, s, false));
+  const double kv_cat = 2.0 * kv * (2.0 + 2.0);  // torch.cat([k.flatten(), v.flatten()]) in bf16
+  if (!backward) {
+    // _SDPAMerger.step (convert_to_f32): the block output to fp32; then out − sigmoid(lse_b − lse)
+    // · (out − out_b) and lse − logsigmoid(lse − lse_b), one eager kernel per operator.
+    const auto merge = [&](double out, double rows, bool partial) {
+      double bytes = out * (2 + 4) + out * 12 + out * 8 + out * 12 + rows * (12 + 8 + 12 + 8 + 12);
+      int kernels = 9;
+      if (partial) {  // _partial_update: torch.cat of the two halves of out and lse, in fp32
+        bytes += 2 * out * 8 + 2 * rows * 8;
+        kernels += 2;
+      }
+      return ring_copy("cp_merge", bytes, kernels, role);
+    };
+    r.first.push_back(ring_copy("cp_merge", o * 6, 1, role));
+    r.first.push_back(ring_copy("cp_kv_cat", kv_cat, 1, role));
+    r.kv_half.push_back(merge(o, lse, false));
+    r.kv_half.push_back(ring_copy("cp_kv_cat", kv_cat, 1, role));
+    r.q_half.push_back(merge(o / 2, lse / 2, true));
+    r.q_half.push_back(ring_copy("cp_kv_cat", kv_cat, 1, role));
+    r.finish.push_back(ring_copy("cp_out_cast", o * 6, 1, role));  // results(): fp32 → bf16
+    return r;
+  }
+  // _templated_ring_attention_backward (accumulation in fp32): zero-filled dQ, dK, dV; per step
+  // dK, dV (+)= the block's bf16 gradients (a _partial_update, add into one half then torch.cat,
+  // for the kv-half steps), the fp32 dK, dV concatenated for the next rank, dQ (+)= the block's.
+  r.first.insert(r.first.begin(), ring_copy("cp_grad_zero", 4 * (q + 2 * kv), 3, role));
+  r.first.push_back(ring_copy("cp_kv_cat", kv_cat, 1, role));
+  const double dq_add = q * 10, dkv_add = 2 * kv * 10, dkv_cat = 2 * kv * 8;
+  r.first.push_back(ring_copy("cp_grad_accumulate", dkv_add + dkv_cat + dq_add, 4, role));
+  r.kv_half.push_back(ring_copy("cp_kv_cat", kv_cat, 1, role));
+  r.kv_half_accumulate.push_back(
+      ring_copy("cp_grad_accumulate", 2 * (kv * 5 + kv * 8) + dkv_cat + dq_add, 6, role));
+  r.q_half.push_back(ring_copy("cp_kv_cat", kv_cat, 1, role));
+  r.q_half_accumulate.push_back(ring_copy("cp_grad_accumulate", dkv_add + dkv_cat + q * 5 + q * 8, 5, role));
+  r.finish.push_back(ring_copy("cp_grad_cast", 6 * (q + 2 * kv), 2, role));  // fp32 → bf16
+  return r;
+}
+
+}  // namespace ironlaw::workload

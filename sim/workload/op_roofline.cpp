@@ -49,6 +49,24 @@ double tiled_seconds(double m, double n, double k, double batch, bool causal, co
   return waves * 2.0 * tm * tn * (k + std::max(0.0, device.gemm_k_fill)) / sm_rate;
 }
 
+/// Seconds of a fused attention kernel at the device's measured per-pass rate (see
+/// attention_kernel_rate), with the partial last wave of its thread blocks: one block per
+/// gemm_tile_m rows of the dimension the pass parallelises over (forward: queries; backward:
+/// keys) and (sequence, head), one block per SM at a time.
+double attention_seconds(const Op& op, const config::DeviceSpec& device, double peak) {
+  const bool backward = op.role == OpRole::attention_core_grad;
+  const double rate = std::min(peak, attention_kernel_rate(device, backward, op.causal, backward ? op.m : op.n));
+  const double rows = backward ? op.n : op.m;
+  const double blocks = std::ceil(rows / device.gemm_tile_m) * std::ceil(op.batch);
+  const double sms = device.sm_count;
+  const double quantisation = std::ceil(blocks / sms) * sms / blocks;
+  // Useful FLOPs as the measurement counts them: a causal s × s problem computes s(s+1)/2 cells.
+  const double cells = op.causal ? op.m * (op.m + 1.0) / 2.0 : op.m * op.n;
+  const double flops = 2.0 * cells * op.k * std::ceil(op.batch);
+  const double clock = sustained_clock_fraction(device, rate / peak);
+  return flops * quantisation / (rate * clock);
+}
+
 double gemm_seconds(const Op& op, const config::DeviceSpec& device, const std::string& precision) {
   const auto peak = device.peak_flops.find(precision);
   if (peak == device.peak_flops.end() || !(peak->second > 0)) {
@@ -58,16 +76,8 @@ double gemm_seconds(const Op& op, const config::DeviceSpec& device, const std::s
   check_gemm_device(device);
   if (op.n <= 0 || op.k <= 0 || op.batch <= 0) return 0.0;
   const double sms = device.sm_count;
-  const double clock = sustained_clock_fraction(device, op.fused_attention ? attention_mainloop_fraction(device)
-                                                                            : gemm_mainloop_fraction(device));
-  if (op.fused_attention && device.max_attention_fraction > 0) {
-    // A fused attention kernel: the measured rate of the kernel as a whole (its softmax and
-    // its own pipeline included), no separate K-loop fill.
-    const double sm_rate = peak->second * device.max_attention_fraction * clock / sms;
-    const double tm = device.gemm_tile_m;
-    const double tn = device.gemm_tile_n;
-    return waves_of(op.m, op.n, op.batch, op.causal, tm, tn, sms) * 2.0 * tm * tn * op.k / sm_rate;
-  }
+  if (op.fused_attention && device.attention_kernel.given()) return attention_seconds(op, device, peak->second);
+  const double clock = sustained_clock_fraction(device, gemm_mainloop_fraction(device));
   const double sm_rate = peak->second * gemm_mainloop_fraction(device) * clock / sms;
   const double tiled = tiled_seconds(op.m, op.n, op.k, op.batch, op.causal, device, sm_rate);
   // No shape beats the measured maximum: the MAMF scan that gave max_gemm_fraction covered
@@ -91,8 +101,14 @@ double gemm_mainloop_fraction(const config::DeviceSpec& device) {
   return std::min(1.0, device.max_gemm_fraction / modelled);
 }
 
-double attention_mainloop_fraction(const config::DeviceSpec& device) {
-  return device.max_attention_fraction > 0 ? device.max_attention_fraction : gemm_mainloop_fraction(device);
+double attention_kernel_rate(const config::DeviceSpec& device, bool backward, bool causal, double loop_length) {
+  const auto& k = device.attention_kernel;
+  const config::DeviceSpec::AttentionPass& pass =
+      backward ? (causal ? k.backward_causal : k.backward) : (causal ? k.forward_causal : k.forward);
+  if (!(pass.plateau_rate > 0) || !(loop_length > 0)) {
+    throw std::invalid_argument("device " + device.name + ": attention_kernel needs a positive plateau_rate per pass");
+  }
+  return pass.plateau_rate * loop_length / (loop_length + std::max(0.0, pass.half_length));
 }
 
 double sustained_clock_fraction(const config::DeviceSpec& device, double tensor_fraction) {

@@ -234,7 +234,6 @@ TEST_CASE("scenario_keys lists every settable key and no efficiency knob", "[sce
     // Measured kernel properties of the device (micro-benchmark results with sources), not
     // utilisations of the simulated job.
     if (key == "cluster.topology.device.max_gemm_fraction") continue;
-    if (key == "cluster.topology.device.max_attention_fraction") continue;
     for (const char* word :
          {"mfu", "hfu", "efficiency", "overlap", "stall", "fraction", "utilization", "utilisation"}) {
       CHECK(key.find(word) == std::string::npos);
@@ -254,4 +253,35 @@ TEST_CASE("did_you_mean suggests near misses only", "[scenario]") {
   CHECK(did_you_mean("nodes", {"cluster.topology.fabric.pod.nodes", "cluster.nodes"}) == "cluster.nodes");
   CHECK(did_you_mean("name", {"model.name", "cluster.topology.name"}) == "model.name");
   CHECK(did_you_mean("name", {"model.name", "cluster.name"}).empty());
+}
+
+TEST_CASE("the retired device.max_attention_fraction is refused with what replaced it", "[scenario][device]") {
+  const auto dir = std::filesystem::temp_directory_path() / "ironlaw-max-attention-fraction";
+  std::filesystem::create_directories(dir);
+  const auto source = std::filesystem::path(IRONLAW_SOURCE_DIR) / "topologies";
+  {
+    std::ofstream device(dir / "device.yaml");
+    std::ifstream h100(source / "h100-sxm.yaml");
+    std::string line;
+    while (std::getline(h100, line)) {
+      if (line.rfind("memory_allocator:", 0) == 0) continue;  // its relative include
+      device << line << "\n";
+    }
+    device << "max_attention_fraction: { value: 0.35, source: \"old profile\" }\n";
+  }
+  {
+    std::ifstream cluster(source / "dgx-h100-leaf-spine.yaml");
+    std::ofstream out(dir / "cluster.yaml");
+    std::string line;
+    while (std::getline(cluster, line)) {
+      if (line.find("h100-sxm.yaml") != std::string::npos) line = "device: device.yaml";
+      out << line << "\n";
+    }
+  }
+  try {
+    config::load_topology((dir / "cluster.yaml").string());
+    FAIL("the old key was accepted");
+  } catch (const std::exception& e) {
+    CHECK_THAT(e.what(), Catch::Contains("max_attention_fraction") && Catch::Contains("attention_kernel"));
+  }
 }

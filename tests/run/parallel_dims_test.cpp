@@ -44,18 +44,20 @@ TEST_CASE("context parallelism splits a sequence's work evenly over the CP ring"
   CHECK(two.step_time_s - two.optimizer_s == Approx((one.step_time_s - one.optimizer_s) / 2).epsilon(0.01));
 }
 
-TEST_CASE("ring attention passes one key/value block per hop, twice as much in backward", "[run][cp]") {
+TEST_CASE("ring attention all-gathers K and V once per pass and passes fp32 dK, dV on in backward", "[run][cp]") {
   // cp = 4 on one 4-GPU node, 8 sequences of 2,048 tokens: a rank holds 512 tokens; its K and V
-  // block is 512 tokens x 2 x 32 heads x 128 dims x 2 bytes = 8 MiB. Per layer and microbatch
-  // the ring makes cp - 1 = 3 exchanges forward and 3 backward (K, V and their gradients:
-  // 16 MiB), each recorded once per CP rank.
+  // block is 512 tokens x 2 x 32 heads x 128 dims x 2 bytes = 8 MiB. As torch's context_parallel
+  // runs it (_attention.py: the "allgather" rotation for K/V, _AllToAllRotater for dK/dV), per
+  // layer and microbatch: forward one all-gather of the four blocks (32 MiB gathered), backward
+  // the same all-gather and, after each of the cp = 4 steps, this rank's dK and dV in fp32
+  // (16 MiB) sent to the next rank: 6 records of 2 x 32 + 4 x 16 = 128 MiB, on each CP rank.
   MemorySink sink;
   const auto r = simulate({"parallel.pp=1", "parallel.dp=1", "parallel.cp=4"}, sink, run::TraceLevel::op);
   const auto [bytes, count] = traffic(sink, "cp ring exchange");
   const double block = 512.0 * 2 * 32 * 128 * 2;
   const int layers = 8, microbatches = 8, ranks = 4;
-  CHECK(count == 2 * 3 * layers * microbatches * ranks);
-  CHECK(bytes == Approx((block + 2 * block) * 3 * layers * microbatches * ranks));
+  CHECK(count == (1 + 1 + 4) * layers * microbatches * ranks);
+  CHECK(bytes == Approx((2 * 4 * block + 4 * 2 * block) * layers * microbatches * ranks));
   CHECK(r.exposed_comm_s >= 0);
 }
 
