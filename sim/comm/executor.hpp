@@ -89,13 +89,22 @@ class RouteCache {
   const std::vector<engine::LinkId>& path(int src, int dst, std::uint64_t hash) {
     return connection(src, dst, hash, 1).front().path;
   }
+  /// The sum of the link latencies of path(src, dst, hash), computed once with it.
+  Time path_latency(int src, int dst, std::uint64_t hash) { return entry(src, dst, hash, 1).latency; }
 
- private:
-  static constexpr std::size_t kMaxEntries = 1 << 20;
+  /// A connection's routes, their merged form and route 0's latency, from one look-up.
   struct Entry {
     std::vector<Route> routes;
     Merged merged;
+    Time latency;  // of routes.front().path
   };
+  /// All of a connection's cached facts (see connection()); valid until the next call.
+  const Entry& lookup(int src, int dst, std::uint64_t hash, int queue_pairs) {
+    return entry(src, dst, hash, queue_pairs);
+  }
+
+ private:
+  static constexpr std::size_t kMaxEntries = 1 << 20;
 
   Entry& entry(int src, int dst, std::uint64_t hash, int queue_pairs) {
     if (entries_.size() > kMaxEntries) entries_.clear();  // bound memory: start over
@@ -114,6 +123,7 @@ class RouteCache {
       }
     }
     merge(routes, it->second.merged);
+    for (auto link : routes.front().path) it->second.latency += net_.link_latency(link);
     return it->second;
   }
 
@@ -349,7 +359,8 @@ class Collective : public std::enable_shared_from_this<Collective> {
     const Time start = sim_.now();
     const int k = cluster_.crosses_spine(src, dst) ? flows_per_connection_ : 1;
     auto self = shared_from_this();
-    const auto& routes = routes_->connection(src, dst, hash, k);
+    const auto& entry = routes_->lookup(src, dst, hash, k);
+    const auto& routes = entry.routes;
     if (routes.size() == 1) {
       const std::uint32_t members = routes.front().members * weight;
       const double share = bytes / k;
@@ -362,7 +373,7 @@ class Collective : public std::enable_shared_from_this<Collective> {
     }
     const double share = bytes / k;
     if (merge_routes_ && !trace_.on_flow) {
-      const auto& merged = routes_->merged(src, dst, hash, k);
+      const auto& merged = entry.merged;
       if (!merged.hops.empty()) {
         std::uint32_t members[engine::FlowNetwork::kMaxRoutes];
         for (std::size_t r = 0; r < routes.size(); ++r) members[r] = routes[r].members * weight;
@@ -528,8 +539,7 @@ class Collective : public std::enable_shared_from_this<Collective> {
       // steps × (step latency + path latency), less the path latency the flow itself adds.
       const int j = ring.next(i);
       Time wait = ring.step_latency * ring.steps;
-      Time path;
-      for (auto link : routes_->path(ring.gpus[i], ring.gpus[j], ring.hash)) path += net_.link_latency(link);
+      const Time path = routes_->path_latency(ring.gpus[i], ring.gpus[j], ring.hash);
       if (ring.steps > 1) wait += path * (ring.steps - 1);
       sim_.schedule_in(wait, [self = shared_from_this(), r, i] {
         const Ring& g = self->rings_[r];

@@ -1,6 +1,7 @@
 #include "engine/flow_network.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <stdexcept>
 #include <memory>
@@ -749,36 +750,33 @@ void FlowNetwork::start_flow_routes(std::span<const RouteHop> hops, std::span<co
   }
   // Every route's latency, and that every route crosses at least one link.
   std::uint32_t seen = 0;
-  std::vector<Time> latency(routes);
+  Time latency[kMaxRoutes];  // Time() is zero
   for (const RouteHop& h : hops) {
     if (h.link >= m.links.size()) throw std::invalid_argument("FlowNetwork::start_flow_routes: unknown link");
     if (h.routes == 0 || (h.routes & ~all) != 0) {
       throw std::invalid_argument("FlowNetwork::start_flow_routes: a hop's routes must be some of the routes");
     }
     seen |= h.routes;
-    for (std::size_t r = 0; r < routes; ++r) {
-      if ((h.routes >> r) & 1u) latency[r] += m.infos[h.link].latency;
-    }
+    const Time l = m.infos[h.link].latency;
+    for (std::uint32_t bits = h.routes; bits != 0; bits &= bits - 1) latency[std::countr_zero(bits)] += l;
   }
   if (seen != all) throw std::invalid_argument("FlowNetwork::start_flow_routes: a route crosses no link");
-  for (const Time& t : latency) {
-    if (t != latency.front()) throw std::invalid_argument("FlowNetwork::start_flow_routes: routes of unequal latency");
+  for (std::size_t r = 1; r < routes; ++r) {
+    if (latency[r] != latency[0]) throw std::invalid_argument("FlowNetwork::start_flow_routes: routes of unequal latency");
   }
   const std::uint32_t slot = m.allocate_slot();
   Impl::Flow& f = m.flows[slot];
   f.path.resize(hops.size());
   for (std::size_t h = 0; h < hops.size(); ++h) {
     std::uint32_t w = 0;
-    for (std::size_t r = 0; r < routes; ++r) {
-      if ((hops[h].routes >> r) & 1u) w += members[r];
-    }
+    for (std::uint32_t bits = hops[h].routes; bits != 0; bits &= bits - 1) w += members[std::countr_zero(bits)];
     f.path[h] = Impl::PathHop{hops[h].link, 0, w, hops[h].routes};
   }
   f.route_members.assign(members.begin(), members.end());
   f.routes = static_cast<std::uint32_t>(routes);
   f.on_done = std::move(on_done);
   f.on_drained = nullptr;
-  m.arm(f, bytes, latency.front(), total);
+  m.arm(f, bytes, latency[0], total);
   if (m.is_drained(f)) {
     f.state = Impl::State::tail;
     f.remaining = 0;
