@@ -89,8 +89,13 @@ class RouteCache {
   const std::vector<engine::LinkId>& path(int src, int dst, std::uint64_t hash) {
     return connection(src, dst, hash, 1).front().path;
   }
-  /// The sum of the link latencies of path(src, dst, hash), computed once with it.
-  Time path_latency(int src, int dst, std::uint64_t hash) { return entry(src, dst, hash, 1).latency; }
+  /// The sum of the link latencies of path(src, dst, hash), computed once with it. Queue pair
+  /// 0 of a connection over `queue_pairs` flows is hashed as the one flow is (hash·1024), so
+  /// this is also the latency of route 0 of connection(src, dst, hash, queue_pairs): asked
+  /// with the connection's own count it shares the connection's entry.
+  Time path_latency(int src, int dst, std::uint64_t hash, int queue_pairs = 1) {
+    return entry(src, dst, hash, queue_pairs).latency;
+  }
 
   /// A connection's routes, their merged form and route 0's latency, from one look-up.
   struct Entry {
@@ -357,7 +362,7 @@ class Collective : public std::enable_shared_from_this<Collective> {
   void connect(int src, int dst, double bytes, std::uint64_t hash, std::function<void()> done,
                std::uint32_t weight = 1) {
     const Time start = sim_.now();
-    const int k = cluster_.crosses_spine(src, dst) ? flows_per_connection_ : 1;
+    const int k = queue_pairs(src, dst);
     auto self = shared_from_this();
     const auto& entry = routes_->lookup(src, dst, hash, k);
     const auto& routes = entry.routes;
@@ -393,6 +398,9 @@ class Collective : public std::enable_shared_from_this<Collective> {
                             });
     }
   }
+
+  /// The flows of a connection from `src` to `dst`: one per queue pair across the spine, else 1.
+  int queue_pairs(int src, int dst) const { return cluster_.crosses_spine(src, dst) ? flows_per_connection_ : 1; }
 
   void traced(int src, int dst, double bytes, Time start) const {
     if (trace_.on_flow) trace_.on_flow(src, dst, bytes, start, sim_.now());
@@ -539,7 +547,7 @@ class Collective : public std::enable_shared_from_this<Collective> {
       // steps × (step latency + path latency), less the path latency the flow itself adds.
       const int j = ring.next(i);
       Time wait = ring.step_latency * ring.steps;
-      const Time path = routes_->path_latency(ring.gpus[i], ring.gpus[j], ring.hash);
+      const Time path = routes_->path_latency(ring.gpus[i], ring.gpus[j], ring.hash, queue_pairs(ring.gpus[i], ring.gpus[j]));
       if (ring.steps > 1) wait += path * (ring.steps - 1);
       sim_.schedule_in(wait, [self = shared_from_this(), r, i] {
         const Ring& g = self->rings_[r];
