@@ -492,6 +492,7 @@ struct FlowNetwork::Impl {
           k.cap_left -= share * ph.weight;
           k.unfrozen -= ph.weight;
         }
+        if (link.unfrozen == 0) break;  // the rest of its flows are frozen or not re-solved
       }
     }
     return true;
