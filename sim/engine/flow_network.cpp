@@ -125,13 +125,19 @@ struct FlowNetwork::Impl {
     std::vector<std::pair<std::uint32_t, std::uint32_t>> flows;
   };
 
+  // A link and its fair share in the filling's heap, ordered by (share, link). Shares are
+  // non-negative and never NaN, and made +0 for -0 (make_share), so their bit patterns order
+  // as the doubles do: integer compares joined without branches (a heap's compares are
+  // data-dependent, so branches on them mispredict).
   struct Share {
     double share;
     LinkId link;
     bool operator>(const Share& o) const {
-      return share != o.share ? share > o.share : link > o.link;
+      const auto a = std::bit_cast<std::uint64_t>(share), b = std::bit_cast<std::uint64_t>(o.share);
+      return (a > b) | ((a == b) & (link > o.link));
     }
   };
+  static Share make_share(double share, LinkId link) { return Share{share + 0.0, link}; }
 
   explicit Impl(Simulator& s) : sim(s) {}
 
@@ -473,7 +479,7 @@ struct FlowNetwork::Impl {
       if (link.unfrozen == 0) continue;
       const double share = std::max(link.cap_left, 0.0) / link.unfrozen;
       if (share > top.share * (1 + 1e-12)) {  // grew since queued: not the minimum yet
-        fill_heap.push_back(Share{share, top.link});
+        fill_heap.push_back(make_share(share, top.link));
         std::push_heap(fill_heap.begin(), fill_heap.end(), std::greater<>{});
         continue;
       }
@@ -641,7 +647,7 @@ struct FlowNetwork::Impl {
       }
       link.cap_left = link.bandwidth - used;
       link.unfrozen = weight;
-      fill_heap.push_back(Share{std::max(link.cap_left, 0.0) / weight, l});
+      fill_heap.push_back(make_share(std::max(link.cap_left, 0.0) / weight, l));
     }
     if (!fill()) return false;
     // The check: no other flow is faster on a re-solved flow's freezing link.
@@ -726,7 +732,7 @@ struct FlowNetwork::Impl {
       Link& link = links[l];
       link.cap_left = link.bandwidth;
       link.unfrozen = link.load;
-      if (link.unfrozen > 0) fill_heap.push_back(Share{link.bandwidth / link.unfrozen, l});
+      if (link.unfrozen > 0) fill_heap.push_back(make_share(link.bandwidth / link.unfrozen, l));
     }
     if (!fill()) {
       for (LinkId l : comp_links) mark_dirty(l);
