@@ -21,18 +21,22 @@ namespace {
 
 /// Flat ring: one ring per channel over all ranks, the buffer split evenly over the channels;
 /// on one node a single ring (see collective.hpp: the channels' rings coincide there).
-void build_ring(Collective& c, CollectiveOp op, const std::vector<int>& ranks, double bytes, bool one_node,
-                const hardware::Cluster& cluster, Time step_latency) {
+void build_ring(Collective& c, CollectiveOp op, const CollectiveCall& call, double bytes, bool one_node,
+                Time step_latency) {
+  const std::vector<int>& ranks = call.ranks;
   const int n = static_cast<int>(ranks.size());
   // Channels differ only in where each ring enters and leaves a node. Inside one node (the
   // NVSwitch is non-blocking) or with one rank per node (every channel ring is the same ring,
   // through that rank's own NIC) they carry the same traffic over the same links: one ring.
-  const bool one_per_node = group_by_node(ranks, cluster).size() == ranks.size();
-  const int channels = one_node || one_per_node ? 1 : channel_count(cluster);
+  const bool one_per_node = call.groups.size() == ranks.size();
+  const int channels = one_node || one_per_node ? 1 : channel_count(call.cluster);
   const int steps = op == CollectiveOp::all_reduce ? 2 * (n - 1) : n - 1;
   const double step_bytes = bytes / (static_cast<double>(channels) * n);
   for (int ch = 0; ch < channels; ++ch) {
-    c.add_ring(channel_ring(ranks, cluster, ch), steps, step_bytes, static_cast<std::uint64_t>(ch), step_latency);
+    // One ring: channel 0 of a one-per-node or one-node call is the ranks in their order
+    // wherever channel_ring would rotate within a node (one rank per node: nothing to rotate).
+    std::vector<int> order = one_per_node ? ranks : channel_ring(ranks, call.cluster, ch);
+    c.add_ring(std::move(order), steps, step_bytes, static_cast<std::uint64_t>(ch), step_latency);
   }
 }
 
@@ -265,8 +269,7 @@ std::pair<config::CommSpec::Protocol, double> fastest_protocol(const CollectiveC
 /// Flat ring time under `p` [s] (see Communicator::predict): the protocol's base latency once,
 /// then every step pays its step latency over the ring's slowest kind of link and moves
 /// wire_bytes_per_byte × payload.
-double ring_seconds(const CollectiveCall& call, const config::CommSpec::Protocol& p) {
-  const Costs k(call);
+double ring_seconds(const CollectiveCall& call, const Costs& k, const config::CommSpec::Protocol& p) {
   const int n = call.size();
   const double s = call.bytes * p.wire_bytes_per_byte;
   const int steps = reduces_all(call) ? 2 * (n - 1) : n - 1;
@@ -281,8 +284,7 @@ double ring_seconds(const CollectiveCall& call, const config::CommSpec::Protocol
 
 /// Hierarchical time under `p` [s]: its base latency, intra-node phases at the NVLink step
 /// latency, the inter-node phase at the network's.
-double hierarchical_seconds(const CollectiveCall& call, const config::CommSpec::Protocol& p) {
-  const Costs k(call);
+double hierarchical_seconds(const CollectiveCall& call, const Costs& k, const config::CommSpec::Protocol& p) {
   const auto& comm = call.cluster.topology().comm;
   const int nodes = call.nodes();
   const int local = static_cast<int>(call.groups.front().size());
@@ -313,12 +315,14 @@ class RingUnit final : public AlgorithmUnit {
   /// `automatic` runs the hierarchical form where it applies (see collective.hpp).
   bool eligible(const CollectiveCall& call) const override { return moves_data(call) && !call.layered(); }
   Time predict(const CollectiveCall& call) const override {
-    return Time::from_seconds(fastest_protocol(call, [&](const auto& p) { return ring_seconds(call, p); }).second);
+    const Costs k(call);
+    return Time::from_seconds(fastest_protocol(call, [&](const auto& p) { return ring_seconds(call, k, p); }).second);
   }
   Time build(const CollectiveCall& call, Collective& out) const override {
-    const auto p = fastest_protocol(call, [&](const auto& q) { return ring_seconds(call, q); }).first;
+    const Costs k(call);
+    const auto p = fastest_protocol(call, [&](const auto& q) { return ring_seconds(call, k, q); }).first;
     const bool one_node = call.nodes() == 1;
-    build_ring(out, call.op, call.ranks, call.bytes * p.wire_bytes_per_byte, one_node, call.cluster,
+    build_ring(out, call.op, call, call.bytes * p.wire_bytes_per_byte, one_node,
                one_node ? p.nvlink_step_latency : p.net_step_latency);
     return p.base_latency;
   }
@@ -330,10 +334,11 @@ class HierarchicalUnit final : public AlgorithmUnit {
   bool applies(const CollectiveCall& call) const override { return moves_data(call) && call.layered(); }
   Time predict(const CollectiveCall& call) const override {
     return Time::from_seconds(
-        fastest_protocol(call, [&](const auto& p) { return hierarchical_seconds(call, p); }).second);
+        fastest_protocol(call, [&, k = Costs(call)](const auto& p) { return hierarchical_seconds(call, k, p); }).second);
   }
   Time build(const CollectiveCall& call, Collective& out) const override {
-    const auto p = fastest_protocol(call, [&](const auto& q) { return hierarchical_seconds(call, q); }).first;
+    const Costs k(call);
+    const auto p = fastest_protocol(call, [&](const auto& q) { return hierarchical_seconds(call, k, q); }).first;
     build_hierarchical(out, call.op, call.groups, call.bytes * p.wire_bytes_per_byte, call.cluster,
                        p.nvlink_step_latency, p.net_step_latency);
     return p.base_latency;

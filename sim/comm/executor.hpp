@@ -89,16 +89,27 @@ class RouteCache {
   const std::vector<engine::LinkId>& path(int src, int dst, std::uint64_t hash) {
     return connection(src, dst, hash, 1).front().path;
   }
-
- private:
-  static constexpr std::size_t kMaxEntries = 1 << 20;
+  /// A connection's routes, their merged form and route 0's latency, from one look-up.
   struct Entry {
     std::vector<Route> routes;
     Merged merged;
+    Time latency;  // of routes.front().path (queue pair 0 is hashed as a one-flow connection)
   };
+  /// All of a connection's cached facts (see connection()). The reference stays valid while
+  /// generation() is unchanged (the cache only ever drops entries all at once, to bound memory).
+  const Entry& lookup(int src, int dst, std::uint64_t hash, int queue_pairs) {
+    return entry(src, dst, hash, queue_pairs);
+  }
+  std::uint64_t generation() const { return generation_; }
+
+ private:
+  static constexpr std::size_t kMaxEntries = 1 << 20;
 
   Entry& entry(int src, int dst, std::uint64_t hash, int queue_pairs) {
-    if (entries_.size() > kMaxEntries) entries_.clear();  // bound memory: start over
+    if (entries_.size() > kMaxEntries) {  // bound memory: start over
+      entries_.clear();
+      ++generation_;
+    }
     const Key key{src, dst, hash, queue_pairs};
     auto [it, fresh] = entries_.try_emplace(key);
     if (!fresh) return it->second;
@@ -114,6 +125,7 @@ class RouteCache {
       }
     }
     merge(routes, it->second.merged);
+    for (auto link : routes.front().path) it->second.latency += net_.link_latency(link);
     return it->second;
   }
 
@@ -157,6 +169,7 @@ class RouteCache {
   const hardware::Cluster& cluster_;
   const engine::FlowNetwork& net_;
   std::unordered_map<Key, Entry, KeyHash> entries_;
+  std::uint64_t generation_ = 0;
 };
 
 /// One ring: position i sends `bytes` to position i+1 (mod n) in each of `steps` steps.
@@ -346,10 +359,17 @@ class Collective : public std::enable_shared_from_this<Collective> {
   /// times heavier). `done` runs once, after the last flow completed.
   void connect(int src, int dst, double bytes, std::uint64_t hash, std::function<void()> done,
                std::uint32_t weight = 1) {
+    connect_on(routes_->lookup(src, dst, hash, queue_pairs(src, dst)), src, dst, bytes, std::move(done), weight);
+  }
+
+  /// connect() over the connection's cache entry `entry` (RouteCache::lookup of src, dst, its
+  /// hash and queue_pairs(src, dst)).
+  void connect_on(const RouteCache::Entry& entry, int src, int dst, double bytes, std::function<void()> done,
+                  std::uint32_t weight = 1) {
     const Time start = sim_.now();
-    const int k = cluster_.crosses_spine(src, dst) ? flows_per_connection_ : 1;
+    const int k = queue_pairs(src, dst);
     auto self = shared_from_this();
-    const auto& routes = routes_->connection(src, dst, hash, k);
+    const auto& routes = entry.routes;
     if (routes.size() == 1) {
       const std::uint32_t members = routes.front().members * weight;
       const double share = bytes / k;
@@ -362,7 +382,7 @@ class Collective : public std::enable_shared_from_this<Collective> {
     }
     const double share = bytes / k;
     if (merge_routes_ && !trace_.on_flow) {
-      const auto& merged = routes_->merged(src, dst, hash, k);
+      const auto& merged = entry.merged;
       if (!merged.hops.empty()) {
         std::uint32_t members[engine::FlowNetwork::kMaxRoutes];
         for (std::size_t r = 0; r < routes.size(); ++r) members[r] = routes[r].members * weight;
@@ -382,6 +402,9 @@ class Collective : public std::enable_shared_from_this<Collective> {
                             });
     }
   }
+
+  /// The flows of a connection from `src` to `dst`: one per queue pair across the spine, else 1.
+  int queue_pairs(int src, int dst) const { return cluster_.crosses_spine(src, dst) ? flows_per_connection_ : 1; }
 
   void traced(int src, int dst, double bytes, Time start) const {
     if (trace_.on_flow) trace_.on_flow(src, dst, bytes, start, sim_.now());
@@ -528,12 +551,19 @@ class Collective : public std::enable_shared_from_this<Collective> {
       // steps × (step latency + path latency), less the path latency the flow itself adds.
       const int j = ring.next(i);
       Time wait = ring.step_latency * ring.steps;
-      Time path;
-      for (auto link : routes_->path(ring.gpus[i], ring.gpus[j], ring.hash)) path += net_.link_latency(link);
-      if (ring.steps > 1) wait += path * (ring.steps - 1);
-      sim_.schedule_in(wait, [self = shared_from_this(), r, i] {
+      // The connection's cache entry, looked up once: route 0's latency now, its routes when
+      // the connection starts (looked up again only if the cache was emptied meanwhile).
+      const RouteCache::Entry* entry =
+          &routes_->lookup(ring.gpus[i], ring.gpus[j], ring.hash, queue_pairs(ring.gpus[i], ring.gpus[j]));
+      const std::uint64_t generation = routes_->generation();
+      if (ring.steps > 1) wait += entry->latency * (ring.steps - 1);
+      sim_.schedule_in(wait, [self = shared_from_this(), r, i, entry, generation] {
         const Ring& g = self->rings_[r];
-        self->connect(g.gpus[i], g.gpus[g.next(i)], g.bytes * g.steps, g.hash, [self, r, i] {
+        const int src = g.gpus[i], dst = g.gpus[g.next(i)];
+        const RouteCache::Entry& e = self->routes_->generation() == generation
+                                         ? *entry
+                                         : self->routes_->lookup(src, dst, g.hash, self->queue_pairs(src, dst));
+        self->connect_on(e, src, dst, g.bytes * g.steps, [self, r, i] {
           Ring& h = self->rings_[r];
           const int nj = h.next(i);
           h.sent[i] = h.steps;

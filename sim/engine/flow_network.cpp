@@ -1,6 +1,7 @@
 #include "engine/flow_network.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <stdexcept>
 #include <memory>
@@ -13,6 +14,7 @@ namespace ironlaw::engine {
 namespace {
 
 constexpr std::uint32_t kMaxGeneration = 0xffffffffu;
+constexpr std::uint32_t kNoBatch = 0xffffffffu;
 
 // A re-solved rate within this relative distance of the current one keeps the current rate and
 // its drain event: the drain then moves by at most 1e-9 of the flow's duration (1 ns per
@@ -98,6 +100,7 @@ struct FlowNetwork::Impl {
     Time latency;                   // sum of the path's latencies
     Time drain_at;                  // while drain_pending: the instant of its drain entry
     std::vector<std::uint32_t> route_members;  // multi-route group: members per route
+    std::uint32_t tail_batch = kNoBatch;         // the TailBatch holding its completion
     OnDone on_done;
     OnDone on_drained;              // optional
   };
@@ -111,13 +114,30 @@ struct FlowNetwork::Impl {
     std::vector<std::pair<std::uint32_t, std::uint32_t>> flows;  // (slot, drain token)
   };
 
+  // Completions due at one instant whose events would have been scheduled one right after
+  // another (tail coalescing): one event completes them in that order. (slot, generation):
+  // a flow cancelled or freed since is skipped.
+  struct TailBatch {
+    Time at;
+    EventId event = kNoEvent;
+    std::uint64_t scheduled = 0;  // Simulator::scheduled() right after its event was
+    std::uint32_t live = 0;       // members not cancelled: at 0 the event is cancelled too
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> flows;
+  };
+
+  // A link and its fair share in the filling's heap, ordered by (share, link). Shares are
+  // non-negative and never NaN, and made +0 for -0 (make_share), so their bit patterns order
+  // as the doubles do: integer compares joined without branches (a heap's compares are
+  // data-dependent, so branches on them mispredict).
   struct Share {
     double share;
     LinkId link;
     bool operator>(const Share& o) const {
-      return share != o.share ? share > o.share : link > o.link;
+      const auto a = std::bit_cast<std::uint64_t>(share), b = std::bit_cast<std::uint64_t>(o.share);
+      return (a > b) | ((a == b) & (link > o.link));
     }
   };
+  static Share make_share(double share, LinkId link) { return Share{share + 0.0, link}; }
 
   explicit Impl(Simulator& s) : sim(s) {}
 
@@ -131,6 +151,11 @@ struct FlowNetwork::Impl {
   std::vector<std::uint32_t> free_instants;
   std::unordered_map<std::int64_t, std::uint32_t> instant_at;  // drain time [ns] → index in instants
   std::vector<std::pair<std::uint32_t, std::uint32_t>> draining_now;  // scratch of run_instant
+  std::vector<TailBatch> tails;
+  std::vector<std::uint32_t> free_tails;
+  std::int64_t open_tail = -1;  // the batch the next completion may join
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> completing_now;  // scratch of run_tail
+  bool coalesce_tails = true;
   bool resolve_pending = false;
   bool resolving = false;  // inside resolve(): a split's links join the re-solve under way
   EventId resolve_event = kNoEvent;
@@ -219,6 +244,7 @@ struct FlowNetwork::Impl {
     f.on_done = nullptr;
     f.on_drained = nullptr;
     f.event = kNoEvent;
+    f.tail_batch = kNoBatch;
     f.rate = 0;
     --active;
     if (f.generation != kMaxGeneration) free_flows.push_back(slot);  // else retired: ids stay unique
@@ -271,8 +297,100 @@ struct FlowNetwork::Impl {
     sim.schedule_in(Time::zero(), [cb = std::move(cb), id] { cb(id); });
   }
 
+  // The completion of a flow in its tail, `delay` from now. It joins the open batch when that
+  // batch is due at the same instant and its event is the last one scheduled: the separate
+  // events would have run back to back, so running them from one event keeps the order (a
+  // stop() between them leaves the rest pending in place: run_tail).
   void schedule_completion(std::uint32_t slot, Time delay) {
-    flows[slot].event = sim.schedule_in(delay, [this, slot] { complete(slot); });
+    Flow& f = flows[slot];
+    if (!coalesce_tails) {
+      f.event = sim.schedule_in(delay, [this, slot] { complete(slot); });
+      return;
+    }
+    const Time at = sim.now() + delay;
+    f.event = kNoEvent;  // cancel_flow frees the slot; the batch then skips it
+    if (open_tail >= 0) {
+      TailBatch& b = tails[static_cast<std::size_t>(open_tail)];
+      if (b.at == at && b.scheduled == sim.scheduled()) {
+        b.flows.emplace_back(slot, f.generation);
+        ++b.live;
+        f.tail_batch = static_cast<std::uint32_t>(open_tail);
+        return;
+      }
+    }
+    std::uint32_t index;
+    if (!free_tails.empty()) {
+      index = free_tails.back();
+      free_tails.pop_back();
+    } else {
+      index = static_cast<std::uint32_t>(tails.size());
+      tails.emplace_back();
+    }
+    TailBatch& b = tails[index];
+    b.at = at;
+    b.flows.emplace_back(slot, f.generation);
+    b.live = 1;
+    f.tail_batch = index;
+    b.event = sim.schedule_at(at, [this, index] { run_tail(index); });
+    b.scheduled = sim.scheduled();
+    open_tail = index;
+  }
+
+  // A cancelled flow leaves its batch; the batch's event goes with its last member, as the
+  // flow's own event would have.
+  void leave_tail_batch(Flow& f) {
+    const std::uint32_t index = std::exchange(f.tail_batch, kNoBatch);
+    TailBatch& b = tails[index];
+    if (--b.live > 0) return;
+    sim.cancel(b.event);
+    b.event = kNoEvent;
+    b.flows.clear();
+    free_tails.push_back(index);
+    if (open_tail == static_cast<std::int64_t>(index)) open_tail = -1;
+  }
+
+  // A batch's event: completes its live flows in order; after a stop() the rest stay pending
+  // in this event's place (Simulator::schedule_in_place), as their own events would have.
+  void run_tail(std::uint32_t index) {
+    if (open_tail == static_cast<std::int64_t>(index)) open_tail = -1;
+    TailBatch& b = tails[index];
+    b.event = kNoEvent;
+    completing_now.swap(b.flows);
+    b.flows.clear();
+    free_tails.push_back(index);
+    for (const auto& [slot, generation] : completing_now) {
+      if (flows[slot].generation == generation) flows[slot].tail_batch = kNoBatch;
+    }
+    for (std::size_t i = 0; i < completing_now.size(); ++i) {
+      if (!complete_tail(completing_now[i])) continue;
+      if (sim.stop_requested() && i + 1 < completing_now.size()) {
+        auto rest = std::make_shared<std::vector<std::pair<std::uint32_t, std::uint32_t>>>(
+            completing_now.begin() + static_cast<std::ptrdiff_t>(i + 1), completing_now.end());
+        sim.schedule_in_place([this, rest] { complete_rest(rest, 0); });
+        break;
+      }
+    }
+    completing_now.clear();
+  }
+
+  // The deferred rest of a batch, from `from` on (the same rule).
+  void complete_rest(const std::shared_ptr<std::vector<std::pair<std::uint32_t, std::uint32_t>>>& rest,
+                     std::size_t from) {
+    for (std::size_t i = from; i < rest->size(); ++i) {
+      if (!complete_tail((*rest)[i])) continue;
+      if (sim.stop_requested() && i + 1 < rest->size()) {
+        sim.schedule_in_place([this, rest, i] { complete_rest(rest, i + 1); });
+        return;
+      }
+    }
+  }
+
+  // Completes a batch member that is still in its tail; false if it was cancelled or freed.
+  bool complete_tail(std::pair<std::uint32_t, std::uint32_t> member) {
+    const Flow& f = flows[member.first];
+    if (f.state != State::tail || f.generation != member.second) return false;
+    complete(member.first);
+    return true;
   }
 
   void complete(std::uint32_t slot) {
@@ -361,7 +479,7 @@ struct FlowNetwork::Impl {
       if (link.unfrozen == 0) continue;
       const double share = std::max(link.cap_left, 0.0) / link.unfrozen;
       if (share > top.share * (1 + 1e-12)) {  // grew since queued: not the minimum yet
-        fill_heap.push_back(Share{share, top.link});
+        fill_heap.push_back(make_share(share, top.link));
         std::push_heap(fill_heap.begin(), fill_heap.end(), std::greater<>{});
         continue;
       }
@@ -380,6 +498,7 @@ struct FlowNetwork::Impl {
           k.cap_left -= share * ph.weight;
           k.unfrozen -= ph.weight;
         }
+        if (link.unfrozen == 0) break;  // the rest of its flows are frozen or not re-solved
       }
     }
     return true;
@@ -528,7 +647,7 @@ struct FlowNetwork::Impl {
       }
       link.cap_left = link.bandwidth - used;
       link.unfrozen = weight;
-      fill_heap.push_back(Share{std::max(link.cap_left, 0.0) / weight, l});
+      fill_heap.push_back(make_share(std::max(link.cap_left, 0.0) / weight, l));
     }
     if (!fill()) return false;
     // The check: no other flow is faster on a re-solved flow's freezing link.
@@ -613,7 +732,7 @@ struct FlowNetwork::Impl {
       Link& link = links[l];
       link.cap_left = link.bandwidth;
       link.unfrozen = link.load;
-      if (link.unfrozen > 0) fill_heap.push_back(Share{link.bandwidth / link.unfrozen, l});
+      if (link.unfrozen > 0) fill_heap.push_back(make_share(link.bandwidth / link.unfrozen, l));
     }
     if (!fill()) {
       for (LinkId l : comp_links) mark_dirty(l);
@@ -648,6 +767,7 @@ FlowNetwork::~FlowNetwork() {
     if (f.state != Impl::State::free) impl_->sim.cancel(f.event);
   }
   for (Impl::DrainInstant& d : impl_->instants) impl_->sim.cancel(d.event);
+  for (Impl::TailBatch& b : impl_->tails) impl_->sim.cancel(b.event);
   impl_->sim.cancel(impl_->resolve_event);
 }
 
@@ -749,36 +869,33 @@ void FlowNetwork::start_flow_routes(std::span<const RouteHop> hops, std::span<co
   }
   // Every route's latency, and that every route crosses at least one link.
   std::uint32_t seen = 0;
-  std::vector<Time> latency(routes);
+  Time latency[kMaxRoutes];  // Time() is zero
   for (const RouteHop& h : hops) {
     if (h.link >= m.links.size()) throw std::invalid_argument("FlowNetwork::start_flow_routes: unknown link");
     if (h.routes == 0 || (h.routes & ~all) != 0) {
       throw std::invalid_argument("FlowNetwork::start_flow_routes: a hop's routes must be some of the routes");
     }
     seen |= h.routes;
-    for (std::size_t r = 0; r < routes; ++r) {
-      if ((h.routes >> r) & 1u) latency[r] += m.infos[h.link].latency;
-    }
+    const Time l = m.infos[h.link].latency;
+    for (std::uint32_t bits = h.routes; bits != 0; bits &= bits - 1) latency[std::countr_zero(bits)] += l;
   }
   if (seen != all) throw std::invalid_argument("FlowNetwork::start_flow_routes: a route crosses no link");
-  for (const Time& t : latency) {
-    if (t != latency.front()) throw std::invalid_argument("FlowNetwork::start_flow_routes: routes of unequal latency");
+  for (std::size_t r = 1; r < routes; ++r) {
+    if (latency[r] != latency[0]) throw std::invalid_argument("FlowNetwork::start_flow_routes: routes of unequal latency");
   }
   const std::uint32_t slot = m.allocate_slot();
   Impl::Flow& f = m.flows[slot];
   f.path.resize(hops.size());
   for (std::size_t h = 0; h < hops.size(); ++h) {
     std::uint32_t w = 0;
-    for (std::size_t r = 0; r < routes; ++r) {
-      if ((hops[h].routes >> r) & 1u) w += members[r];
-    }
+    for (std::uint32_t bits = hops[h].routes; bits != 0; bits &= bits - 1) w += members[std::countr_zero(bits)];
     f.path[h] = Impl::PathHop{hops[h].link, 0, w, hops[h].routes};
   }
   f.route_members.assign(members.begin(), members.end());
   f.routes = static_cast<std::uint32_t>(routes);
   f.on_done = std::move(on_done);
   f.on_drained = nullptr;
-  m.arm(f, bytes, latency.front(), total);
+  m.arm(f, bytes, latency[0], total);
   if (m.is_drained(f)) {
     f.state = Impl::State::tail;
     f.remaining = 0;
@@ -795,6 +912,7 @@ void FlowNetwork::cancel_flow(FlowId id) {
   if (f == nullptr) return;
   const auto slot = static_cast<std::uint32_t>(id & 0xffffffffu);
   m.sim.cancel(f->event);
+  if (f->tail_batch != kNoBatch) m.leave_tail_batch(*f);
   f->drain_pending = false;
   if (f->state == Impl::State::draining) {
     const double left = f->remaining - drained_bytes(f->rate, m.sim.now() - f->last_update);
@@ -819,5 +937,7 @@ std::uint64_t FlowNetwork::resolves() const { return impl_->resolve_count; }
 std::uint64_t FlowNetwork::full_resolves() const { return impl_->full_count; }
 
 std::uint64_t FlowNetwork::route_splits() const { return impl_->split_count; }
+
+void FlowNetwork::set_coalesce_tails(bool coalesce) { impl_->coalesce_tails = coalesce; }
 
 }  // namespace ironlaw::engine

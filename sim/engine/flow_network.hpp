@@ -29,6 +29,12 @@
 ///   of the link's bandwidth unused as of the last re-solve covering it.
 /// - Drain coalescing: the flows due to drain at one whole ns drain from one event, in the
 ///   order their drains were scheduled (epsilon 0: instants are never moved, only shared).
+/// - Tail coalescing: completions due at one instant whose events would be scheduled one right
+///   after another (the flows of one drain instant with equal path latencies) run from one
+///   event, in that order; a stop() between two of them leaves the rest pending in the place
+///   their events would have held. Exact: every callback runs at the same time and in the same
+///   order as with one event per completion; only events_executed() falls.
+///   set_coalesce_tails(false) gives one event per completion (for tests).
 /// - Bytes are doubles, time is integer ns: a drain time is rounded up to whole ns, and a
 ///   flow with remaining ≤ max(1e-6·bytes, 1e-3 B) at a re-solve counts as drained.
 /// - A flow with zero bytes drains at once; one with an empty path completes after 0 ns.
@@ -156,6 +162,9 @@ class FlowNetwork {
   std::uint64_t full_resolves() const;
   /// Multi-route groups split into their routes since construction (for benchmarks and tests).
   std::uint64_t route_splits() const;
+  /// Whether completions that would run back to back at one instant share one event (see the
+  /// file comment; default true). Set before the first flow starts. O(1).
+  void set_coalesce_tails(bool coalesce);
 
  private:
   struct Impl;

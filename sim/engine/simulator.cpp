@@ -67,9 +67,19 @@ void Simulator::heap_pop() {
   if (!heap_.empty()) sift_down(0);
 }
 
+EventId Simulator::schedule_in_place(Action action) {
+  if (!running_) throw std::logic_error("Simulator::schedule_in_place: not inside an action");
+  if (!action) throw std::logic_error("Simulator::schedule_in_place: empty action");
+  return schedule_with_seq(now_, std::move(action), running_seq_);
+}
+
 EventId Simulator::schedule_at(Time at, Action action) {
   if (at < now_) throw std::logic_error("Simulator::schedule_at: time is in the past");
   if (!action) throw std::logic_error("Simulator::schedule_at: empty action");
+  return schedule_with_seq(at, std::move(action), next_seq_++);
+}
+
+EventId Simulator::schedule_with_seq(Time at, Action action, std::uint64_t seq) {
   std::uint32_t slot;
   if (!free_slots_.empty()) {
     slot = free_slots_.back();
@@ -80,7 +90,7 @@ EventId Simulator::schedule_at(Time at, Action action) {
   }
   Slot& s = slots_[slot];
   ++s.generation;  // generation 0 is never handed out, so EventId 0 never exists
-  s.seq = next_seq_++;
+  s.seq = seq;
   s.action = std::move(action);
   heap_push(Entry{at, s.seq, slot});
   ++live_;
@@ -139,6 +149,7 @@ std::uint64_t Simulator::run_events(Time until) {
     --live_;
     ++executed_;
     ++count;
+    running_seq_ = top.seq;
     action();
     if (stop_requested_) {
       stop_requested_ = false;

@@ -58,11 +58,24 @@ class Simulator {
   /// Asks the current run()/run_until() to return after the action being executed. Pending
   /// events stay pending; a later run continues with them. No effect outside a run.
   void stop() { stop_requested_ = true; }
+  /// Inside an action: whether stop() has been asked (the run returns after this action).
+  bool stop_requested() const { return stop_requested_; }
+  /// Inside an action: schedules `action` at now() in the running event's place, ahead of
+  /// every other pending event (all of them were scheduled after it or are later). For an
+  /// action that does the work of several consecutive events and, on stop(), must leave the
+  /// rest pending exactly where those events would have been. O(log n). Throws
+  /// std::logic_error outside an action or for an empty action.
+  EventId schedule_in_place(Action action);
 
   /// Events executed since construction (cancelled ones not counted).
   std::uint64_t events_executed() const { return executed_; }
   /// Events currently pending (cancelled ones excluded). O(1), exact.
   std::size_t pending() const { return live_; }
+  /// Events scheduled since construction (run, pending or cancelled; schedule_in_place takes
+  /// an existing place and is not counted). A caller that remembers
+  /// it right after scheduling an event knows, while it is unchanged, that no event was
+  /// scheduled after that one: another action for the same time would run right after it.
+  std::uint64_t scheduled() const { return next_seq_; }
 
  private:
   struct Entry {
@@ -78,6 +91,7 @@ class Simulator {
   static constexpr std::uint64_t kFreeSeq = ~std::uint64_t{0};
 
   std::uint64_t run_events(Time until);
+  EventId schedule_with_seq(Time at, Action action, std::uint64_t seq);
   void release_slot(std::uint32_t slot);
   void heap_push(const Entry& e);
   void heap_pop();
@@ -86,6 +100,7 @@ class Simulator {
 
   Time now_;
   std::uint64_t next_seq_ = 0;
+  std::uint64_t running_seq_ = 0;  // seq of the event being executed
   std::uint64_t executed_ = 0;
   std::size_t live_ = 0;
   std::size_t stale_ = 0;  // heap entries whose event was cancelled

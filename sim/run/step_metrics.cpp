@@ -4,24 +4,6 @@
 
 namespace ironlaw::run {
 
-namespace {
-
-/// Busy time of a rank from `start` up to `until`.
-Time covered_until(const RankTimeline& t, Time until, Time start) {
-  IntervalSet busy;
-  busy.add_all(t.compute);
-  busy.add_all(t.comm);
-  busy.add_all(t.data);
-  IntervalSet cut;
-  cut.add(start, until);
-  // |busy ∩ [start, until)| = |busy| + |cut| − |busy ∪ cut| (the union stays inside the step).
-  IntervalSet both = busy;
-  both.add_all(cut);
-  return busy.total() + cut.total() - both.total();
-}
-
-}  // namespace
-
 StepMeasurement measure_step(const std::vector<RankTimeline>& ranks, std::int64_t index, Time start, Time end,
                              bool pipelined) {
   StepMeasurement out;
@@ -36,23 +18,29 @@ StepMeasurement measure_step(const std::vector<RankTimeline>& ranks, std::int64_
   Time pipeline_end = start;
   for (const auto& t : ranks) pipeline_end = std::max(pipeline_end, t.last_backward_end);
   for (const auto& t : ranks) {
-    // compute | exposed communication | data stall | idle, each measured as union lengths.
-    const Time compute = t.compute.total();
-    IntervalSet busy = t.compute;
-    busy.add_all(t.comm);
-    const Time working = busy.total();
-    busy.add_all(t.data);
-    const Time covered = busy.total();
+    // compute | exposed communication | data stall | idle, each measured as union lengths
+    // (each rank's kinds normalized once, then united in linear time).
+    const IntervalSet::Spans compute_spans = t.compute.normalized();
+    const IntervalSet::Spans comm_spans = t.comm.normalized();
+    const IntervalSet::Spans working_spans = IntervalSet::unite(compute_spans, comm_spans);
+    const IntervalSet::Spans busy_spans = IntervalSet::unite(working_spans, t.data.normalized());
+    const Time compute = IntervalSet::length(compute_spans);
+    const Time working = IntervalSet::length(working_spans);
+    const Time covered = IntervalSet::length(busy_spans);
     const Time idle = end - start - covered;
     Time bubble;
-    if (pipelined) bubble = std::clamp(pipeline_end - start - covered_until(t, pipeline_end, start), Time::zero(), idle);
+    if (pipelined) {
+      // Busy time of the rank from the step's start up to the pipeline's end.
+      const Time busy_until = IntervalSet::length_within(busy_spans, start, pipeline_end);
+      bubble = std::clamp(pipeline_end - start - busy_until, Time::zero(), idle);
+    }
     rec.compute_s += compute.seconds() / n;
     rec.exposed_comm_s += (working - compute).seconds() / n;
     rec.data_stall_s += (covered - working).seconds() / n;
     rec.bubble_s += bubble.seconds() / n;
     rec.other_s += (idle - bubble).seconds() / n;
     out.optimizer_s += t.optimizer.seconds() / n;
-    out.comm_s += t.comm.total().seconds() / n;
+    out.comm_s += IntervalSet::length(comm_spans).seconds() / n;
   }
   return out;
 }

@@ -40,6 +40,26 @@ TEST_CASE("an event scheduled for the current instant runs after those already q
   CHECK(log == "123");
 }
 
+TEST_CASE("an event scheduled in place runs before every event already queued for the instant",
+          "[simulator]") {
+  Simulator sim;
+  std::string log;
+  sim.schedule_at(Time::ns(7), [&] {
+    log += '1';
+    sim.schedule_in(Time::zero(), [&] { log += '4'; });
+    sim.schedule_in_place([&] { log += '2'; });
+    sim.stop();
+  });
+  sim.schedule_at(Time::ns(7), [&] { log += '3'; });
+  sim.run();
+  CHECK(log == "1");
+  CHECK(sim.scheduled() == 3);  // the in-place event took the running one's place
+  sim.run();
+  CHECK(log == "1234");
+  CHECK(sim.now() == Time::ns(7));
+  CHECK_THROWS_AS(sim.schedule_in_place([] {}), std::logic_error);  // not inside an action
+}
+
 TEST_CASE("a cancelled event does not run", "[simulator]") {
   Simulator sim;
   std::string log;
