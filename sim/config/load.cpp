@@ -464,6 +464,7 @@ void parse_training(Section s, TrainingSpec& t) {
   s.choice("framework", t.framework, {"fused", "eager", "compile", "cuda_graphs"});
   s.flag("flash_attention", t.flash_attention);
   s.choice("attention_kernel", t.attention_kernel, {"auto", "flash2", "cudnn"});
+  s.flag("gradient_accumulation_fusion", t.gradient_accumulation_fusion);
   s.choice("reduce_dtype", t.reduce_dtype, {"fp32", "bf16", "fp16"});
   s.flag("fp8_all_gather", t.fp8_all_gather);
   s.flag("expandable_segments", t.expandable_segments);

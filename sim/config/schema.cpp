@@ -208,6 +208,7 @@ const std::vector<Doc>& docs() {
       {"training.activation_checkpointing", "recompute policy (op: torchtitan's per-op policy)"},
       {"training.framework", "how element-wise ops become kernels: hand-fused, PyTorch eager, torch.compile"},
       {"training.flash_attention", "fused (flash) attention kernel"},
+      {"training.gradient_accumulation_fusion", "Megatron-core's gradient_accumulation_fusion: weight-gradient GEMMs accumulate into the fp32 main_grad (no separate add per microbatch)"},
       {"training.attention_kernel", "which fused attention kernel: flash2 (FlashAttention-2), cudnn (cuDNN, the device's cudnn_attention_kernel), auto = cudnn under framework fused (Megatron + Transformer Engine) where the device has one, else flash2"},
       {"training.batch_ramp", "batch-size ramp of whole runs: a list of { until_tokens, global_batch_tokens }"},
       {"batch_ramp[].until_tokens", "the stage lasts until this many tokens are trained"},

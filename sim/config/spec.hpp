@@ -301,6 +301,10 @@ struct TrainingSpec {
   /// cudnn (cuDNN fused attention: Transformer Engine's choice on Hopper), or auto = cudnn under
   /// framework fused (Megatron-core with TE) where the device has a cuDNN profile, else flash2.
   std::string attention_kernel = "auto";
+  /// Megatron-core's gradient_accumulation_fusion (Megatron-LM's default: --no-gradient-
+  /// accumulation-fusion turns it off): the weight-gradient GEMMs accumulate into the fp32
+  /// main_grad in their epilogue, so no separate add pass per microbatch (GradientAccumulation).
+  bool gradient_accumulation_fusion = false;
   /// Element type of the gradient collectives (DDP's all-reduced buckets, ZeRO's and FSDP's
   /// reduce-scatters): FSDP's MixedPrecisionPolicy reduce_dtype, torchtitan's
   /// training.mixed_precision_reduce (float32 by default). "" = the parameters' precision
