@@ -365,10 +365,14 @@ ValidationPlan bigscience_plan(const std::string& data_dir) {
 /// Added out of sample in round 8: the predictions were recorded in commit 1b26bf0 before the
 /// rows joined validate; the tables' model TFLOP/s follow Megatron's formula (causal attention
 /// for the Megatron-Bridge rows, not for NeMo 25.02's GPT-3), not ironlaw's MFU, so tokens/s is
-/// compared. Modelled since: cuDNN fused attention under framework fused (what TE runs on
-/// Hopper). Still missing: TE/Megatron's TP communication overlap (userbuffers), cuDNN's fp8
-/// attention, Megatron's p2p context-parallel ring (CP runs as torch's all-gather rotation),
-/// CUDA graphs; the rows are predicted too slow.
+/// compared. Modelled since, each sourced and tested, nothing set from the rows: cuDNN fused
+/// attention under framework fused (what TE runs on Hopper; 8B -18.4 -> -7.9 %), Megatron-core's
+/// gradient_accumulation_fusion, stated in the DDP scenarios (70B -10.0 -> -5.4 %, 405B -13.9 ->
+/// -5.6 %, GPT-3 -21.5 -> -12.6 %). Still missing (all rows predicted too slow): TE's fp8 weight
+/// caching across microbatches (is_first_microbatch: ironlaw re-casts every weight every
+/// microbatch, about 1.2 s of GPT-3's step), TE's input casts fused into the norms and
+/// activations, TE/Megatron's TP communication overlap (userbuffers), Megatron's p2p
+/// context-parallel ring (CP runs as torch's all-gather rotation), CUDA graphs.
 struct NemoRow {
   const char* file;        ///< scenarios/validation/nemo/<file>.yaml
   const char* label;
