@@ -86,17 +86,17 @@ void parse_device(Section s, DeviceSpec& d) {
                    "was replaced by attention_kernel: { forward, forward_causal, backward, backward_causal }, each "
                    "{ plateau_rate, half_length } from a per-sequence-length measurement (see topologies/h100-sxm.yaml)");
   }
-  {
-    // Absent: fused attention is timed as a GEMM. Given: every pass, each constant with its source.
-    const bool given = s.has("attention_kernel");
+  // Absent: fused attention is timed as a GEMM. Given: every pass, each constant with its source.
+  auto attention_kernel = [&s](const char* key, DeviceSpec::AttentionKernel& kernel) {
+    const bool given = s.has(key);
     const Rule leaf = given ? kHardware : kOptionalHardware;
     const Rule length = given ? kHardwareLatency : kOptionalHardwareLatency;
-    Section a = s.section("attention_kernel");
+    Section a = s.section(key);
     const std::pair<const char*, DeviceSpec::AttentionPass*> passes[] = {
-        {"forward", &d.attention_kernel.forward},
-        {"forward_causal", &d.attention_kernel.forward_causal},
-        {"backward", &d.attention_kernel.backward},
-        {"backward_causal", &d.attention_kernel.backward_causal}};
+        {"forward", &kernel.forward},
+        {"forward_causal", &kernel.forward_causal},
+        {"backward", &kernel.backward},
+        {"backward_causal", &kernel.backward_causal}};
     for (const auto& [pass_name, pass] : passes) {
       Section p = a.section(pass_name, Rule{.required = given});
       p.number("plateau_rate", pass->plateau_rate, Dimension::flop_rate, leaf);
@@ -104,7 +104,9 @@ void parse_device(Section s, DeviceSpec& d) {
       p.finish();
     }
     a.finish();
-  }
+  };
+  attention_kernel("attention_kernel", d.attention_kernel);
+  attention_kernel("cudnn_attention_kernel", d.cudnn_attention_kernel);
   s.integer("gemm_tile_m", d.gemm_tile_m, kOptionalHardware);
   s.integer("gemm_tile_n", d.gemm_tile_n, kOptionalHardware);
   s.number("max_gemm_shape_m", d.max_gemm_shape_m, Dimension::count, kOptionalHardware);
@@ -461,6 +463,8 @@ void parse_training(Section s, TrainingSpec& t) {
   s.choice("activation_checkpointing", t.activation_checkpointing, {"none", "selective", "full", "op"});
   s.choice("framework", t.framework, {"fused", "eager", "compile", "cuda_graphs"});
   s.flag("flash_attention", t.flash_attention);
+  s.choice("attention_kernel", t.attention_kernel, {"auto", "flash2", "cudnn"});
+  s.flag("gradient_accumulation_fusion", t.gradient_accumulation_fusion);
   s.choice("reduce_dtype", t.reduce_dtype, {"fp32", "bf16", "fp16"});
   s.flag("fp8_all_gather", t.fp8_all_gather);
   s.flag("expandable_segments", t.expandable_segments);
@@ -927,6 +931,28 @@ std::vector<std::string> scenario_keys() {
   return keys;
 }
 
+namespace {
+
+/// training.attention_kernel: the device's cuDNN profile replaces its default (FlashAttention-2)
+/// one when the scenario asks for cudnn, or for auto under framework fused (Transformer Engine
+/// prefers cuDNN fused attention on Hopper: NVIDIA/NeMo docs, memory_optimizations.rst, PR #9188).
+/// cudnn on a device without a cuDNN profile is refused.
+void resolve_attention_kernel(Scenario& sc, LoadState& st) {
+  const TrainingSpec& t = sc.training;
+  DeviceSpec& d = sc.topology.device;
+  const bool has_cudnn = d.cudnn_attention_kernel.given();
+  if (t.attention_kernel == "cudnn" && !has_cudnn) {
+    st.report("training.attention_kernel", "cudnn needs a device with cudnn_attention_kernel (device " + d.name +
+                                               " has none); use flash2 or auto");
+    return;
+  }
+  if (t.attention_kernel == "cudnn" || (t.attention_kernel == "auto" && t.framework == "fused" && has_cudnn)) {
+    d.attention_kernel = d.cudnn_attention_kernel;
+  }
+}
+
+}  // namespace
+
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
   return guarded(path, [&] {
     LoadState st;
@@ -940,6 +966,7 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
     detail::validate_model(sc.model, st, "model");
     detail::validate_topology(sc.topology, st, "cluster.topology");
     detail::validate_scenario(sc, st);
+    resolve_attention_kernel(sc, st);
     if (!st.diagnostics.empty()) throw_errors(st);
 
     sc.locations = st.locations;

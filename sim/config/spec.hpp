@@ -43,6 +43,11 @@ struct DeviceSpec {
     bool given() const { return forward.plateau_rate > 0; }
   };
   AttentionKernel attention_kernel;
+  /// A second fused-attention kernel of the same device, cuDNN's (the kernel Transformer Engine
+  /// prefers on Hopper), on the same per-pass curve; not given: none. A scenario whose
+  /// training.attention_kernel resolves to cudnn runs its attention at these rates (the loader
+  /// puts them in attention_kernel).
+  AttentionKernel cudnn_attention_kernel;
   int gemm_tile_m = 128;                      ///< output tile rows of the GEMM kernel
   int gemm_tile_n = 256;                      ///< output tile cols of the GEMM kernel
   /// The (m, n, k) at which max_gemm_fraction was measured; all 0 = not given (the fraction is
@@ -292,6 +297,14 @@ struct TrainingSpec {
   /// blocks, the loss eager).
   std::string framework = "fused";
   bool flash_attention = true;
+  /// Which fused-attention kernel runs: flash2 (FlashAttention-2: torch SDPA's flash backend),
+  /// cudnn (cuDNN fused attention: Transformer Engine's choice on Hopper), or auto = cudnn under
+  /// framework fused (Megatron-core with TE) where the device has a cuDNN profile, else flash2.
+  std::string attention_kernel = "auto";
+  /// Megatron-core's gradient_accumulation_fusion (Megatron-LM's default: --no-gradient-
+  /// accumulation-fusion turns it off): the weight-gradient GEMMs accumulate into the fp32
+  /// main_grad in their epilogue, so no separate add pass per microbatch (GradientAccumulation).
+  bool gradient_accumulation_fusion = false;
   /// Element type of the gradient collectives (DDP's all-reduced buckets, ZeRO's and FSDP's
   /// reduce-scatters): FSDP's MixedPrecisionPolicy reduce_dtype, torchtitan's
   /// training.mixed_precision_reduce (float32 by default). "" = the parameters' precision

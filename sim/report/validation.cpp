@@ -358,10 +358,82 @@ ValidationPlan bigscience_plan(const std::string& data_dir) {
   return plan;
 }
 
+/// NVIDIA's NeMo / Megatron-Bridge performance summaries, pre-training on DGX-H100 (dense
+/// models; the tables' H100 dense rows are all FP8): tokens/s per GPU, each a scenario under
+/// scenarios/validation/nemo/ with the table's settings and its a-priori choices (Megatron-core
+/// with Transformer Engine taken as framework fused, the 8 x 400G DGX H100 leaf-spine topology).
+/// Added out of sample in round 8: the predictions were recorded in commit 1b26bf0 before the
+/// rows joined validate; the tables' model TFLOP/s follow Megatron's formula (causal attention
+/// for the Megatron-Bridge rows, not for NeMo 25.02's GPT-3), not ironlaw's MFU, so tokens/s is
+/// compared. Modelled since, each sourced and tested, nothing set from the rows: cuDNN fused
+/// attention under framework fused (what TE runs on Hopper; 8B -18.4 -> -7.9 %), Megatron-core's
+/// gradient_accumulation_fusion, stated in the DDP scenarios (70B -10.0 -> -5.4 %, 405B -13.9 ->
+/// -5.6 %, GPT-3 -21.5 -> -12.6 %). Still missing (all rows predicted too slow): TE's fp8 weight
+/// caching across microbatches (is_first_microbatch: ironlaw re-casts every weight every
+/// microbatch, about 1.2 s of GPT-3's step), TE's input casts fused into the norms and
+/// activations, TE/Megatron's TP communication overlap (userbuffers), Megatron's p2p
+/// context-parallel ring (CP runs as torch's all-gather rotation), CUDA graphs.
+struct NemoRow {
+  const char* file;        ///< scenarios/validation/nemo/<file>.yaml
+  const char* label;
+  const char* source;
+  int gpus, tp, pp, cp, vp, gbs, mbs, seq;
+  double tokens_per_gpu;   ///< published tokens/s per GPU
+};
+
+constexpr NemoRow kNemo[] = {
+    {"llama3-8b-8gpu-fp8cs", "Llama 3 8B, 8 GPUs, FSDP, FP8-CS", "Megatron-Bridge 25.11", 8, 1, 1, 1, 1, 128, 1, 8192, 14451},
+    {"llama3-70b-64gpu-fp8cs", "Llama 3 70B, 64 GPUs, TP 4 PP 8 VP 5, FP8-CS", "Megatron-Bridge 25.11", 64, 4, 8, 1, 5, 128, 1, 8192, 1602},
+    {"llama3-70b-64gpu-fp8cs-gbs256", "Llama 3 70B, 64 GPUs, TP 4 PP 8 VP 5, GBS 256, FP8", "Megatron-Bridge 26.02", 64, 4, 8, 1, 5, 256, 1, 8192, 1621},
+    {"llama31-405b-1024gpu-fp8cs", "Llama 3.1 405B, 1,024 GPUs, TP 8 PP 8 CP 2 VP 8, FP8-CS", "Megatron-Bridge 25.11", 1024, 8, 8, 2, 8, 512, 1, 8192, 292},
+    {"gpt3-175b-512gpu-fp8", "GPT-3 175B, 512 GPUs, TP 4 PP 8 VP 6, FP8", "NeMo 25.02", 512, 4, 8, 1, 6, 2048, 2, 2048, 866},
+};
+
+ValidationPlan nemo_plan(const std::string& data_dir) {
+  ValidationPlan plan{{"nemo-h100",
+                       "NVIDIA NeMo / Megatron-Bridge performance summaries, pre-training on DGX-H100 (Megatron-core + "
+                       "Transformer Engine): tokens/s per GPU, out of sample",
+                       {}, true},
+                      {}};
+  for (const auto& row : kNemo) {
+    const std::string path = data_dir + "/scenarios/validation/nemo/" + row.file + ".yaml";
+    plan.jobs.push_back({row.file, [row, path] {
+                           const std::string src =
+                               std::string(row.source) +
+                               " performance summary, DGX-H100 (NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md, "
+                               "performance-summary-archive.md; docs.nvidia.com/nemo-framework performance_summary); "
+                               "scenarios/validation/nemo/";
+                           const double nan = std::numeric_limits<double>::quiet_NaN();
+                           const std::string label = row.label;
+                           if (!std::filesystem::exists(path)) {
+                             return std::vector<ValidationRow>{{label + " (no scenario)", row.tokens_per_gpu, nan, "tok/s/GPU", src}};
+                           }
+                           const config::Scenario s = config::load_scenario(path, {"run.steps=1"});
+                           const double seq = s.training.sequence_length;
+                           // The scenario must be the table's row: a drifted file would validate something else.
+                           if (s.gpus() != row.gpus || s.parallel.tp != row.tp || s.parallel.pp != row.pp ||
+                               s.parallel.cp != row.cp || s.parallel.virtual_stages != row.vp || seq != row.seq ||
+                               s.training.global_batch_tokens / seq != row.gbs || s.parallel.microbatch_size != row.mbs ||
+                               s.training.precision != "fp8" || s.training.framework != "fused") {
+                             throw std::logic_error(path + " does not match the NeMo row " + row.file);
+                           }
+                           NullSink sink;
+                           const auto r = run::simulate(s, sink, run::TraceLevel::none);
+                           if (r.out_of_memory) {
+                             return std::vector<ValidationRow>{oom_row(label, r, row.tokens_per_gpu, "tok/s/GPU", src, false)};
+                           }
+                           return std::vector<ValidationRow>{{label, row.tokens_per_gpu,
+                                                              s.training.global_batch_tokens / r.step_time_s / r.gpus,
+                                                              "tok/s/GPU", src}};
+                         }});
+  }
+  return plan;
+}
+
 }  // namespace
 
 std::vector<std::string> validation_case_names() {
-  return {"seed003", "nccl-h100", "megatron-2021", "korthikanti-2022", "torchtitan", "bigscience"};
+  return {"seed003", "nccl-h100", "megatron-2021", "korthikanti-2022", "torchtitan", "bigscience", "nemo-h100"};
 }
 
 ValidationPlan plan_validation(const std::string& name, const std::string& data_dir) {
@@ -374,6 +446,7 @@ ValidationPlan plan_validation(const std::string& name, const std::string& data_
   if (name == "korthikanti-2022") return korthikanti_plan(data_dir);
   if (name == "torchtitan") return torchtitan_plan(data_dir);
   if (name == "bigscience") return bigscience_plan(data_dir);
+  if (name == "nemo-h100") return nemo_plan(data_dir);
   throw std::invalid_argument("unknown validation case \"" + name + "\"");
 }
 

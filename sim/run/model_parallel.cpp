@@ -222,7 +222,8 @@ GradientAccumulation::GradientAccumulation(StepBuilder& b)
               b.world().scenario.training.framework, b.world().sink) {
   const auto& s = b.world().scenario;
   const bool fsdp = s.parallel.zero == 3 && b.layout().dp * b.layout().cp > 1 && !s.model.layer_list;
-  on_ = !fsdp && b.layout().microbatches > 1;
+  // Megatron's gradient_accumulation_fusion folds the add into the wgrad GEMM (workload::linear).
+  on_ = !fsdp && b.layout().microbatches > 1 && !s.training.gradient_accumulation_fusion;
 }
 
 const TimedOps* GradientAccumulation::after(int local, const PassKey& key, const PartList& parts) {

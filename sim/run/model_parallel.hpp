@@ -132,9 +132,10 @@ class FsdpCopies {
 /// (`.grad += new`, under DDP's no_sync); Megatron-LM's LocalDDP (2021) registers a hook per
 /// parameter that runs param.main_grad.add_(param.grad) after every backward
 /// (megatron/model/distributed.py, _make_param_hook). Not modelled: LocalDDP's add of the first
-/// microbatch into its zeroed buffer and the zeroing itself (2 of the m + 1 passes), and
-/// Megatron's later gradient_accumulation_fusion, which folds the add into the wgrad GEMM.
-/// Off under FSDP (FsdpCopies accumulates there) and with one microbatch. O(1) per pass.
+/// microbatch into its zeroed buffer and the zeroing itself (2 of the m + 1 passes). Off under
+/// Megatron's later gradient_accumulation_fusion (training.gradient_accumulation_fusion: the wgrad
+/// GEMM's epilogue adds into the fp32 main_grad, timed in the GEMM's bytes), under FSDP
+/// (FsdpCopies accumulates there) and with one microbatch. O(1) per pass.
 class GradientAccumulation {
  public:
   explicit GradientAccumulation(StepBuilder& b);

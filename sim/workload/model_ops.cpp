@@ -58,6 +58,8 @@ struct Microbatch {
   /// The fp8 weights come from FSDP's fp8 all-gather (training.fp8_all_gather): cast once per
   /// gather on the shard, not per GEMM.
   bool fp8_gathered_weights = false;
+  /// Megatron's gradient_accumulation_fusion: the wgrad GEMM accumulates into the fp32 main_grad.
+  bool wgrad_accumulates_fp32 = false;
 };
 
 Microbatch microbatch(const config::ModelSpec& model, const config::TrainingSpec& training, int sequences,
@@ -86,6 +88,7 @@ Microbatch microbatch(const config::ModelSpec& model, const config::TrainingSpec
   mb.eager_loss = training.framework == "eager" || training.framework == "compile";
   mb.fp8_linear = training.precision == "fp8";
   mb.fp8_gathered_weights = mb.fp8_linear && training.fp8_all_gather;
+  mb.wgrad_accumulates_fp32 = training.gradient_accumulation_fusion;
   return mb;
 }
 
@@ -357,6 +360,9 @@ std::vector<Op> backward_of(const std::vector<Op>& forward, const Microbatch& mb
           g->bytes = g->batch * ((g->m * g->k + g->k * g->n) * 1.0 + g->m * g->n * mb.bpe);
         }
       }
+      // Megatron's gradient_accumulation_fusion: the wgrad GEMM's epilogue reads and writes the
+      // fp32 main_grad (beta = 1) instead of writing a fresh gradient in the training precision.
+      if (mb.wgrad_accumulates_fp32) wgrad.bytes += wgrad.batch * wgrad.m * wgrad.n * (8.0 - mb.bpe);
       ops.push_back(dgrad);
       ops.push_back(wgrad);
     } else if (is_dropout(f.name)) {

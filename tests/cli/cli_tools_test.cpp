@@ -250,9 +250,10 @@ TEST_CASE("validate prints every case with published, predicted and error column
   CHECK(r.out.find("case torchtitan:") != std::string::npos);
   CHECK(r.out.find("case korthikanti-2022:") != std::string::npos);
   CHECK(r.out.find("case bigscience:") != std::string::npos);
+  CHECK(r.out.find("case nemo-h100:") != std::string::npos);
   CHECK(r.out.find("median |error|") != std::string::npos);
-  // Jobs: seed003 1, nccl 2, megatron-2021 10, korthikanti-2022 8, torchtitan 18, bigscience 1.
-  CHECK(r.err.find("validate: 40/40 done") != std::string::npos);
+  // Jobs: seed003 1, nccl 2, megatron-2021 10, korthikanti-2022 8, torchtitan 18, bigscience 1, nemo-h100 5.
+  CHECK(r.err.find("validate: 45/45 done") != std::string::npos);
   int headers = 0, rows = 0;
   bool in_case = false;
   for (const auto& line : lines_of(r.out)) {
@@ -278,7 +279,7 @@ TEST_CASE("validate prints every case with published, predicted and error column
     CHECK(error_pct == Approx(100 * (predicted - published) / published).margin(0.006));
     ++rows;
   }
-  CHECK(headers == 6);  // seed003, nccl-h100, megatron-2021, korthikanti-2022 and bigscience (no scenario here), torchtitan
+  CHECK(headers == 7);  // seed003, nccl-h100, megatron-2021, korthikanti-2022, bigscience and nemo-h100 (no scenario here), torchtitan
   CHECK(rows == 8 + 3 + 1 + 2);  // seed003's 8, nccl's 3 (1 node ring and NVLS, 16 nodes), Megatron row 1, torchtitan 8B eager (tokens/s, memory)
 }
 

@@ -199,6 +199,10 @@ TEST_CASE("the bigscience (BLOOM) validation scenario reproduces its golden summ
   check_goldens(shipped_scenarios("validation/bloom", false));
 }
 
+TEST_CASE("the NeMo / Megatron-Bridge H100 validation scenarios reproduce their golden summaries", "[golden][slow]") {
+  check_goldens(shipped_scenarios("validation/nemo", false));
+}
+
 TEST_CASE("the whole-run scenarios' steps reproduce their golden summaries", "[golden][slow]") {
   check_goldens(shipped_scenarios("runs", false));
 }

@@ -75,3 +75,20 @@ TEST_CASE("one microbatch accumulates nothing, and FSDP accumulates its own way"
   CHECK(trace({})->named("grad_accumulate").empty());
   CHECK(trace({"training.global_batch_tokens=2048", "parallel.zero=3"})->named("grad_accumulate").empty());
 }
+
+TEST_CASE("Megatron's gradient_accumulation_fusion: no add pass; each wgrad GEMM reads and writes the fp32 main_grad",
+          "[run][grad-accumulate]") {
+  // Megatron-LM (arguments.py: --no-gradient-accumulation-fusion, dest gradient_accumulation_fusion,
+  // store_false: on by default) accumulates the weight gradient in the wgrad GEMM's epilogue into
+  // the fp32 main_grad. Two microbatches per rank: no grad_accumulate pass at all, and each wgrad
+  // GEMM moves 8 B per weight (fp32 read + write) instead of writing 2 B: 6 B more per weight.
+  // tiny-dense's mlp_up is 64 × 256 = 16,384 weights: 98,304 B more per wgrad.
+  const auto plain = trace({"training.global_batch_tokens=2048"});
+  const auto fused = trace({"training.global_batch_tokens=2048", "training.gradient_accumulation_fusion=true"});
+  CHECK(fused->named("grad_accumulate").empty());
+  const auto before = plain->named("mlp_up_wgrad");
+  const auto after = fused->named("mlp_up_wgrad");
+  REQUIRE(before.size() == after.size());
+  REQUIRE_FALSE(before.empty());
+  for (std::size_t i = 0; i < before.size(); ++i) CHECK(after[i].bytes - before[i].bytes == Approx(16384.0 * 6));
+}
