@@ -463,7 +463,7 @@ void parse_training(Section s, TrainingSpec& t) {
   s.choice("activation_checkpointing", t.activation_checkpointing, {"none", "selective", "full", "op"});
   s.choice("framework", t.framework, {"fused", "eager", "compile", "cuda_graphs"});
   s.flag("flash_attention", t.flash_attention);
-  s.choice("attention_kernel", t.attention_kernel, {"auto", "flash2", "cudnn"});
+  s.choice("attention_kernel", t.attention_kernel, {"flash2", "cudnn"});
   s.flag("gradient_accumulation_fusion", t.gradient_accumulation_fusion);
   s.choice("reduce_dtype", t.reduce_dtype, {"fp32", "bf16", "fp16"});
   s.flag("fp8_all_gather", t.fp8_all_gather);
@@ -934,19 +934,21 @@ std::vector<std::string> scenario_keys() {
 namespace {
 
 /// training.attention_kernel: the device's cuDNN profile replaces its default (FlashAttention-2)
-/// one when the scenario asks for cudnn, or for auto under framework fused (Transformer Engine
-/// prefers cuDNN fused attention on Hopper: NVIDIA/NeMo docs, memory_optimizations.rst, PR #9188).
-/// cudnn on a device without a cuDNN profile is refused.
+/// one when the scenario asks for cudnn (Transformer Engine prefers cuDNN fused attention on
+/// Hopper: NVIDIA/NeMo docs, memory_optimizations.rst, PR #9188). The scenario names the kernel:
+/// `framework: fused` covers every hand-fused stack (Megatron-LM 2021, Meta's Llama 3 stack,
+/// Megatron-core with TE), and only the last runs cuDNN's kernel. cudnn on a device without a
+/// cuDNN profile is refused.
 void resolve_attention_kernel(Scenario& sc, LoadState& st) {
   const TrainingSpec& t = sc.training;
   DeviceSpec& d = sc.topology.device;
   const bool has_cudnn = d.cudnn_attention_kernel.given();
   if (t.attention_kernel == "cudnn" && !has_cudnn) {
     st.report("training.attention_kernel", "cudnn needs a device with cudnn_attention_kernel (device " + d.name +
-                                               " has none); use flash2 or auto");
+                                               " has none); use flash2");
     return;
   }
-  if (t.attention_kernel == "cudnn" || (t.attention_kernel == "auto" && t.framework == "fused" && has_cudnn)) {
+  if (t.attention_kernel == "cudnn") {
     d.attention_kernel = d.cudnn_attention_kernel;
   }
 }

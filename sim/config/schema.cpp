@@ -209,7 +209,7 @@ const std::vector<Doc>& docs() {
       {"training.framework", "how element-wise ops become kernels: hand-fused, PyTorch eager, torch.compile"},
       {"training.flash_attention", "fused (flash) attention kernel"},
       {"training.gradient_accumulation_fusion", "Megatron-core's gradient_accumulation_fusion: weight-gradient GEMMs accumulate into the fp32 main_grad (no separate add per microbatch)"},
-      {"training.attention_kernel", "which fused attention kernel: flash2 (FlashAttention-2), cudnn (cuDNN, the device's cudnn_attention_kernel), auto = cudnn under framework fused (Megatron + Transformer Engine) where the device has one, else flash2"},
+      {"training.attention_kernel", "which fused attention kernel: flash2 (FlashAttention-2, torch SDPA's flash backend) or cudnn (cuDNN fused attention, Transformer Engine's choice on Hopper: the device's cudnn_attention_kernel)"},
       {"training.batch_ramp", "batch-size ramp of whole runs: a list of { until_tokens, global_batch_tokens }"},
       {"batch_ramp[].until_tokens", "the stage lasts until this many tokens are trained"},
       {"batch_ramp[].global_batch_tokens", "tokens per optimizer step during the stage"},

@@ -297,10 +297,11 @@ struct TrainingSpec {
   /// blocks, the loss eager).
   std::string framework = "fused";
   bool flash_attention = true;
-  /// Which fused-attention kernel runs: flash2 (FlashAttention-2: torch SDPA's flash backend),
-  /// cudnn (cuDNN fused attention: Transformer Engine's choice on Hopper), or auto = cudnn under
-  /// framework fused (Megatron-core with TE) where the device has a cuDNN profile, else flash2.
-  std::string attention_kernel = "auto";
+  /// Which fused-attention kernel runs: flash2 (FlashAttention-2, the default: torch SDPA's
+  /// flash backend on H100 through 2024, pytorch/pytorch#142132) or cudnn (cuDNN fused
+  /// attention: Transformer Engine's choice on Hopper; the device's cudnn_attention_kernel).
+  /// Named by the scenario, never inferred from training.framework (see load.cpp).
+  std::string attention_kernel = "flash2";
   /// Megatron-core's gradient_accumulation_fusion (Megatron-LM's default: --no-gradient-
   /// accumulation-fusion turns it off): the weight-gradient GEMMs accumulate into the fp32
   /// main_grad in their epilogue, so no separate add pass per microbatch (GradientAccumulation).
