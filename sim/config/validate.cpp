@@ -62,6 +62,7 @@ const std::vector<KeyBound>& key_bounds() {
       {"device.hbm_bytes", 1e6, 1e15, false, "1 MB to 1 PB of device memory"},
       {"device.hbm_bandwidth", 1e6, 1e20, false, "1 MB/s to 1e20 B/s"},
       {"device.sm_count", 1, 1e5, false, "at least one streaming multiprocessor"},
+      {"device.peak_sm_count", 1, 1e5, false, "the SMs of the chip device.peak_flops is for, at least one"},
       {"device.max_gemm_fraction", 1e-3, 1, false, "a fraction of the dense peak, at least 0.1 %"},
       {"device.max_attention_fraction", 1e-3, 1, false, "a fraction of the dense peak, at least 0.1 %"},
       {"device.gemm_tile_m", 1, 65536, false, "rows of a GEMM tile"},

@@ -150,7 +150,7 @@ SimulationResult simulate_memory(const config::Scenario& s) {
   }
   res.out_of_memory = res.memory_reserved > res.hbm_bytes;
   // The config layer has checked that the device has a peak for the precision (validate.cpp).
-  res.peak_flops_per_gpu = s.topology.device.peak_flops.at(s.training.precision);
+  res.peak_flops_per_gpu = s.topology.device.chip_peak_flops(s.training.precision);
   return res;
 }
 
