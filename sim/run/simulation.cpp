@@ -7,10 +7,12 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "run/cpu_budget.hpp"
 #include "run/data_parallel.hpp"
 #include "run/model_parallel.hpp"
 #include "run/pipeline_schedule.hpp"
 #include "run/pipeline_wiring.hpp"
+#include "run/resource_estimate.hpp"
 #include "run/step_builder.hpp"
 #include "run/step_costs.hpp"
 #include "workload/layer_list.hpp"
@@ -169,6 +171,11 @@ SimulationResult simulate(const config::Scenario& s, RecordSink& sink, TraceLeve
     res.model_flops_6n_per_step /= 3;
   }
   const Layout& lay = res.layout;
+  // Bounded in CPU time (run/cpu_budget.hpp): at least the step FLOPs at the best GEMM rate
+  // of simulated time must pass, a third of it for a forward-only pass.
+  const ResourceEstimate size = estimate_resources(s, lay);
+  const SimulationCpuBudget budget(s.name, s.run.forward_only ? size.min_simulated_s / 3 : size.min_simulated_s,
+                                   size.driver);
   const auto schedule = make_schedule(s.parallel.pp_schedule);
   config::TrainingSpec per_rank = s.training;  // a CP rank holds 1/cp of each sequence
   per_rank.sequence_length = s.training.sequence_length / lay.cp;
@@ -196,12 +203,16 @@ SimulationResult simulate(const config::Scenario& s, RecordSink& sink, TraceLeve
   // of the event count (the samplers only read, so no step changes).
   std::optional<LinkSeriesRecorder> links_over_time;
   if (trace != TraceLevel::none) links_over_time.emplace(world.sim, world.net);
+  CpuWatchdog watchdog(world.sim, links_over_time ? &*links_over_time : nullptr);
 
   const int steps = std::max(1, s.run.steps);
   for (int i = 0; i < steps; ++i) {
     std::size_t tasks = 0;
+    check_cpu_budget(world.sim.now());
     if (links_over_time) links_over_time->resume();
+    watchdog.resume();
     const StepMeasurement step = run_step(world, costs, *schedule, *data_parallel, i, tasks);
+    watchdog.pause();
     if (links_over_time) links_over_time->pause();
     StepRecord rec = step.record;
     rec.model_flops = res.model_flops_per_step;
@@ -226,7 +237,8 @@ SimulationResult simulate(const config::Scenario& s, RecordSink& sink, TraceLeve
     if (st.bytes > 0) res.links.push_back({world.net.link_name(id), st.bytes, st.busy.seconds()});
   }
   if (links_over_time) res.link_series = links_over_time->series(kLinkSeriesLinks);
-  res.events_executed = world.sim.events_executed() - (links_over_time ? links_over_time->events() : 0);
+  res.events_executed =
+      world.sim.events_executed() - (links_over_time ? links_over_time->events() : 0) - watchdog.events();
   res.flows_started = world.net.flows_started();
   res.flow_records = world.net.records_started();
   res.resolves = world.net.resolves();
