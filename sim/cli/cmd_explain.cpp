@@ -427,7 +427,9 @@ int cmd_explain(const Args& args) {
                                                        : published_for(scenarios[0], "--published-gpu-hours"));
   if (scenarios.size() > 1) published.push_back(published_for(scenarios[1], "--compare"));
   for (const double p : published)
-    if (!(p > 0) || !std::isfinite(p)) throw InputError({}, "--published-gpu-hours", "expected a positive number of hours");
+    // The bound of model.published.gpu_hours (config/validate.cpp) holds for the option too.
+    if (!(p >= 1e-3 && p <= 1e12))
+      throw InputError({}, "--published-gpu-hours", "expected a number of hours from 0.001 to 1e12");
 
   // Every --what-if is read and loaded (keys, values, layout) before anything is simulated: a bad
   // change is exit 2 at once, not after the scenarios' step simulations.

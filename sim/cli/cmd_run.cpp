@@ -138,6 +138,7 @@ int cmd_run(const Args& args) {
   check_limit_options(limits);
   if (vm.count("output") && out_path.empty()) throw InputError({}, "-o", "the output path is empty");
   if (vm.count("chrome-trace") && chrome_path.empty()) throw InputError({}, "--chrome-trace", "the output path is empty");
+  if (vm.count("trace") && trace_text.empty()) throw InputError({}, "--trace", "empty: expected none, step, op or flow");
   if (vm.count("csv") && vm.count("json")) throw InputError({}, "--csv", "give --csv or --json, not both");
   if (vm.count("chrome-trace-ranks") && chrome_path.empty()) throw InputError({}, "--chrome-trace-ranks", "needs --chrome-trace");
   const std::vector<int> chrome_ranks = vm.count("chrome-trace-ranks") ? parse_rank_set(chrome_ranks_text, "--chrome-trace-ranks") : std::vector<int>{};

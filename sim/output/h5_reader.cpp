@@ -282,7 +282,8 @@ H5Reader::H5Reader(std::filesystem::path path) : path_(std::move(path)), label_(
   silence_hdf5_errors();
   std::error_code ec;
   if (!std::filesystem::exists(path_, ec)) {
-    throw std::runtime_error(label_ + ": no such file");
+    // A loop of symbolic links is not a missing file: say which (stat's ELOOP).
+    throw std::runtime_error(label_ + (ec.value() == ELOOP ? ": a loop of symbolic links" : ": no such file"));
   }
   if (!std::filesystem::is_regular_file(path_, ec)) {
     throw std::runtime_error(label_ + ": not a regular file");

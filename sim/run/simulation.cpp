@@ -206,24 +206,36 @@ SimulationResult simulate(const config::Scenario& s, RecordSink& sink, TraceLeve
   CpuWatchdog watchdog(world.sim, links_over_time ? &*links_over_time : nullptr);
 
   const int steps = std::max(1, s.run.steps);
-  for (int i = 0; i < steps; ++i) {
-    std::size_t tasks = 0;
-    check_cpu_budget(world.sim.now());
-    if (links_over_time) links_over_time->resume();
-    watchdog.resume();
-    const StepMeasurement step = run_step(world, costs, *schedule, *data_parallel, i, tasks);
-    watchdog.pause();
-    if (links_over_time) links_over_time->pause();
-    StepRecord rec = step.record;
-    rec.model_flops = res.model_flops_per_step;
-    rec.hardware_flops = res.hardware_flops_per_step;
-    rec.tokens = lay.tokens_per_step;
-    sink.on_step(rec);
-    res.steps.push_back(rec);
-    res.comm_s += step.comm_s;
-    res.optimizer_s += step.optimizer_s;
-    res.tasks += tasks;
-    res.ranks_simulated = step.ranks;
+  int step_index = 0;
+  try {
+    for (int i = 0; i < steps; ++i) {
+      step_index = i;
+      std::size_t tasks = 0;
+      check_cpu_budget(world.sim.now());
+      if (links_over_time) links_over_time->resume();
+      watchdog.resume();
+      const StepMeasurement step = run_step(world, costs, *schedule, *data_parallel, i, tasks);
+      watchdog.pause();
+      if (links_over_time) links_over_time->pause();
+      StepRecord rec = step.record;
+      rec.model_flops = res.model_flops_per_step;
+      rec.hardware_flops = res.hardware_flops_per_step;
+      rec.tokens = lay.tokens_per_step;
+      sink.on_step(rec);
+      res.steps.push_back(rec);
+      res.comm_s += step.comm_s;
+      res.optimizer_s += step.optimizer_s;
+      res.tasks += tasks;
+      res.ranks_simulated = step.ranks;
+    }
+  } catch (const KeyedTimeOverflow&) {
+    throw;
+  } catch (const TimeOverflow& e) {
+    // Every key was in range, their combination is not: name what sets the step's length.
+    throw KeyedTimeOverflow(s.name + ": step " + std::to_string(step_index) + " outlasts the clock (" + e.what() +
+                            "); its length is set by " +
+                            (size.time_driver.empty() ? std::string("the device's rates") : size.time_driver) +
+                            ", and the link bandwidths and latencies (cluster.topology.*)");
   }
   for (const auto& r : res.steps) {
     res.step_time_s += static_cast<double>(r.end_ns - r.start_ns) * 1e-9;

@@ -295,11 +295,6 @@ struct Pending {
 };
 
 /// What a model's state in the final run is: rolled back to the last durable checkpoint.
-/// A TimeOverflow whose message already names the key that drives it.
-struct KeyedTimeOverflow : TimeOverflow {
-  using TimeOverflow::TimeOverflow;
-};
-
 struct Progress {
   double tokens = 0;
   std::int64_t steps = 0;
