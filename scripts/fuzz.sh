@@ -52,5 +52,10 @@ for target in ${FUZZ_TARGETS:-scenario h5_reader}; do
   cov=$(grep -oE 'cov: [0-9]+ ft: [0-9]+' "$log" | tail -1 || true)
   cpu=$(awk '{printf "%.0f", $1 + $2}' "$work/$target.cpu" 2>/dev/null || echo "?")
   echo "fuzz: $target: $runs executions, $rate, $cov (edges and features of the instrumented code), $cpu CPU s (probe children included)"
+  # A contained death of the HDF5 probe's child (libhdf5 crashing, a bound) leaves no artifact:
+  # the child resets the handlers it inherits from libFuzzer (output::reset_inherited_death_handlers).
+  # Any file here is a finding of the fuzzed process itself.
+  artifacts=$(find "$work/artifacts" -name "$target-*" -type f | wc -l)
+  echo "fuzz: $target: $artifacts artifact file(s) in $work/artifacts"
 done
 exit $status

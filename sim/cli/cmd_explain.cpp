@@ -57,44 +57,6 @@ std::vector<double> factors(const std::string& option, const std::string& text) 
   return out;
 }
 
-/// CPU seconds of the calling thread so far.
-double thread_cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
-
-/// Thrown by StepLimitSink when the step simulation has used its CPU budget.
-struct StepLimitReached {
-  double cpu_s = 0;
-  std::uint64_t records = 0;   ///< tasks' op records seen (kernels, collectives, batches)
-  std::int64_t reached_ns = 0; ///< latest simulated end time among them
-};
-
-/// Receives the op records of the step as its tasks complete (trace level op) and discards
-/// them, stopping the simulation by throwing StepLimitReached once the simulating thread has
-/// spent `limit_s` of CPU since construction. The simulated timeline is the same as with no
-/// records (records observe, they never schedule). The clock is read every 64 records.
-class StepLimitSink : public RecordSink {
- public:
-  explicit StepLimitSink(double limit_s) : limit_s_(limit_s), start_(thread_cpu_seconds()) {}
-  std::uint32_t intern_resource(const std::string&) override { return 0; }
-  std::uint32_t intern_name(const std::string&) override { return 0; }
-  void on_event(const EventRecord& record) override {
-    reached_ns_ = std::max(reached_ns_, record.end_ns);
-    if (++records_ % 64 != 0) return;
-    const double used = thread_cpu_seconds() - start_;
-    if (used > limit_s_) throw StepLimitReached{used, records_, reached_ns_};
-  }
-  void on_step(const StepRecord&) override {}
-
- private:
-  double limit_s_;
-  double start_;
-  std::uint64_t records_ = 0;
-  std::int64_t reached_ns_ = 0;
-};
-
 /// What one explained scenario comes to, for the side-by-side comparison.
 struct Explained {
   std::string name;
@@ -111,22 +73,13 @@ struct Explained {
 
 /// Simulates `s`, prints its waterfall (and the search unless `search` is false).
 Explained explain(const config::Scenario& s, double published_hours, bool search, const report::SearchBounds& bounds,
-                  unsigned jobs, double step_cpu_limit_s, int& exit_code) {
+                  unsigned jobs, int& exit_code) {
   Explained e;
   e.name = s.model.name;
   e.published_hours = published_hours;
-  run::SimulationResult r;
-  try {
-    StepLimitSink sink(step_cpu_limit_s);
-    r = run::simulate(s, sink, run::TraceLevel::op);
-  } catch (const StepLimitReached& stop) {
-    char text[400];
-    std::snprintf(text, sizeof text,
-                  "%s: the step simulation did not finish within %.0f s of CPU: stopped after %.3g simulated ops, at %.3f s "
-                  "of the step's simulated time; raise --step-cpu-limit to wait longer",
-                  s.name.c_str(), stop.cpu_s, static_cast<double>(stop.records), 1e-9 * static_cast<double>(stop.reached_ns));
-    throw InputError({}, "--step-cpu-limit", text);
-  }
+  // Bounded by --step-cpu-limit like every simulation (run/cpu_budget.hpp): past it, exit 2.
+  NullSink sink;
+  const run::SimulationResult r = run::simulate(s, sink, run::TraceLevel::none);
   if (r.out_of_memory) {
     std::cerr << "ironlaw explain: " << s.name << ": the layout does not fit in memory\n" << report::format_memory_table(r);
     exit_code = kExitJobFailed;
@@ -432,7 +385,6 @@ int cmd_explain(const Args& args) {
   std::string search_nodes = "0.5,1,2";
   std::string search_batch = "0.5,1,2";
   unsigned jobs = 2;
-  double step_cpu_limit_s = 1800;
   opts.add_options()
       ("help,h", "show this help")
       ("scenario", po::value(&scenario_path), "scenario YAML (training.tokens is the run length; run.mode full adds the whole run)")
@@ -445,10 +397,7 @@ int cmd_explain(const Args& args) {
       ("what-if", po::value(&what_ifs)->composing(),
        "\"KEY=VALUE[;KEY=VALUE...]\": explain the first scenario again with these changes (repeatable; each alone, "
        "then all together) and tabulate the GPU-hours each accounts for")
-      ("jobs,j", po::value(&jobs), "step simulations of the search run at once (default 2)")
-      ("step-cpu-limit", po::value(&step_cpu_limit_s),
-       "CPU seconds the first step simulation of each scenario may take before explain stops it with exit 2 "
-       "(default 1800)");
+      ("jobs,j", po::value(&jobs), "step simulations of the search run at once (default 2)");
   Limits limits;
   add_limit_options(opts, limits, false);
   po::variables_map vm;
@@ -458,8 +407,6 @@ int cmd_explain(const Args& args) {
   bounds.node_factors = factors("--search-nodes", search_nodes);
   bounds.batch_factors = factors("--search-batch", search_batch);
   if (jobs < 1 || jobs > 256) throw InputError({}, "--jobs", "expected 1 to 256");
-  if (!(step_cpu_limit_s >= 0) || !std::isfinite(step_cpu_limit_s))
-    throw InputError({}, "--step-cpu-limit", "expected a number of CPU seconds >= 0");
   if (what_ifs.size() > kMaxWhatIfs) {
     throw InputError({}, "--what-if", "given " + std::to_string(what_ifs.size()) + " times; at most " +
                                           std::to_string(kMaxWhatIfs) + " (each is simulated for every scenario)");
@@ -480,7 +427,9 @@ int cmd_explain(const Args& args) {
                                                        : published_for(scenarios[0], "--published-gpu-hours"));
   if (scenarios.size() > 1) published.push_back(published_for(scenarios[1], "--compare"));
   for (const double p : published)
-    if (!(p > 0) || !std::isfinite(p)) throw InputError({}, "--published-gpu-hours", "expected a positive number of hours");
+    // The bound of model.published.gpu_hours (config/validate.cpp) holds for the option too.
+    if (!(p >= 1e-3 && p <= 1e12))
+      throw InputError({}, "--published-gpu-hours", "expected a number of hours from 0.001 to 1e12");
 
   // Every --what-if is read and loaded (keys, values, layout) before anything is simulated: a bad
   // change is exit 2 at once, not after the scenarios' step simulations.
@@ -506,7 +455,7 @@ int cmd_explain(const Args& args) {
   for (std::size_t i = 0; i < scenarios.size(); ++i) {
     if (i > 0) std::printf("\n\n");
     const bool search = !vm.count("no-search") && scenarios.size() == 1;  // --compare: no search
-    done.push_back(explain(scenarios[i], published[i], search, bounds, jobs, step_cpu_limit_s, exit_code));
+    done.push_back(explain(scenarios[i], published[i], search, bounds, jobs, exit_code));
     if (exit_code != kExitOk) return exit_code;
   }
   if (done.size() == 2) print_comparison(done[0], done[1]);

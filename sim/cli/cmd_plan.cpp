@@ -314,6 +314,9 @@ int cmd_plan(const Args& args) {
       ("max-layouts", po::value(&max_layouts)->default_value(max_layouts), "refuse a search of more layouts than this (the product of --gpus and the --space axes)")
       ("max-memory", po::value(&max_memory),
        "skip layouts whose simulation is estimated to need more host memory than this, e.g. \"32 GiB\" (default: half of this machine's RAM)")
+      ("step-cpu-limit", po::value(&limits.step_cpu_limit_s)->default_value(limits.step_cpu_limit_s),
+       "CPU seconds one layout's step simulation may use; past it (or once its pace projects past it) the layout's "
+       "row says so")
       ("all", "also list the layouts that were predicted but not simulated, and the pruned ones")
       ("output,o", po::value(&out_path), "HDF5 file with /plan (default: outputs/<name>-plan.h5)")
       ("csv", "print the rows as CSV instead of the table")
@@ -322,6 +325,7 @@ int cmd_plan(const Args& args) {
   if (!parse_command_line(args, opts, "input", vm)) return kExitOk;
   if (input.empty()) throw InputError({}, "MODEL", "a model card or scenario file is required");
   if (threads < 1 || threads > 1024) throw InputError({}, "-j", "expected 1 to 1024 threads");
+  apply_step_cpu_limit(limits.step_cpu_limit_s);
   if (top > 10'000) throw InputError({}, "--top", "expected 0 to 10000 layouts");
   if (vm.count("csv") && vm.count("json")) throw InputError({}, "--csv", "give --csv or --json, not both");
   if (vm.count("days") && vm.count("budget")) throw InputError({}, "--days", "give --days or --budget, not both");

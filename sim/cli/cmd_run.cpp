@@ -135,8 +135,10 @@ int cmd_run(const Args& args) {
   po::variables_map vm;
   if (!parse_command_line(args, opts, "scenario", vm)) return kExitOk;
   if (scenario_path.empty()) throw InputError({}, "SCENARIO", "a scenario file is required");
+  check_limit_options(limits);
   if (vm.count("output") && out_path.empty()) throw InputError({}, "-o", "the output path is empty");
   if (vm.count("chrome-trace") && chrome_path.empty()) throw InputError({}, "--chrome-trace", "the output path is empty");
+  if (vm.count("trace") && trace_text.empty()) throw InputError({}, "--trace", "empty: expected none, step, op or flow");
   if (vm.count("csv") && vm.count("json")) throw InputError({}, "--csv", "give --csv or --json, not both");
   if (vm.count("chrome-trace-ranks") && chrome_path.empty()) throw InputError({}, "--chrome-trace-ranks", "needs --chrome-trace");
   const std::vector<int> chrome_ranks = vm.count("chrome-trace-ranks") ? parse_rank_set(chrome_ranks_text, "--chrome-trace-ranks") : std::vector<int>{};
@@ -161,6 +163,15 @@ int cmd_run(const Args& args) {
   training::refuse_unsimulated(scenario);
   if (!chrome_ranks.empty() && scenario.parameter_server.enabled)
     throw InputError({}, "--chrome-trace-ranks", "not available for parameter_server scenarios");
+  if (!chrome_ranks.empty()) {
+    // A rank the cluster does not have can never have events: refused before simulating.
+    const long long ranks = static_cast<long long>(scenario.nodes) * scenario.topology.node.gpus;
+    if (chrome_ranks.back() >= ranks) {
+      throw InputError({}, "--chrome-trace-ranks",
+                       "rank " + std::to_string(chrome_ranks.back()) + " is not in this run: its ranks are 0-" +
+                           std::to_string(ranks - 1) + " (cluster.nodes x node.gpus)");
+    }
+  }
 
   const std::filesystem::path target(scenario.output.path);
   probe_output_path(target.string(), out_path.empty() ? scenario.where("output.path") : SourceLoc{},
@@ -233,9 +244,23 @@ void commit_run_outputs(output::H5Writer& writer, const std::vector<run::LinkUsa
     link_busy.push_back(l.busy_s);
   }
   writer.write_links(link_names, link_bytes, link_busy);
-  writer.commit();
-  // Exported from the committed file batch by batch, so memory stays bounded for any trace.
-  if (!chrome_path.empty()) output::export_chrome_trace(output::H5Reader(target), chrome_path, chrome_ranks);
+  if (chrome_path.empty()) {
+    writer.commit();
+    return;
+  }
+  // Exported from the finished file batch by batch (memory stays bounded for any trace) while
+  // it is still a temporary: the HDF5 file is renamed onto its target only once the trace is
+  // complete, so both outputs appear or neither (a rank without events leaves no .h5 behind).
+  writer.finish();
+  output::export_chrome_trace(output::H5Reader(writer.temporary()), chrome_path, chrome_ranks, "--chrome-trace-ranks",
+                              target);
+  try {
+    writer.publish();
+  } catch (...) {
+    std::error_code ignored;
+    std::filesystem::remove(chrome_path, ignored);
+    throw;
+  }
 }
 
 }  // namespace ironlaw::cli

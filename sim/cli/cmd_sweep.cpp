@@ -36,6 +36,7 @@
 #include "core/time.hpp"
 #include "output/h5_writer.hpp"
 #include "report/metrics.hpp"
+#include "run/cpu_budget.hpp"
 #include "run/simulation.hpp"
 #include "training/whole_run.hpp"
 
@@ -461,6 +462,9 @@ int cmd_sweep(const Args& args) {
             p.metrics = report::summary_metrics(p.scenario, result);
             if (p.scenario.run.mode != "full") append_ideal_run(p);
           }
+        } catch (const run::CpuLimitReached& e) {
+          mark_invalid(p, e);
+          p.status = "too large: " + p.status.substr(std::string("invalid: ").size());
         } catch (const InputError& e) {
           mark_invalid(p, e);
         } catch (const TimeOverflow& e) {

@@ -16,6 +16,7 @@
 #include "core/time.hpp"
 #include "output/atomic_file.hpp"
 #include "output/h5_reader.hpp"
+#include "run/cpu_budget.hpp"
 #include "run/resource_estimate.hpp"
 
 namespace ironlaw::cli {
@@ -97,6 +98,9 @@ void add_limit_options(boost::program_options::options_description& opts, Limits
   namespace po = boost::program_options;
   opts.add_options()
       ("max-steps", po::value(&limits.max_steps)->default_value(limits.max_steps), "refuse run.steps above this")
+      ("step-cpu-limit", po::value(&limits.step_cpu_limit_s)->default_value(limits.step_cpu_limit_s),
+       "CPU seconds one step simulation may use; past it (or once its pace projects past it) the simulation stops "
+       "with exit 2 (a sweep point, plan layout or search point: a row saying so)")
       ("max-memory", po::value(&limits.max_memory),
        "refuse a scenario whose estimated memory exceeds this, e.g. \"32 GiB\" (default: half of this machine's RAM)");
   if (sweep) {
@@ -114,7 +118,14 @@ void check_step_limit(const config::Scenario& s, const Limits& limits) {
   }
 }
 
+void apply_step_cpu_limit(double seconds) {
+  if (!(seconds >= 0) || !std::isfinite(seconds))
+    throw InputError({}, "--step-cpu-limit", "expected a number of CPU seconds >= 0");
+  run::set_step_cpu_limit(seconds);
+}
+
 void check_limit_options(const Limits& limits) {
+  apply_step_cpu_limit(limits.step_cpu_limit_s);
   if (limits.max_steps < 1) throw InputError({}, "--max-steps", "expected at least 1");
   if (limits.max_points < 1) throw InputError({}, "--max-points", "expected at least 1");
   memory_limit(limits);

@@ -46,7 +46,13 @@ struct Limits {
   int max_steps = 10'000;            ///< --max-steps: run.steps at most
   std::size_t max_points = 10'000;   ///< --max-points: sweep points (product of --vary lists)
   std::string max_memory;            ///< --max-memory: estimated peak memory; "" = half of RAM
+  /// --step-cpu-limit: CPU seconds one step simulation may use (run/cpu_budget.hpp).
+  double step_cpu_limit_s = 1800;
 };
+
+/// --step-cpu-limit checked (a number of CPU seconds ≥ 0, finite) and made the process-wide
+/// bound of every simulation (run::set_step_cpu_limit). Throws InputError naming the flag.
+void apply_step_cpu_limit(double seconds);
 
 /// Adds --max-steps and --max-memory (and --max-points when `sweep`) bound to `limits`.
 void add_limit_options(boost::program_options::options_description& opts, Limits& limits, bool sweep);

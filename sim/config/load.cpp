@@ -78,6 +78,7 @@ void parse_device(Section s, DeviceSpec& d) {
   s.number("hbm_bytes", d.hbm_bytes, Dimension::bytes, kHardware);
   s.number("hbm_bandwidth", d.hbm_bandwidth, Dimension::bandwidth, kHardware);
   s.integer("sm_count", d.sm_count, kHardware);
+  s.integer("peak_sm_count", d.peak_sm_count, kOptionalHardware);
   if (s.number("max_gemm_fraction", d.max_gemm_fraction, Dimension::count, kHardware) && d.max_gemm_fraction > 1) {
     s.state().fail(s.full("max_gemm_fraction"), "must be at most 1 (a fraction of the dense peak)");
   }

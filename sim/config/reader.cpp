@@ -411,7 +411,37 @@ std::string read_regular_file(const std::string& path, std::string& text) {
 
 }  // namespace
 
+/// What would make yaml-cpp read `text` as something else than UTF-8, before it sees it: it
+/// guesses the encoding from the first bytes (FF FE, FE FF: UTF-16 or UTF-32 byte-order marks;
+/// a NUL among the first four: UTF-16 or UTF-32 without one) and converts, silently turning
+/// bytes that are not UTF-8 into other text. So a leading FF or FE (never UTF-8) and a NUL
+/// anywhere (not YAML text, §5.1) are refused with their line and column. Other ill-formed
+/// bytes are found where they matter, in keys and values (ShapeCheck); a comment may hold any.
+static std::optional<std::string> not_utf8_text(const std::string& text, SourceLoc* where) {
+  std::size_t bad = text.find('\0');
+  const bool bom = !text.empty() && (text[0] == '\xFF' || text[0] == '\xFE');
+  if (bom) bad = 0;
+  if (bad == std::string::npos) return std::nullopt;
+  int line = 1;
+  std::size_t line_start = 0;
+  for (std::size_t i = 0; i < bad; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      line_start = i + 1;
+    }
+  }
+  if (where) *where = SourceLoc{where->file, line, static_cast<int>(bad - line_start) + 1};
+  char byte[8];
+  std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned>(static_cast<unsigned char>(text[bad])));
+  const bool utf16 = bom || (text.size() >= 2 && (text[0] == '\0' || text[1] == '\0'));
+  return std::string("not UTF-8 text (byte ") + byte + " at offset " + std::to_string(bad) +
+         (text[bad] == '\0' ? " is a NUL)" : " is never UTF-8)") +
+         (utf16 ? "; it looks like UTF-16 or UTF-32 (a byte-order mark or NUL bytes): save it as UTF-8" : "") +
+         "; YAML input is UTF-8";
+}
+
 std::optional<std::string> check_yaml_shape(const std::string& text, SourceLoc* where) {
+  if (auto encoding = not_utf8_text(text, where)) return encoding;
   std::istringstream in(text);
   try {
     YAML::Parser parser(in);

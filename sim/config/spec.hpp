@@ -26,7 +26,21 @@ struct DeviceSpec {
   std::map<std::string, double> peak_flops;
   double hbm_bytes = 0;                       ///< HBM capacity [B]
   double hbm_bandwidth = 0;                   ///< measured achievable HBM bandwidth [B/s]
-  int sm_count = 0;                           ///< streaming multiprocessors
+  int sm_count = 0;                           ///< streaming multiprocessors of the simulated chip
+  /// SMs of the chip whose peak `peak_flops` gives (the datasheet's or benchmark's chip);
+  /// 0 = sm_count. The chip simulated has sm_count SMs at the same per-SM rate: its peak is
+  /// peak_flops × sm_count / peak_sm_count, so fewer SMs are a smaller chip, never a faster one.
+  int peak_sm_count = 0;
+  /// The SM count `peak_flops` is for: peak_sm_count, or sm_count when not given.
+  int reference_sm_count() const { return peak_sm_count > 0 ? peak_sm_count : sm_count; }
+  /// The simulated chip's peak of `precision` [FLOP/s]: peak_flops × sm_count / reference_sm_count();
+  /// 0 when the profile lists no peak for it.
+  double chip_peak_flops(const std::string& precision) const {
+    const auto it = peak_flops.find(precision);
+    if (it == peak_flops.end()) return 0;
+    const int reference = reference_sm_count();
+    return reference > 0 ? it->second * sm_count / reference : it->second;
+  }
   double max_gemm_fraction = 0;               ///< best measured GEMM / dense peak (0,1]
   /// The fused (flash) attention kernel's measured throughput, per pass: rate(L) =
   /// plateau_rate · L / (L + half_length), L the kernel's inner-loop length in tokens (forward:

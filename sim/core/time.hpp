@@ -23,6 +23,13 @@ class TimeOverflow : public std::overflow_error {
   explicit TimeOverflow(const std::string& what) : std::overflow_error(what) {}
 };
 
+/// A TimeOverflow whose message already names the keys that drive it (thrown where a layer
+/// knows them: a step simulation, a whole run); outer layers pass it on unchanged.
+class KeyedTimeOverflow : public TimeOverflow {
+ public:
+  using TimeOverflow::TimeOverflow;
+};
+
 class Time {
  public:
   /// Largest representable time, in seconds (int64 nanoseconds: about 292.3 years).

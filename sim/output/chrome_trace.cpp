@@ -211,14 +211,15 @@ std::vector<int> recorded_ranks(const H5Reader& reader) {
 }
 
 void export_chrome_trace(const H5Reader& reader, const std::filesystem::path& target, const std::vector<int>& ranks,
-                         const std::string& key) {
+                         const std::string& key, const std::string& file_label) {
+  const std::string file = file_label.empty() ? reader.path().string() : file_label;
   if (!ranks.empty()) {
     const std::vector<int> present = recorded_ranks(reader);
     std::vector<int> missing;
     std::set_difference(ranks.begin(), ranks.end(), present.begin(), present.end(), std::back_inserter(missing));
     if (!missing.empty()) {
       throw InputError({}, key,
-                       "rank(s) " + format_rank_set(missing) + " have no events in " + reader.path().string() +
+                       "rank(s) " + format_rank_set(missing) + " have no events in " + file +
                            ", which holds rank(s) " + format_rank_set(present) +
                            " (run.detail: symmetric simulates one data-parallel replica op by op, run.detail: "
                            "full every rank; --trace op or flow records them)");
@@ -255,13 +256,13 @@ void export_chrome_trace(const H5Reader& reader, const std::filesystem::path& ta
     const auto* share = field("busy_fraction") ? std::get_if<std::vector<double>>(&field("busy_fraction")->values) : nullptr;
     if (!link || !start || !end || !share || start->size() != link->size() || end->size() != link->size() ||
         share->size() != link->size()) {
-      throw std::runtime_error(reader.path().string() + ": /link_series lacks link, start_s, end_s or busy_fraction");
+      throw std::runtime_error(file + ": /link_series lacks link, start_s, end_s or busy_fraction");
     }
     const auto ns = [](double s) { return static_cast<std::int64_t>(std::llround(s * 1e9)); };
     for (std::size_t r = 0; r < link->size(); ++r) {
       const std::int64_t l = (*link)[r];
       if (l < 0 || static_cast<std::size_t>(l) >= link_names.size())
-        throw std::runtime_error(reader.path().string() + ": /link_series names a link /link_series_names lacks");
+        throw std::runtime_error(file + ": /link_series names a link /link_series_names lacks");
       if (static_cast<std::size_t>(l) >= kMaxLinkCounters) continue;
       const std::string& name = link_names[static_cast<std::size_t>(l)];
       writer.add_counter(kLinksPid, "links: busy share per time bin", name, ns((*start)[r]), std::clamp((*share)[r], 0.0, 1.0));

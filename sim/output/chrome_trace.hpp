@@ -74,9 +74,12 @@ void write_chrome_trace(const std::filesystem::path& target, const std::vector<E
 /// /link_series, one value per bin, or else of /links, sampled at the first step's start and
 /// the last step's end. A rank of `ranks` with
 /// no event in the file is an InputError naming `key` and the ranks the file holds (nothing is
-/// written). Throws std::runtime_error on a malformed file, IoError on I/O errors.
+/// written). Throws std::runtime_error on a malformed file, IoError on I/O errors. Messages name
+/// the file as `file_label`, or the reader's path when it is empty (a temporary that becomes
+/// `file_label` once the trace is complete).
 void export_chrome_trace(const H5Reader& reader, const std::filesystem::path& target,
-                         const std::vector<int>& ranks = {}, const std::string& key = "--chrome-trace-ranks");
+                         const std::vector<int>& ranks = {}, const std::string& key = "--chrome-trace-ranks",
+                         const std::string& file_label = "");
 
 /// The ranks that have at least one /events row, ascending (fabric records, rank −1, left out).
 /// One pass over /events, O(batch + ranks) memory.

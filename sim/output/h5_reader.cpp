@@ -282,7 +282,8 @@ H5Reader::H5Reader(std::filesystem::path path) : path_(std::move(path)), label_(
   silence_hdf5_errors();
   std::error_code ec;
   if (!std::filesystem::exists(path_, ec)) {
-    throw std::runtime_error(label_ + ": no such file");
+    // A loop of symbolic links is not a missing file: say which (stat's ELOOP).
+    throw std::runtime_error(label_ + (ec.value() == ELOOP ? ": a loop of symbolic links" : ": no such file"));
   }
   if (!std::filesystem::is_regular_file(path_, ec)) {
     throw std::runtime_error(label_ + ": not a regular file");
@@ -644,6 +645,25 @@ void limit_growth(int resource, unsigned long long used, std::uint64_t extra) {
   ::setrlimit(resource, &lowered);
 }
 
+}  // namespace
+
+// A sanitizer runtime's interface (sanitizer/common_interface_defs.h), present only in a
+// sanitized or fuzzing build: weak, so it is null elsewhere.
+extern "C" void __sanitizer_set_death_callback(void (*callback)(void)) __attribute__((weak));
+
+void reset_inherited_death_handlers() noexcept {
+  for (const int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGXCPU, SIGXFSZ, SIGALRM, SIGINT, SIGTERM,
+                        SIGUSR1, SIGUSR2}) {
+    struct sigaction action {};
+    action.sa_handler = SIG_DFL;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(sig, &action, nullptr);
+  }
+  if (__sanitizer_set_death_callback != nullptr) __sanitizer_set_death_callback(nullptr);
+}
+
+namespace {
+
 /// The child's bounds: no core file, `limits.cpu_seconds` of CPU (SIGXCPU, then SIGKILL a second
 /// later), and at most `limits.memory_bytes` more memory than at the fork, counted twice over:
 /// address space (RLIMIT_AS: what glibc's malloc grows) and private writable mappings
@@ -739,7 +759,7 @@ H5ProbeOutcome run_h5_probe(const std::filesystem::path& path, const H5ProbeLimi
     ::close(channel[0]);
     ::close(errors[0]);
     ::dup2(errors[1], STDERR_FILENO);  // a sanitizer's report comes back as diagnostics
-    for (const int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGXCPU}) ::signal(sig, SIG_DFL);
+    reset_inherited_death_handlers();
     limit_child(limits);
     std::string message;
     try {

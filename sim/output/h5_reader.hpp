@@ -59,6 +59,14 @@ struct H5ProbeOutcome {
 /// std::runtime_error only when no child can be started. Linux/POSIX only; O(file metadata).
 H5ProbeOutcome run_h5_probe(const std::filesystem::path& path, const H5ProbeLimits& limits = {});
 
+/// What the probe child does first: every signal a sanitizer or libFuzzer may have caught in
+/// the parent (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGXCPU, SIGXFSZ, SIGALRM,
+/// SIGINT, SIGTERM, SIGUSR1, SIGUSR2) gets its default action back, and a sanitizer's death
+/// callback (libFuzzer's, which writes a crash-* artifact of the parent's current input) is
+/// cleared. A death of the child that the probe contains (libhdf5 crashing, a bound) then
+/// leaves no trace outside the outcome. Async-signal-safe calls only (after fork).
+void reset_inherited_death_handlers() noexcept;
+
 /// run_h5_probe, throwing std::runtime_error(outcome.message) unless the child read the file
 /// cleanly: the caller then never reads a failing file in its own process.
 void probe_h5_file(const std::filesystem::path& path, const H5ProbeLimits& limits = {});

@@ -570,6 +570,20 @@ void H5Writer::write_string_table(const char* path, const std::vector<std::strin
 }
 
 void H5Writer::commit() {
+  finish();
+  publish();
+}
+
+void H5Writer::publish() {
+  if (committed_ || !finished_) {
+    throw std::runtime_error(label_ + ": cannot publish: the output file was " +
+                             (committed_ ? "already committed" : "not finished"));
+  }
+  commit_rename(temporary_, target_);
+  committed_ = true;
+}
+
+void H5Writer::finish() {
   require_open("commit");
   silence_hdf5_errors();
   const bool run_file = !sweep_written_;
@@ -595,8 +609,7 @@ void H5Writer::commit() {
   step_type_.reset();
   event_type_.reset();
   if (!file_.close()) throw_h5_error(label_, "cannot close (flush) the output file");
-  commit_rename(temporary_, target_);
-  committed_ = true;
+  finished_ = true;
 }
 
 }  // namespace ironlaw::output

@@ -99,8 +99,16 @@ class H5Writer final : public RecordSink {
                   const std::vector<SweepRow>& rows, const std::vector<std::pair<std::string, double>>& counts);
 
   /// Flushes buffered rows, writes the name tables, closes the file and renames it onto the
-  /// target. After commit the writer accepts nothing more.
+  /// target. After commit the writer accepts nothing more. Same as finish() then publish().
   void commit();
+  /// commit()'s first half: the file is complete and closed, still under temporary() (readable
+  /// there, e.g. to export a Chrome trace from it), not yet under the target name. Destroyed
+  /// before publish(), the writer removes it.
+  void finish();
+  /// commit()'s second half: renames the finished file onto the target.
+  void publish();
+  /// Where the file is until it is published.
+  const std::filesystem::path& temporary() const { return temporary_; }
 
   const std::filesystem::path& target() const { return target_; }
   /// Events received so far.
@@ -131,6 +139,7 @@ class H5Writer final : public RecordSink {
   std::string label_;  ///< target path as text, for error messages
   H5WriterOptions options_;
   bool committed_ = false;
+  bool finished_ = false;  ///< closed under temporary_, not yet renamed
   bool scenario_written_ = false;
   bool summary_written_ = false;
   bool sweep_written_ = false;

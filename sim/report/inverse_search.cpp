@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/records.hpp"
 #include "report/metrics.hpp"
+#include "run/cpu_budget.hpp"
 #include "run/simulation.hpp"
 
 namespace ironlaw::report {
@@ -82,6 +83,9 @@ SearchResult inverse_search(const config::Scenario& s, double published, const S
         c.row.step_time_s = r.step_time_s;
         c.row.mfu = utilisation(r.model_flops_per_step, r.step_time_s, r.peak_flops_per_gpu, r.gpus);
         c.row.step_gpu_hours = gpu_hours(steps_for_tokens(s.training.tokens, r.tokens_per_step), r.step_time_s, r.gpus);
+      } catch (const run::CpuLimitReached&) {
+        c.row.status = "not simulated: past --step-cpu-limit " + std::to_string(static_cast<long long>(run::step_cpu_limit())) +
+                       " CPU s";
       } catch (const InputError& e) {
         std::string why = e.what();
         if (const auto colon = why.rfind(": "); colon != std::string::npos) why = why.substr(colon + 2);

@@ -1,5 +1,7 @@
 #include "run/link_series.hpp"
 
+#include "run/cpu_budget.hpp"
+
 #include <algorithm>
 #include <numeric>
 #include <stdexcept>
@@ -60,6 +62,7 @@ void LinkSeriesRecorder::schedule_next() {
 void LinkSeriesRecorder::sample() {
   const Time now = sim_.now();
   if (now <= last_sample_) return;
+  check_cpu_budget(now);  // each sample reads every link: the simulation's CPU bound is checked here too
   // The bin holding (last_sample_, now]: samples fall on boundaries of the current bins (or
   // end a step inside one), and every coarser grid's boundaries are boundaries of the finer.
   std::int64_t b = ((now - origin_).count_ns() - 1) / width_.count_ns();

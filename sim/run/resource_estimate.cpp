@@ -64,7 +64,7 @@ ResourceEstimate estimate_resources(const config::Scenario& s, const Layout& l) 
             ? workload::layer_model_cost(*s.model.layer_list, 1, s.training.precision).model_flops_per_sample() /
                   s.training.sequence_length
             : workload::flops_per_token(s.model, s.training.sequence_length).six_n_active;
-    const double rate = peak->second * s.topology.device.max_gemm_fraction;
+    const double rate = s.topology.device.chip_peak_flops(s.training.precision) * s.topology.device.max_gemm_fraction;
     e.min_simulated_s = per_token * l.tokens_per_step / gpus / rate * s.run.steps;
     e.time_driver = "cluster.topology.device.peak_flops." + s.training.precision +
                     " x cluster.topology.device.max_gemm_fraction against the step's FLOPs "

@@ -7,10 +7,12 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "run/cpu_budget.hpp"
 #include "run/data_parallel.hpp"
 #include "run/model_parallel.hpp"
 #include "run/pipeline_schedule.hpp"
 #include "run/pipeline_wiring.hpp"
+#include "run/resource_estimate.hpp"
 #include "run/step_builder.hpp"
 #include "run/step_costs.hpp"
 #include "workload/layer_list.hpp"
@@ -150,7 +152,7 @@ SimulationResult simulate_memory(const config::Scenario& s) {
   }
   res.out_of_memory = res.memory_reserved > res.hbm_bytes;
   // The config layer has checked that the device has a peak for the precision (validate.cpp).
-  res.peak_flops_per_gpu = s.topology.device.peak_flops.at(s.training.precision);
+  res.peak_flops_per_gpu = s.topology.device.chip_peak_flops(s.training.precision);
   return res;
 }
 
@@ -169,6 +171,11 @@ SimulationResult simulate(const config::Scenario& s, RecordSink& sink, TraceLeve
     res.model_flops_6n_per_step /= 3;
   }
   const Layout& lay = res.layout;
+  // Bounded in CPU time (run/cpu_budget.hpp): at least the step FLOPs at the best GEMM rate
+  // of simulated time must pass, a third of it for a forward-only pass.
+  const ResourceEstimate size = estimate_resources(s, lay);
+  const SimulationCpuBudget budget(s.name, s.run.forward_only ? size.min_simulated_s / 3 : size.min_simulated_s,
+                                   size.driver);
   const auto schedule = make_schedule(s.parallel.pp_schedule);
   config::TrainingSpec per_rank = s.training;  // a CP rank holds 1/cp of each sequence
   per_rank.sequence_length = s.training.sequence_length / lay.cp;
@@ -196,23 +203,39 @@ SimulationResult simulate(const config::Scenario& s, RecordSink& sink, TraceLeve
   // of the event count (the samplers only read, so no step changes).
   std::optional<LinkSeriesRecorder> links_over_time;
   if (trace != TraceLevel::none) links_over_time.emplace(world.sim, world.net);
+  CpuWatchdog watchdog(world.sim, links_over_time ? &*links_over_time : nullptr);
 
   const int steps = std::max(1, s.run.steps);
-  for (int i = 0; i < steps; ++i) {
-    std::size_t tasks = 0;
-    if (links_over_time) links_over_time->resume();
-    const StepMeasurement step = run_step(world, costs, *schedule, *data_parallel, i, tasks);
-    if (links_over_time) links_over_time->pause();
-    StepRecord rec = step.record;
-    rec.model_flops = res.model_flops_per_step;
-    rec.hardware_flops = res.hardware_flops_per_step;
-    rec.tokens = lay.tokens_per_step;
-    sink.on_step(rec);
-    res.steps.push_back(rec);
-    res.comm_s += step.comm_s;
-    res.optimizer_s += step.optimizer_s;
-    res.tasks += tasks;
-    res.ranks_simulated = step.ranks;
+  int step_index = 0;
+  try {
+    for (int i = 0; i < steps; ++i) {
+      step_index = i;
+      std::size_t tasks = 0;
+      check_cpu_budget(world.sim.now());
+      if (links_over_time) links_over_time->resume();
+      watchdog.resume();
+      const StepMeasurement step = run_step(world, costs, *schedule, *data_parallel, i, tasks);
+      watchdog.pause();
+      if (links_over_time) links_over_time->pause();
+      StepRecord rec = step.record;
+      rec.model_flops = res.model_flops_per_step;
+      rec.hardware_flops = res.hardware_flops_per_step;
+      rec.tokens = lay.tokens_per_step;
+      sink.on_step(rec);
+      res.steps.push_back(rec);
+      res.comm_s += step.comm_s;
+      res.optimizer_s += step.optimizer_s;
+      res.tasks += tasks;
+      res.ranks_simulated = step.ranks;
+    }
+  } catch (const KeyedTimeOverflow&) {
+    throw;
+  } catch (const TimeOverflow& e) {
+    // Every key was in range, their combination is not: name what sets the step's length.
+    throw KeyedTimeOverflow(s.name + ": step " + std::to_string(step_index) + " outlasts the clock (" + e.what() +
+                            "); its length is set by " +
+                            (size.time_driver.empty() ? std::string("the device's rates") : size.time_driver) +
+                            ", and the link bandwidths and latencies (cluster.topology.*)");
   }
   for (const auto& r : res.steps) {
     res.step_time_s += static_cast<double>(r.end_ns - r.start_ns) * 1e-9;
@@ -226,7 +249,8 @@ SimulationResult simulate(const config::Scenario& s, RecordSink& sink, TraceLeve
     if (st.bytes > 0) res.links.push_back({world.net.link_name(id), st.bytes, st.busy.seconds()});
   }
   if (links_over_time) res.link_series = links_over_time->series(kLinkSeriesLinks);
-  res.events_executed = world.sim.events_executed() - (links_over_time ? links_over_time->events() : 0);
+  res.events_executed =
+      world.sim.events_executed() - (links_over_time ? links_over_time->events() : 0) - watchdog.events();
   res.flows_started = world.net.flows_started();
   res.flow_records = world.net.records_started();
   res.resolves = world.net.resolves();

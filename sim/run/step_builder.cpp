@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "hardware/gpu_speed.hpp"
+#include "run/cpu_budget.hpp"
 #include "run/data_input.hpp"
 
 namespace ironlaw::run::detail {
@@ -215,6 +216,7 @@ StepMeasurement StepBuilder::run() {
   const Time start = w_.sim.now();
   graph_.set_observer([this](TaskId id, Time s, Time e) {
     observe(id, s, e);
+    poll_cpu_budget(e);  // CPU bound of the simulation (run/cpu_budget.hpp)
     // The step ends with its last task; the data loaders' background work goes on into the
     // next step, so the simulator is stopped here rather than run dry.
     if (graph_.completed() == graph_.size()) w_.sim.stop();

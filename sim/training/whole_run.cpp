@@ -400,6 +400,21 @@ class WholeRun {
   }
 
   WholeRunResult run() {
+    try {
+      return run_unchecked();
+    } catch (const KeyedTimeOverflow&) {
+      throw;
+    } catch (const TimeOverflow& e) {
+      // Each duration was in range, their sum is not: the run itself outlasts the clock.
+      char text[200];
+      std::snprintf(text, sizeof text, "after %.0f optimizer steps at %.4g s of simulated time",
+                    static_cast<double>(kept_.steps), now_.seconds());
+      throw KeyedTimeOverflow(std::string("training.tokens: the whole run (run.mode full) outlasts the clock ") + text +
+                              " (" + e.what() + ")");
+    }
+  }
+
+  WholeRunResult run_unchecked() {
     prepare();
     const double total = s_.training.tokens;
     double next_report = 0.01;
@@ -549,7 +564,8 @@ class WholeRun {
     if (evaluating_) {
       const StepProfile& forward = profile_for(batch, 0, dp, /*forward_only=*/true);
       const double passes = std::ceil(s_.training.evaluation.tokens / forward.tokens_per_step);
-      st.evaluation = Time::from_seconds(passes * forward.mean_s);
+      st.evaluation = in_range(passes * forward.mean_s, "training.evaluation.tokens",
+                               "one evaluation (training.evaluation.tokens over forward-only steps)");
     }
     if (s_.reliability.checkpoint_policy == "fixed") {
       st.interval_s = s_.reliability.checkpoint_interval.seconds();
@@ -582,7 +598,21 @@ class WholeRun {
     const double d2h = std::min(pcie, s_.topology.device.host_to_device_bandwidth);
     c.snapshot_s = d2h > 0 ? p.checkpoint_bytes_per_gpu / d2h : 0;
     c.per_nic_rate = c.write_s > 0 ? write_per_node / c.write_s / std::max(1, node.nics) : 0;
+    in_range(c.write_s, "reliability.checkpoint.storage_bandwidth", "one checkpoint write");
+    in_range(c.load_s, "reliability.checkpoint.storage_bandwidth", "one checkpoint load");
+    in_range(c.snapshot_s, "cluster.topology.device.host_to_device_bandwidth", "one checkpoint snapshot");
     return c;
+  }
+
+  /// `seconds` (a duration the whole run derives from the scenario) as a Time, or an InputError
+  /// naming `key`, the input that drives it, when it passes the clock's range.
+  Time in_range(double seconds, const std::string& key, const std::string& what) const {
+    if (!Time::representable(seconds)) {
+      char text[160];
+      std::snprintf(text, sizeof text, "%.4g s", seconds);
+      throw KeyedTimeOverflow(key + ": " + what + " would take " + text + " of simulated time");
+    }
+    return Time::from_seconds(seconds);
   }
 
   void checkpoint(const Stage& st) {

@@ -36,14 +36,13 @@ double waves_of(double m, double n, double batch, bool causal, double tm, double
   return std::ceil(tiles_per_problem * std::ceil(batch) / sms);
 }
 
-/// Seconds of an m × n × k GEMM (× batch) at a mainloop rate of `sm_rate` FLOP/s per SM, with
-/// the tile orientation (tm × tn or tn × tm) that takes fewer waves, as a library's heuristic
-/// picks it; each tile pays the K-loop fill and drain of `k_fill` besides its k.
+/// Seconds of an m × n × k GEMM (× batch) on `sms` SMs at a mainloop rate of `sm_rate` FLOP/s
+/// per SM, with the tile orientation (tm × tn or tn × tm) that takes fewer waves, as a library's
+/// heuristic picks it; each tile pays the K-loop fill and drain of `k_fill` besides its k.
 double tiled_seconds(double m, double n, double k, double batch, bool causal, const config::DeviceSpec& device,
-                     double sm_rate) {
+                     double sm_rate, double sms) {
   const double tm = device.gemm_tile_m;
   const double tn = device.gemm_tile_n;
-  const double sms = device.sm_count;
   double waves = waves_of(m, n, batch, causal, tm, tn, sms);
   if (!causal && tm != tn) waves = std::min(waves, waves_of(m, n, batch, causal, tn, tm, sms));
   return waves * 2.0 * tm * tn * (k + std::max(0.0, device.gemm_k_fill)) / sm_rate;
@@ -52,7 +51,8 @@ double tiled_seconds(double m, double n, double k, double batch, bool causal, co
 /// Seconds of a fused attention kernel at the device's measured per-pass rate (see
 /// attention_kernel_rate), with the partial last wave of its thread blocks: one block per
 /// gemm_tile_m rows of the dimension the pass parallelises over (forward: queries; backward:
-/// keys) and (sequence, head), one block per SM at a time.
+/// keys) and (sequence, head), one block per SM at a time. The profile's rates are for its
+/// reference chip (reference_sm_count SMs); a chip of sm_count SMs runs sm_count / reference of it.
 double attention_seconds(const Op& op, const config::DeviceSpec& device, double peak) {
   const bool backward = op.role == OpRole::attention_core_grad;
   const double rate = std::min(peak, attention_kernel_rate(device, backward, op.causal, backward ? op.m : op.n));
@@ -64,7 +64,8 @@ double attention_seconds(const Op& op, const config::DeviceSpec& device, double 
   const double cells = op.causal ? op.m * (op.m + 1.0) / 2.0 : op.m * op.n;
   const double flops = 2.0 * cells * op.k * std::ceil(op.batch);
   const double clock = sustained_clock_fraction(device, rate / peak);
-  return flops * quantisation / (rate * clock);
+  const double chip = sms / device.reference_sm_count();
+  return flops * quantisation / (rate * chip * clock);
 }
 
 double gemm_seconds(const Op& op, const config::DeviceSpec& device, const std::string& precision) {
@@ -75,15 +76,17 @@ double gemm_seconds(const Op& op, const config::DeviceSpec& device, const std::s
   }
   check_gemm_device(device);
   if (op.n <= 0 || op.k <= 0 || op.batch <= 0) return 0.0;
-  const double sms = device.sm_count;
   if (op.fused_attention && device.attention_kernel.given()) return attention_seconds(op, device, peak->second);
+  const double sms = device.sm_count;
+  const double peak_sms = device.reference_sm_count();  // each SM at the profile chip's per-SM rate
   const double clock = sustained_clock_fraction(device, gemm_mainloop_fraction(device));
-  const double sm_rate = peak->second * gemm_mainloop_fraction(device) * clock / sms;
-  const double tiled = tiled_seconds(op.m, op.n, op.k, op.batch, op.causal, device, sm_rate);
+  const double sm_rate = peak->second * gemm_mainloop_fraction(device) * clock / peak_sms;
+  const double tiled = tiled_seconds(op.m, op.n, op.k, op.batch, op.causal, device, sm_rate, sms);
   // No shape beats the measured maximum: the MAMF scan that gave max_gemm_fraction covered
   // shapes up to 20,480 in every dimension, so a long K loop that the fill model would put
   // above it is held at it (at this kernel's clock).
-  const double ceiling = 2.0 * op.m * op.n * op.k * std::ceil(op.batch) / (peak->second * device.max_gemm_fraction * clock);
+  const double ceiling =
+      2.0 * op.m * op.n * op.k * std::ceil(op.batch) / (peak->second * sms / peak_sms * device.max_gemm_fraction * clock);
   return op.causal ? tiled : std::max(tiled, ceiling);  // the scan measured dense GEMMs
 }
 
@@ -93,10 +96,11 @@ double gemm_mainloop_fraction(const config::DeviceSpec& device) {
   check_gemm_device(device);
   const double m = device.max_gemm_shape_m, n = device.max_gemm_shape_n, k = device.max_gemm_shape_k;
   if (!(m > 0 && n > 0 && k > 0)) return device.max_gemm_fraction;
-  // The model's own time for the benchmark's best shape at a mainloop rate of the whole peak:
+  // The model's own time for the benchmark's best shape at a mainloop rate of the whole peak,
+  // on the chip the benchmark ran on (reference_sm_count SMs, whatever sm_count simulates):
   // the measured fraction over the modelled one is the mainloop's share of peak.
-  const double sms = device.sm_count;
-  const double ideal = tiled_seconds(m, n, k, 1, false, device, 1.0 / sms);  // peak normalised to 1 FLOP/s
+  const double sms = device.reference_sm_count();
+  const double ideal = tiled_seconds(m, n, k, 1, false, device, 1.0 / sms, sms);  // peak normalised to 1 FLOP/s
   const double modelled = 2.0 * m * n * k / ideal;
   return std::min(1.0, device.max_gemm_fraction / modelled);
 }
@@ -143,7 +147,7 @@ Time op_time(const Op& op, const config::DeviceSpec& device, const std::string& 
   } else if (op.flops > 0) {
     // Vector kernels: CUDA-core fp32 rate, when the profile lists one.
     const auto fp32 = device.peak_flops.find("fp32");
-    if (fp32 != device.peak_flops.end() && fp32->second > 0) compute = op.flops / fp32->second;
+    if (fp32 != device.peak_flops.end() && fp32->second > 0) compute = op.flops / device.chip_peak_flops("fp32");
   }
   double memory = 0.0;
   if (op.bytes > 0) {

@@ -133,3 +133,32 @@ TEST_CASE("A key or value that is not UTF-8 is refused with its position; a comm
   CHECK(errors[0].find("name") != std::string::npos);
   CHECK(errors[0].find("not UTF-8") != std::string::npos);
 }
+
+TEST_CASE("A byte-order mark or NUL that would make yaml-cpp read UTF-16 or UTF-32 is refused at its position",
+          "[hostile]") {
+  // yaml-cpp guesses the encoding from the first bytes and converts: FF FE read as UTF-16LE
+  // turned "n\0a\0m\0e\0:\0 \0x\0" into "name: x". Refused before the parser sees it.
+  SourceLoc at{"f.yaml", 0, 0};
+  const std::string utf16le("\xFF\xFEn\0a\0m\0e\0:\0 \0x\0\n\0", 18);
+  const auto bom = detail::check_yaml_shape(utf16le, &at);
+  REQUIRE(bom);
+  CHECK(bom->find("not UTF-8 text (byte 0xFF at offset 0") != std::string::npos);
+  CHECK(bom->find("UTF-16") != std::string::npos);
+  CHECK(at.line == 1);
+  CHECK(at.column == 1);
+  CHECK(detail::check_yaml_shape("\xFE\xFFname: x\n", &at));  // UTF-16BE's mark
+  // "x NUL" at the start is UTF-16LE to yaml-cpp even without a mark; a NUL anywhere is no YAML text.
+  const auto nul = detail::check_yaml_shape(std::string("a: 1\nname: x\0y\n", 15), &at);
+  REQUIRE(nul);
+  CHECK(nul->find("is a NUL") != std::string::npos);
+  CHECK(at.line == 2);
+  CHECK(at.column == 8);
+  CHECK(detail::check_yaml_shape(std::string("n\0a\0", 4), &at));
+  // A UTF-8 byte-order mark is UTF-8: read as before.
+  CHECK_FALSE(detail::check_yaml_shape("\xEF\xBB\xBFname: x\n", &at));
+  // A --set value: the same check, naming its key.
+  const auto errors = set_errors("run.steps=\xFF\xFE" "1");
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].find("run.steps") != std::string::npos);
+  CHECK(errors[0].find("UTF-16") != std::string::npos);
+}

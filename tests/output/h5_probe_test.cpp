@@ -4,8 +4,14 @@
 // are in tests/corpus/inputs (found by fuzz_h5_reader). No wall-clock assertion: the bounds are
 // the product's own (CPU seconds and memory of the child).
 #include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <iterator>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -96,4 +102,63 @@ TEST_CASE("a local heap whose free list is a cycle ends at the probe's memory bo
   INFO(outcome.message);
   CHECK((outcome.kind == Kind::error || outcome.kind == Kind::limited || outcome.kind == Kind::crashed));
   CHECK_THAT(outcome.message, Catch::Contains("h5_probe_slow.h5"));
+}
+
+namespace {
+
+// A handler as libFuzzer installs one (its crash handler writes the current input to a
+// crash-* file): here it creates the marker file, so a child that ran it leaves the marker.
+char g_marker[512];
+extern "C" void write_marker(int) {
+  const int fd = ::open(g_marker, O_CREAT | O_WRONLY, 0600);
+  if (fd >= 0) ::close(fd);
+  ::_exit(77);
+}
+
+}  // namespace
+
+TEST_CASE("a contained death of the probe child runs none of the parent's death handlers", "[hostile]") {
+  const auto marker = fresh_path("marker");
+  std::snprintf(g_marker, sizeof g_marker, "%s", marker.c_str());
+  const int signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGXCPU, SIGXFSZ, SIGALRM, SIGINT, SIGTERM,
+                         SIGUSR1, SIGUSR2};
+  struct sigaction before[sizeof signals / sizeof signals[0]];
+  for (std::size_t i = 0; i < std::size(signals); ++i) {
+    struct sigaction handler {};
+    handler.sa_handler = write_marker;
+    sigemptyset(&handler.sa_mask);
+    ::sigaction(signals[i], &handler, &before[i]);
+  }
+  // Each signal in a child that reset the handlers first: killed by that signal, no marker.
+  for (const int sig : signals) {
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      ironlaw::output::reset_inherited_death_handlers();
+      ::raise(sig);
+      ::_exit(0);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    CHECK(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == sig);
+    CHECK_FALSE(std::filesystem::exists(marker));
+  }
+  // The probe itself, on the file whose chunk dimension of zero makes libhdf5 raise SIGFPE.
+  const H5ProbeOutcome outcome = run_h5_probe(kInputs / "h5_chunk_dim_sigfpe.h5");
+  CHECK(outcome.kind == Kind::crashed);
+  CHECK_FALSE(std::filesystem::exists(marker));
+  // And without the reset the marker does appear (the test can fail).
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::raise(SIGABRT);
+    ::_exit(0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(std::filesystem::exists(marker));
+  std::filesystem::remove(marker);
+  for (std::size_t i = 0; i < std::size(signals); ++i) ::sigaction(signals[i], &before[i], nullptr);
 }

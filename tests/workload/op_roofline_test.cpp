@@ -271,6 +271,66 @@ TEST_CASE("a GEMM is tiled in the orientation that takes fewer waves", "[workloa
   CHECK(op_time(gemm(3072, 1408, 4096), h100_sxm(), "bf16").seconds() == Approx(one_wave).epsilon(1e-4));
 }
 
+TEST_CASE("fewer SMs than the profile's peak was rated for are a smaller chip, never a faster one",
+          "[workload][roofline][hostile]") {
+  // The profile's 989.4 TFLOP/s is the 132-SM chip's (peak_sm_count 132): 7.4955 TFLOP/s per SM.
+  // 1024 × 1024 × 8192: 8 × 4 = 32 tiles of 128 × 256, each 2·128·256·8192 = 536.9 MFLOP.
+  const Op op = gemm(1024, 1024, 8192);
+  const double per_sm = 0.801 * 989.4e12 / 132;  // best rate per SM
+  const double tile_s = 2.0 * 128 * 256 * 8192 / per_sm;  // 89.41 µs
+  auto on = [&](int sms) {
+    config::DeviceSpec d = h100_sxm();
+    d.peak_sm_count = 132;
+    d.sm_count = sms;
+    return op_time(op, d, "bf16").seconds();
+  };
+  // 132 SMs: one wave of 32 tiles (100 SMs idle), 89.41 µs; the MAMF ceiling 2·1024²·8192 /
+  // (0.801 · 989.4e12) = 21.67 µs is below it.
+  CHECK(on(132) == Approx(tile_s).epsilon(1e-6));
+  // 16 SMs: ⌈32 / 16⌉ = 2 waves at the same per-SM rate: 178.8 µs. (With the 132-SM peak shared
+  // by 16 SMs, each 8.25× faster, it took 21.7 µs: faster than the whole chip.)
+  CHECK(on(16) == Approx(2 * tile_s).epsilon(1e-6));
+  // 9 SMs: ⌈32 / 9⌉ = 4 waves, 357.6 µs; the ceiling on a 9-SM chip, 21.67 µs × 132 / 9 =
+  // 317.9 µs, is below it too.
+  CHECK(on(9) == Approx(4 * tile_s).epsilon(1e-6));
+  // 7 SMs: 5 waves = 447.1 µs; the 7-SM chip's MAMF ceiling 21.68 µs × 132 / 7 = 408.8 µs is
+  // below it, so waves decide.
+  CHECK(on(7) == Approx(5 * tile_s).epsilon(1e-6));
+  // Never faster with fewer SMs, for every count from 132 down to 1.
+  double previous = on(132);
+  for (int sms = 131; sms >= 1; --sms) {
+    const double t = on(sms);
+    CHECK(t >= previous);
+    previous = t;
+  }
+  // Without peak_sm_count the peak is the chip's own, as before (the profile gives sm_count only).
+  config::DeviceSpec own = h100_sxm();
+  own.sm_count = 16;
+  CHECK(own.reference_sm_count() == 16);
+  CHECK(own.chip_peak_flops("bf16") == Approx(989.4e12));
+  config::DeviceSpec small = h100_sxm();
+  small.peak_sm_count = 132;
+  small.sm_count = 33;
+  CHECK(small.chip_peak_flops("bf16") == Approx(989.4e12 / 4));
+  CHECK(small.chip_peak_flops("tf32") == 0);
+}
+
+TEST_CASE("the mainloop fraction is the benchmark chip's whatever sm_count simulates", "[workload][roofline][hostile]") {
+  // Measured on the 132-SM chip (3,360 tiles in 26 waves there); a 100-SM chip of the same SMs
+  // keeps that kernel's per-SM mainloop rate: 0.801 / (3360/3432 · 2816/3072), as on 132.
+  config::DeviceSpec d = h100_shaped();
+  d.peak_sm_count = 132;
+  d.sm_count = 100;
+  CHECK(gemm_mainloop_fraction(d) == Approx(0.801 / (3360.0 / 3432.0 * 2816.0 / 3072.0)).epsilon(1e-9));
+  // The best shape on 100 SMs fills its waves better (3,360 tiles in 34 waves of 100: 1.0232 ms
+  // at that rate) than on 132, which would beat the measured maximum; it is held at the 100-SM
+  // chip's ceiling, 2·6144·17920·2816 / (0.801 × 989.4e12 × 100/132) = 1.0328 ms.
+  const Op best = gemm(6144, 17920, 2816);
+  const double per_sm = 989.4e12 / 132 * gemm_mainloop_fraction(d);
+  CHECK(34 * 2.0 * 128 * 256 * (2816 + 256) / per_sm == Approx(1.0232e-3).epsilon(1e-4));
+  CHECK(op_time(best, d, "bf16").seconds() == Approx(2.0 * 6144 * 17920 * 2816 / (0.801 * 989.4e12 * 100 / 132)).epsilon(1e-6));
+}
+
 namespace {
 
 // The device of topologies/h100-sxm.yaml as the loader reads it (through a cluster that uses it).
@@ -326,6 +386,27 @@ TEST_CASE("FlashAttention-2 on H100: each pass's rate by sequence length matches
   for (double s : lengths) {
     CHECK(paper_tflops(flash(s, false, true)) < paper_tflops(flash(s, false, false)));
     CHECK(paper_tflops(flash(s, true, false)) < paper_tflops(flash(s, false, false)));
+  }
+}
+
+TEST_CASE("fused attention on fewer SMs than the profile's chip is slower in proportion, never faster",
+          "[workload][roofline][attention][hostile]") {
+  // The per-pass rates are the 132-SM chip's (peak_sm_count 132); 16 × 1,024 tokens of 16 heads
+  // is 16 × 16 × 8 = 2,048 query blocks. On 66 SMs each SM keeps its rate: half the chip's rate,
+  // and 2,048 blocks fill 31.03 waves of 66 as they fill 15.52 of 132, so exactly twice the time.
+  const Op op = flash(1024, true, false);
+  config::DeviceSpec half = h100_profile();
+  REQUIRE(half.reference_sm_count() == 132);
+  half.sm_count = 66;
+  const double full_s = op_time(op, h100_profile(), "bf16").seconds();
+  CHECK(op_time(op, half, "bf16").seconds() == Approx(2 * full_s).epsilon(2e-6));
+  double previous = full_s;
+  for (int sms : {100, 66, 33, 9, 1}) {
+    config::DeviceSpec d = h100_profile();
+    d.sm_count = sms;
+    const double t = op_time(op, d, "bf16").seconds();
+    CHECK(t > previous);
+    previous = t;
   }
 }
 

@@ -1,0 +1,114 @@
+#pragma once
+/// \file A CPU-time bound on every step simulation (run::simulate), whichever command or thread
+/// runs it (run, sweep points, plan layouts, explain's scenarios, what-ifs and search points,
+/// whole runs' step simulations): a scenario too large to simulate in reasonable time ends with
+/// exit 2 naming `--step-cpu-limit` and the keys that make it large, not after hours.
+///
+/// The limit is process-wide (set once by the command line); each simulation measures the CPU
+/// time of the thread that runs it from its start. The run layer polls it as tasks complete and
+/// at each link-series sample: past the limit, or once kProjectAfterCpuS have been spent, when
+/// the rate so far projects past it, the simulation stops with CpuLimitReached. The projection
+/// is conservative: CPU used × (a lower bound of the simulated time the simulation must reach:
+/// its step FLOPs at the device's best GEMM rate, run/resource_estimate.hpp) / simulated time
+/// reached, so it stops only a simulation that, at its measured pace, could not finish even if
+/// its steps were that fast. Records observe and never schedule: a simulation that finishes is
+/// the same with or without the bound.
+#include <cstdint>
+#include <string>
+
+#include "core/error.hpp"
+#include "core/time.hpp"
+
+namespace ironlaw::run {
+
+/// CPU seconds spent before a projection may stop a simulation.
+inline constexpr double kProjectAfterCpuS = 5.0;
+/// Default of --step-cpu-limit [CPU s].
+inline constexpr double kDefaultStepCpuLimitS = 1800.0;
+
+/// Thrown when a simulation passes the limit (or its projection does). An InputError keyed
+/// `--step-cpu-limit`: exit 2 on the command line, a row saying so in sweeps, plans and searches.
+class CpuLimitReached : public InputError {
+ public:
+  CpuLimitReached(const std::string& message) : InputError(SourceLoc{}, "--step-cpu-limit", message) {}
+};
+
+/// Sets the process-wide limit [CPU s of the simulating thread per simulation]; +inf = none.
+/// Not negative, not NaN (the command line checks its option).
+void set_step_cpu_limit(double seconds);
+double step_cpu_limit();
+
+/// Installs the bound for the simulation this thread runs from now until destruction (nested:
+/// the previous one is restored). `what` names the scenario, `lower_bound_s` is the simulated
+/// time it reaches at least (0: unknown, no projection), `driver` the keys behind its size.
+class SimulationCpuBudget {
+ public:
+  SimulationCpuBudget(std::string what, double lower_bound_s, std::string driver);
+  ~SimulationCpuBudget();
+  SimulationCpuBudget(const SimulationCpuBudget&) = delete;
+  SimulationCpuBudget& operator=(const SimulationCpuBudget&) = delete;
+
+  /// Throws CpuLimitReached when the budget is spent at simulated time `reached`. O(1): one
+  /// read of the thread's CPU clock.
+  void check(Time reached) const;
+
+ private:
+  friend void poll_cpu_budget(Time reached);
+  friend class CpuWatchdog;
+  std::string what_;
+  double lower_bound_s_;
+  std::string driver_;
+  double limit_s_;
+  double start_cpu_s_;
+  unsigned polls_ = 0;
+  SimulationCpuBudget* previous_;
+};
+
+/// The current thread's budget, if any, checked every 64th call (task completions). O(1).
+void poll_cpu_budget(Time reached);
+/// The current thread's budget, if any, checked now (for callers that are themselves rare). O(1).
+void check_cpu_budget(Time reached);
+
+}  // namespace ironlaw::run
+
+namespace ironlaw::engine {
+class Simulator;
+}
+
+namespace ironlaw::run {
+
+class LinkSeriesRecorder;
+
+/// Checks the thread's budget from events of its own while a step runs, so that a single task
+/// that runs long (a collective of a million ranks is one task, its flows events of the flow
+/// network) is bounded too. Its interval adapts to the simulation's pace: it doubles (from 1 µs)
+/// while a check costs under 2 ms of CPU and halves past 20 ms, so a normal step gets a few
+/// dozen checks (about log2 of its simulated length in µs) and a crawling one one per ~10 ms of
+/// CPU. It only
+/// reads, so no step changes; its events are left out of the event count. It reschedules
+/// itself only while events other than its own and the link sampler's are pending, so a step
+/// that runs dry still stops.
+class CpuWatchdog {
+ public:
+  CpuWatchdog(engine::Simulator& sim, const LinkSeriesRecorder* sampler);
+  ~CpuWatchdog();
+  CpuWatchdog(const CpuWatchdog&) = delete;
+  CpuWatchdog& operator=(const CpuWatchdog&) = delete;
+  /// Starts checking (a step begins). O(log events).
+  void resume();
+  /// Stops checking (the step ended). O(1).
+  void pause();
+  /// Its events executed so far.
+  std::uint64_t events() const { return events_; }
+
+ private:
+  void schedule_next();
+  engine::Simulator& sim_;
+  const LinkSeriesRecorder* sampler_;
+  std::uint64_t pending_;
+  std::uint64_t events_ = 0;
+  std::int64_t interval_ns_ = 1000;
+  double last_cpu_s_ = 0;
+};
+
+}  // namespace ironlaw::run

@@ -1,0 +1,68 @@
+// The CPU bound of every step simulation (run/cpu_budget.hpp): spent, it stops the simulation
+// with an InputError keyed --step-cpu-limit; not spent, it changes nothing (the watchdog's
+// events only read and are left out of the event count). No wall-clock assertion: a limit of 0
+// is spent before the first step whatever the machine's speed.
+#include <catch2/catch.hpp>
+
+#include <limits>
+#include <string>
+
+#include "config/load.hpp"
+#include "core/records.hpp"
+#include "run/cpu_budget.hpp"
+#include "run/simulation.hpp"
+
+using namespace ironlaw;
+
+namespace {
+
+const std::string kOneNode = IRONLAW_SOURCE_DIR "/scenarios/gpt2-ddp-1node.yaml";
+
+/// Sets the process-wide limit for one scope.
+struct LimitScope {
+  explicit LimitScope(double s) : before(run::step_cpu_limit()) { run::set_step_cpu_limit(s); }
+  ~LimitScope() { run::set_step_cpu_limit(before); }
+  double before;
+};
+
+}  // namespace
+
+TEST_CASE("a spent CPU limit stops a step simulation with an input error naming --step-cpu-limit", "[run][hostile]") {
+  const auto s = config::load_scenario(kOneNode, {"run.steps=1"});
+  LimitScope zero(0);
+  NullSink sink;
+  try {
+    (void)run::simulate(s, sink, run::TraceLevel::op);
+    FAIL("the simulation was not stopped");
+  } catch (const run::CpuLimitReached& e) {
+    REQUIRE(e.diagnostics().size() == 1);
+    CHECK(e.diagnostics().front().key == "--step-cpu-limit");
+    CHECK(e.diagnostics().front().message.find("gpt2-ddp-1node: the step simulation did not finish within") !=
+          std::string::npos);
+  }
+  // An InputError: every per-point handler (sweep, plan, search) that turns bad input into a row
+  // turns this into one too.
+  CHECK_THROWS_AS(run::simulate(s, sink, run::TraceLevel::none), InputError);
+}
+
+TEST_CASE("an unspent CPU limit and its watchdog change no figure of the step", "[run][hostile]") {
+  const auto s = config::load_scenario(kOneNode, {"run.steps=2"});
+  NullSink sink;
+  run::SimulationResult bounded, unbounded;
+  {
+    LimitScope generous(1e9);
+    bounded = run::simulate(s, sink, run::TraceLevel::step);
+  }
+  {
+    LimitScope none(std::numeric_limits<double>::infinity());
+    unbounded = run::simulate(s, sink, run::TraceLevel::step);
+  }
+  REQUIRE(bounded.steps.size() == 2);
+  for (std::size_t i = 0; i < 2; ++i) {
+    CHECK(bounded.steps[i].start_ns == unbounded.steps[i].start_ns);
+    CHECK(bounded.steps[i].end_ns == unbounded.steps[i].end_ns);
+  }
+  CHECK(bounded.events_executed == unbounded.events_executed);
+  CHECK(bounded.flows_started == unbounded.flows_started);
+  CHECK(bounded.link_series.busy == unbounded.link_series.busy);
+}
