@@ -44,6 +44,24 @@ fs::path capture_file(const char* stream) {
   return name;
 }
 
+/// IRONLAW_BINARY followed by `args`, as the NULL-terminated argv that exec wants (built before
+/// fork: the child may only make async-signal-safe calls).
+class CommandLine {
+ public:
+  explicit CommandLine(const std::vector<std::string>& args) {
+    storage_.reserve(args.size() + 1);
+    storage_.emplace_back(IRONLAW_BINARY);
+    storage_.insert(storage_.end(), args.begin(), args.end());
+    for (auto& a : storage_) argv_.push_back(a.data());
+    argv_.push_back(nullptr);
+  }
+  char* const* argv() { return argv_.data(); }
+
+ private:
+  std::vector<std::string> storage_;
+  std::vector<char*> argv_;
+};
+
 }  // namespace
 
 TempDir::TempDir() {
@@ -77,13 +95,8 @@ fs::path TempDir::write(const std::string& name, const std::string& text) const 
 Outcome run_ironlaw(const std::vector<std::string>& args, const fs::path& cwd, std::uint64_t memory_limit_bytes) {
   const fs::path out_path = capture_file("stdout");
   const fs::path err_path = capture_file("stderr");
-  std::vector<std::string> storage;
-  storage.reserve(args.size() + 1);
-  storage.emplace_back(IRONLAW_BINARY);
-  storage.insert(storage.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : storage) argv.push_back(a.data());
-  argv.push_back(nullptr);
+  CommandLine command(args);
+  char* const* argv = command.argv();
   std::vector<std::string> environment;
   for (char** e = environ; *e != nullptr; ++e) {
     if (!(kAddressSanitizer && memory_limit_bytes > 0 && std::string_view(*e).substr(0, 13) == "ASAN_OPTIONS=")) {
@@ -113,7 +126,7 @@ Outcome run_ironlaw(const std::vector<std::string>& args, const fs::path& cwd, s
     ::dup2(out, STDOUT_FILENO);
     ::dup2(err, STDERR_FILENO);
     if (limit_address_space && ::setrlimit(RLIMIT_AS, &address_space) != 0) ::_exit(126);
-    ::execve(argv[0], argv.data(), envp.data());
+    ::execve(argv[0], argv, envp.data());
     ::_exit(127);
   }
   int status = 0;
@@ -133,13 +146,8 @@ Outcome run_ironlaw(const std::vector<std::string>& args, const fs::path& cwd, s
 
 Outcome run_ironlaw_on_terminal(const std::vector<std::string>& args, const fs::path& cwd) {
   const fs::path out_path = capture_file("stdout");
-  std::vector<std::string> storage;
-  storage.reserve(args.size() + 1);
-  storage.emplace_back(IRONLAW_BINARY);
-  storage.insert(storage.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : storage) argv.push_back(a.data());
-  argv.push_back(nullptr);
+  CommandLine command(args);
+  char* const* argv = command.argv();
   int master = -1, slave = -1;
   if (::openpty(&master, &slave, nullptr, nullptr, nullptr) != 0)
     throw std::system_error(errno, std::generic_category(), "openpty");
@@ -155,7 +163,7 @@ Outcome run_ironlaw_on_terminal(const std::vector<std::string>& args, const fs::
     ::dup2(slave, STDERR_FILENO);
     ::close(master);
     ::close(slave);
-    ::execv(argv[0], argv.data());
+    ::execv(argv[0], argv);
     ::_exit(127);
   }
   ::close(slave);
