@@ -352,3 +352,31 @@ TEST_CASE("a symmetric run reports the same step times as a full run when loadin
     CHECK(analyze_csv(dir, "symmetric.h5", "step") == analyze_csv(dir, "full.h5", "step"));
   }
 }
+
+TEST_CASE("a whole run draws its progress bar on a terminal only, ending at 100 % on its own line",
+          "[cli][run][progress]") {
+  TempDir dir;
+  const fs::path file = dir.write("s.yaml", tiny_scenario(dir / "out.h5"));
+  const std::vector<std::string> args{"run", file.string(), "--set", "run.mode=full", "--set", "training.tokens=1 G",
+                                      "-o", "t.h5"};
+  const Outcome tty = run_ironlaw_on_terminal(args, dir.path());
+  INFO(tty.out << tty.err);
+  REQUIRE(tty.exit_code == 0);
+  // 40 cells, '#' for the part done, redrawn in place; the last drawing is the full bar.
+  const std::string full = "\rwhole run [" + std::string(40, '#') + "] 100 %";
+  const std::size_t last = tty.err.rfind("\rwhole run [");
+  REQUIRE(last != std::string::npos);
+  CHECK(tty.err.compare(last, full.size(), full) == 0);
+  // It moves: the first drawing is short of the full bar.
+  const std::size_t first = tty.err.find("\rwhole run [");
+  CHECK(first < last);
+  CHECK(tty.err.compare(first, full.size(), full) != 0);
+  // The terminal turns the bar's final "\n" into "\r\n".
+  CHECK(tty.err.compare(last + full.size(), 2, "\r\n") == 0);
+  std::vector<std::string> piped = args;
+  piped.back() = "p.h5";
+  const Outcome pipe = run_ironlaw(piped, dir.path());
+  REQUIRE(pipe.exit_code == 0);
+  CHECK(pipe.err.find("whole run [") == std::string::npos);
+  CHECK(tty.out == replace_once(pipe.out, "p.h5", "t.h5"));
+}
