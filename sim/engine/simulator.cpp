@@ -151,6 +151,10 @@ std::uint64_t Simulator::run_events(Time until) {
     ++count;
     running_seq_ = top.seq;
     action();
+    if (tick_every_ != 0 && ++since_tick_ >= tick_every_) {
+      since_tick_ = 0;
+      tick_();
+    }
     if (stop_requested_) {
       stop_requested_ = false;
       return count;

@@ -1,7 +1,6 @@
 #include "run/cpu_budget.hpp"
 
 #include "engine/simulator.hpp"
-#include "run/link_series.hpp"
 
 #include <time.h>
 
@@ -75,41 +74,19 @@ void check_cpu_budget(Time reached) {
   if (t_budget != nullptr) t_budget->check(reached);
 }
 
-CpuWatchdog::CpuWatchdog(engine::Simulator& sim, const LinkSeriesRecorder* sampler)
-    : sim_(sim), sampler_(sampler), pending_(engine::kNoEvent) {}
-
 CpuWatchdog::~CpuWatchdog() { pause(); }
 
 void CpuWatchdog::resume() {
-  if (t_budget == nullptr || pending_ != engine::kNoEvent) return;
+  if (armed_ || t_budget == nullptr) return;
   if (!(t_budget->limit_s_ < std::numeric_limits<double>::infinity())) return;  // no limit: no checks
-  last_cpu_s_ = thread_cpu_s();
-  schedule_next();
+  armed_ = true;
+  sim_.set_tick(kWatchdogEvents, [this] { check_cpu_budget(sim_.now()); });
 }
 
 void CpuWatchdog::pause() {
-  if (pending_ == engine::kNoEvent) return;
-  sim_.cancel(pending_);
-  pending_ = engine::kNoEvent;
-}
-
-void CpuWatchdog::schedule_next() {
-  constexpr std::int64_t kMaxIntervalNs = std::int64_t{1} << 60;  // doubling stays far from overflow
-  const Time at = sim_.now();
-  if (at > Time::max() - Time::ns(interval_ns_)) return;  // never near the clock's end
-  pending_ = sim_.schedule_at(at + Time::ns(interval_ns_), [this] {
-    pending_ = engine::kNoEvent;
-    ++events_;
-    const double cpu = thread_cpu_s();
-    const double spent = cpu - last_cpu_s_;
-    last_cpu_s_ = cpu;
-    if (spent < 0.002 && interval_ns_ < kMaxIntervalNs) interval_ns_ *= 2;
-    if (spent > 0.020 && interval_ns_ > 1) interval_ns_ /= 2;
-    check_cpu_budget(sim_.now());
-    // Only the link sampler besides: the step has run dry; let the simulation stop.
-    const std::size_t others = sim_.pending() - (sampler_ != nullptr && sampler_->scheduled() ? 1 : 0);
-    if (others > 0) schedule_next();
-  });
+  if (!armed_) return;
+  armed_ = false;
+  sim_.set_tick(0, nullptr);
 }
 
 }  // namespace ironlaw::run

@@ -77,38 +77,32 @@ class Simulator;
 
 namespace ironlaw::run {
 
-class LinkSeriesRecorder;
-
-/// Checks the thread's budget from events of its own while a step runs, so that a single task
+/// Checks the thread's budget between the events of a running step, so that a single task
 /// that runs long (a collective of a million ranks is one task, its flows events of the flow
-/// network) is bounded too. Its interval adapts to the simulation's pace: it doubles (from 1 µs)
-/// while a check costs under 2 ms of CPU and halves past 20 ms, so a normal step gets a few
-/// dozen checks (about log2 of its simulated length in µs) and a crawling one one per ~10 ms of
-/// CPU. It only
-/// reads, so no step changes; its events are left out of the event count. It reschedules
-/// itself only while events other than its own and the link sampler's are pending, so a step
-/// that runs dry still stops.
+/// network) is bounded too: the simulator's tick (engine::Simulator::set_tick) calls it every
+/// kWatchdogEvents events. It schedules nothing and only reads, so the events, their order,
+/// every count and every figure of the step are the same with it as without it, on any machine
+/// at any load (a check paced by CPU time would not be: its own events would land wherever the
+/// machine's speed put them).
 class CpuWatchdog {
  public:
-  CpuWatchdog(engine::Simulator& sim, const LinkSeriesRecorder* sampler);
+  /// Events between two checks: a check reads the thread's CPU clock (well under a
+  /// microsecond), an event costs about one, so the checks cost under 0.1 % and come every few
+  /// milliseconds of CPU.
+  static constexpr std::uint64_t kWatchdogEvents = 1024;
+
+  explicit CpuWatchdog(engine::Simulator& sim) : sim_(sim) {}
   ~CpuWatchdog();
   CpuWatchdog(const CpuWatchdog&) = delete;
   CpuWatchdog& operator=(const CpuWatchdog&) = delete;
-  /// Starts checking (a step begins). O(log events).
+  /// Starts checking (a step begins), when the thread has a finite budget. O(1).
   void resume();
   /// Stops checking (the step ended). O(1).
   void pause();
-  /// Its events executed so far.
-  std::uint64_t events() const { return events_; }
 
  private:
-  void schedule_next();
   engine::Simulator& sim_;
-  const LinkSeriesRecorder* sampler_;
-  std::uint64_t pending_;
-  std::uint64_t events_ = 0;
-  std::int64_t interval_ns_ = 1000;
-  double last_cpu_s_ = 0;
+  bool armed_ = false;
 };
 
 }  // namespace ironlaw::run

@@ -73,8 +73,6 @@ class LinkSeriesRecorder {
 
   /// Sampler events executed so far (to leave out of an event count).
   std::uint64_t events() const { return events_; }
-  /// True while its next sample is scheduled (one of the simulator's pending events). O(1).
-  bool scheduled() const { return pending_ != engine::kNoEvent; }
 
   /// The recording: the `top` links with the most busy time (links never busy left out).
   /// O(links · bins).

@@ -203,7 +203,7 @@ SimulationResult simulate(const config::Scenario& s, RecordSink& sink, TraceLeve
   // of the event count (the samplers only read, so no step changes).
   std::optional<LinkSeriesRecorder> links_over_time;
   if (trace != TraceLevel::none) links_over_time.emplace(world.sim, world.net);
-  CpuWatchdog watchdog(world.sim, links_over_time ? &*links_over_time : nullptr);
+  CpuWatchdog watchdog(world.sim);
 
   const int steps = std::max(1, s.run.steps);
   int step_index = 0;
@@ -250,7 +250,7 @@ SimulationResult simulate(const config::Scenario& s, RecordSink& sink, TraceLeve
   }
   if (links_over_time) res.link_series = links_over_time->series(kLinkSeriesLinks);
   res.events_executed =
-      world.sim.events_executed() - (links_over_time ? links_over_time->events() : 0) - watchdog.events();
+      world.sim.events_executed() - (links_over_time ? links_over_time->events() : 0);
   res.flows_started = world.net.flows_started();
   res.flow_records = world.net.records_started();
   res.resolves = world.net.resolves();

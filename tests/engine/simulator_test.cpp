@@ -231,3 +231,39 @@ TEST_CASE("random schedules and cancels execute in (time, insertion) order", "[s
   CHECK(same);
   CHECK(sim.pending() == 0);
 }
+
+TEST_CASE("a tick hook runs between events every n-th event, schedules nothing and may stop a run by throwing",
+          "[simulator][tick]") {
+  // 10 events at t = 1..10 µs; a hook every 3rd event sees the times of events 3, 6 and 9.
+  auto schedule_ten = [](Simulator& sim, std::vector<std::int64_t>& ran) {
+    for (int i = 1; i <= 10; ++i) sim.schedule_at(Time::us(i), [&sim, &ran] { ran.push_back(sim.now().count_ns()); });
+  };
+  Simulator sim;
+  std::vector<std::int64_t> ran, ticks;
+  schedule_ten(sim, ran);
+  sim.set_tick(3, [&] { ticks.push_back(sim.now().count_ns()); });
+  CHECK(sim.run() == 10);
+  CHECK(ticks == std::vector<std::int64_t>{3000, 6000, 9000});
+  CHECK(sim.events_executed() == 10);
+  CHECK(sim.scheduled() == 10);  // the hook took no place in the queue
+
+  // Without the hook: the same events in the same order.
+  Simulator plain;
+  std::vector<std::int64_t> plain_ran;
+  schedule_ten(plain, plain_ran);
+  plain.run();
+  CHECK(plain_ran == ran);
+
+  // A hook that throws ends the run after the event it followed; the rest stay pending and run
+  // later once the hook is removed.
+  Simulator stopped;
+  std::vector<std::int64_t> stopped_ran;
+  schedule_ten(stopped, stopped_ran);
+  stopped.set_tick(4, [&] { throw std::runtime_error("budget"); });
+  CHECK_THROWS_AS(stopped.run(), std::runtime_error);
+  CHECK(stopped_ran.size() == 4);
+  CHECK(stopped.pending() == 6);
+  stopped.set_tick(0, nullptr);
+  CHECK(stopped.run() == 6);
+  CHECK(stopped_ran == ran);
+}
