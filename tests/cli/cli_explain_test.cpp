@@ -88,3 +88,59 @@ TEST_CASE("explain prints naive 6ND above 100 % beside the simulated figures (se
   REQUIRE(step.size() == 1);
   CHECK(per_step[0] == Approx(step[0]).margin(0.05));
 }
+
+TEST_CASE("explain prints the GPU-hours waterfall of the published runs, each bar adding up to the whole run",
+          "[cli][explain][slow]") {
+  // The shipped explain scenarios and their published hours (model cards: Llama 3 8B 1.3M and
+  // 70B 6.4M H100-hours; Llama 3.1 405B 30.84M; GPT-3 175B 10,000 V100 x 14.8 days = 3.552M,
+  // Patterson et al. 2021). DeepSeek-V3's step takes minutes of CPU (README "Explaining
+  // published GPU-hours"), too long for a test; its scenario loads in the golden test.
+  const std::pair<const char*, double> runs[] = {{"scenarios/explain/llama3-8b.yaml", 1.3e6},
+                                                 {"scenarios/explain/llama3-70b.yaml", 6.4e6},
+                                                 {"scenarios/explain/llama3-405b.yaml", 30.84e6},
+                                                 {"scenarios/explain/gpt3-175b.yaml", 3.552e6}};
+  for (const auto& [scenario, published] : runs) {
+    TempDir dir;
+    const Outcome r = run_ironlaw({"explain", repo_path(scenario), "--no-search"}, dir.path());
+    INFO(scenario << "\n" << r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    // Walk the waterfall: "+ bar" and "- bar" lines move a running total, printed in whole
+    // GPU-hours; every "= subtotal" is that total (to the rounding of the bars above it).
+    std::istringstream lines(r.out.substr(r.out.find("GPU-hours waterfall")));
+    std::string line;
+    double total = 0, whole_run = -1;
+    int bars = 0, subtotals = 0;
+    std::getline(lines, line);  // the heading
+    while (std::getline(lines, line) && !line.empty()) {
+      const auto at = line.find_first_not_of(' ');
+      REQUIRE(at != std::string::npos);
+      const char sign = line[at];
+      REQUIRE((sign == '+' || sign == '-' || sign == '='));
+      // The figure: the first number after the label's run of two or more spaces.
+      const auto gap = line.find("  ", at + 2);
+      REQUIRE(gap != std::string::npos);
+      const std::vector<std::string> words = words_of(line.substr(gap));
+      REQUIRE(!words.empty());
+      const double value = number(words.front());
+      if (sign == '=') {
+        ++subtotals;
+        CHECK(value == Approx(total).margin(bars));
+        total = value;
+        if (line.find("simulated whole run") != std::string::npos) whole_run = value;
+      } else {
+        ++bars;
+        CHECK((sign == '-') == (value < 0));
+        total += value;
+      }
+    }
+    CHECK(subtotals == 3);  // model FLOPs at peak, simulated steps, simulated whole run
+    REQUIRE(whole_run > 0);
+    const auto figure = [&](const std::string& label) {
+      const auto at = r.out.find("\n  " + label + "  ");
+      REQUIRE(at != std::string::npos);
+      return number(words_of(r.out.substr(at + 3 + label.size())).front());
+    };
+    CHECK(figure("simulated GPU-hours") == whole_run);
+    CHECK(figure("published GPU-hours") == Approx(published));
+  }
+}
