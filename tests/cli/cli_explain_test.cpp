@@ -135,12 +135,9 @@ TEST_CASE("explain prints the GPU-hours waterfall of the published runs, each ba
     }
     CHECK(subtotals == 3);  // model FLOPs at peak, simulated steps, simulated whole run
     REQUIRE(whole_run > 0);
-    const auto figure = [&](const std::string& label) {
-      const auto at = r.out.find("\n  " + label + "  ");
-      REQUIRE(at != std::string::npos);
-      return number(words_of(r.out.substr(at + 3 + label.size())).front());
-    };
-    CHECK(figure("simulated GPU-hours") == whole_run);
-    CHECK(figure("published GPU-hours") == Approx(published));
+    CHECK(numbers_after(r.out, "simulated GPU-hours") == std::vector<double>{whole_run});
+    const std::vector<double> published_line = numbers_after(r.out, "published GPU-hours");
+    REQUIRE(published_line.size() == 1);
+    CHECK(published_line.front() == Approx(published));
   }
 }

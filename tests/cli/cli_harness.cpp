@@ -44,6 +44,16 @@ fs::path capture_file(const char* stream) {
   return name;
 }
 
+/// Waits for the child `pid` and records how it ended in `outcome`.
+void wait_for(pid_t pid, Outcome& outcome) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) throw std::system_error(errno, std::generic_category(), "waitpid");
+  }
+  if (WIFEXITED(status)) outcome.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) outcome.signal = WTERMSIG(status);
+}
+
 /// IRONLAW_BINARY followed by `args`, as the NULL-terminated argv that exec wants (built before
 /// fork: the child may only make async-signal-safe calls).
 class CommandLine {
@@ -129,13 +139,8 @@ Outcome run_ironlaw(const std::vector<std::string>& args, const fs::path& cwd, s
     ::execve(argv[0], argv, envp.data());
     ::_exit(127);
   }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) throw std::system_error(errno, std::generic_category(), "waitpid");
-  }
   Outcome outcome;
-  if (WIFEXITED(status)) outcome.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) outcome.signal = WTERMSIG(status);
+  wait_for(pid, outcome);
   outcome.out = read_file(out_path);
   outcome.err = read_file(err_path);
   std::error_code ignored;
@@ -182,12 +187,7 @@ Outcome run_ironlaw_on_terminal(const std::vector<std::string>& args, const fs::
     }
   }
   ::close(master);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) throw std::system_error(errno, std::generic_category(), "waitpid");
-  }
-  if (WIFEXITED(status)) outcome.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) outcome.signal = WTERMSIG(status);
+  wait_for(pid, outcome);
   outcome.out = read_file(out_path);
   std::error_code ignored;
   fs::remove(out_path, ignored);

@@ -358,10 +358,10 @@ Op flash(double s, bool causal, bool backward) {
 
 // Achieved TFLOP/s as the paper counts it: 4·s²·d·heads·batch forward (half of it causal),
 // 2.5 × that backward.
-double paper_tflops(const Op& op) {
+double paper_tflops(const Op& op, const config::DeviceSpec& device = h100_profile()) {
   const double forward = 4.0 * op.m * op.n * 128 * op.batch * (op.causal ? 0.5 : 1.0);
   const double flops = op.role == OpRole::attention_core_grad ? 2.5 * forward : forward;
-  return flops / op_time(op, h100_profile(), "bf16").seconds() / 1e12;
+  return flops / op_time(op, device, "bf16").seconds() / 1e12;
 }
 
 }  // namespace
@@ -419,11 +419,7 @@ TEST_CASE("cuDNN fused attention on H100: each pass's rate by sequence length ma
   config::DeviceSpec cudnn = h100_profile();
   REQUIRE(cudnn.cudnn_attention_kernel.given());
   cudnn.attention_kernel = cudnn.cudnn_attention_kernel;
-  const auto tflops = [&](const Op& op) {
-    const double forward = 4.0 * op.m * op.n * 128 * op.batch * (op.causal ? 0.5 : 1.0);
-    const double flops = op.role == OpRole::attention_core_grad ? 2.5 * forward : forward;
-    return flops / op_time(op, cudnn, "bf16").seconds() / 1e12;
-  };
+  const auto tflops = [&](const Op& op) { return paper_tflops(op, cudnn); };
   const double lengths[] = {512, 1024, 2048, 4096, 8192, 16384};
   const double forward[] = {497, 574, 617, 609, 600, 595};
   const double forward_causal[] = {315, 410, 484, 518, 529, 539};
