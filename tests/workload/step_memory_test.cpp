@@ -229,8 +229,11 @@ TEST_CASE("FSDP with pipeline parallelism keeps the root unit gathered and its g
           "[workload][memory][allocator]") {
   // torchtitan wraps each stage's model in fully_shard with reshard_after_forward = not
   // pp_enabled: the first stage's embedding is gathered (bf16) from its first forward to the
-  // end of the step and its gradients accumulate unsharded in the reduce dtype (fp32). ZeRO-3
-  // over 8: state 16/8 B per parameter; at the peak (backward) 2 + 4 more.
+  // end of the step and its gradients accumulate unsharded in the reduce dtype (fp32). FSDP2
+  // over 8 keeps the fp32 sharded parameter (the optimizer's master: no bf16 shard) and Adam's
+  // two moments, 12/8 B per parameter, for good; its sharded fp32 gradient (4/8 B) is the
+  // reduce-scatter output after the last backward, past the peak. At the peak (backward) the
+  // gathered bf16 table (2 B) and its fp32 accumulated gradient (4 B) more.
   const auto model = llama3_8b();
   auto t = bf16_adam("full");
   t.reduce_dtype = "fp32";
@@ -240,5 +243,31 @@ TEST_CASE("FSDP with pipeline parallelism keeps the root unit gathered and its g
     return replay_step_memory(model, t, par, 8, pipeline_rank(2, first, false, 1, false), byte_granular()).allocated;
   };
   // Each tensor is rounded up to a whole byte: a few bytes over ~10 tensors.
-  CHECK(peak(true) - peak(false) == Approx((16.0 / 8 + 2 + 4) * kTable).margin(64));
+  CHECK(peak(true) - peak(false) == Approx((12.0 / 8 + 2 + 4) * kTable).margin(64));
+}
+
+TEST_CASE("FSDP2's sharded gradients are the reduce-scatter outputs, held from the reduce-scatter to the next step's zero_grad",
+          "[workload][memory][allocator]") {
+  // torch _fsdp_collectives.py foreach_reduce: the reduce-scatter output (1/dp of the unit in
+  // the reduce dtype) is allocated on the reduce-scatter stream and becomes the sharded
+  // parameter's .grad; torchtitan's optimizers.zero_grad() (set_to_none) frees it at the next
+  // step's start. So at a step's peak only the units already reduce-scattered hold one. One
+  // rank, no pipeline (reshard after forward, a reduce-scatter after each layer's backward), one
+  // microbatch, no recompute: the peak is at the first backward layer's copy-in (every
+  // activation still alive, its bf16 gradients and its fp32 reduce-scatter input together),
+  // before any sharded gradient exists. Between dp 8 and dp 16 the peak then differs by the
+  // state held for good only, 12 B (fp32 sharded parameter + Adam's moments) per parameter ×
+  // (1/8 − 1/16); a gradient shard held for good (ZeRO's sharded copy) would add 4 B per
+  // parameter, a low-precision parameter shard 2 B more.
+  const auto model = llama3_8b();
+  auto t = bf16_adam("none");
+  t.reduce_dtype = "fp32";
+  config::ParallelSpec par;
+  par.microbatch_size = 1;
+  par.zero = 3;
+  auto peak = [&](int dp) { return replay_step_memory(model, t, par, dp, gpipe(model, 1), byte_granular()).allocated; };
+  const ParamCount p = count_params(model);
+  const double share = 1.0 / 8 - 1.0 / 16;
+  // A few bytes of rounding per tensor over ~10^3 tensors.
+  CHECK(peak(8) - peak(16) == Approx(12 * p.total() * share).margin(1e4));
 }
