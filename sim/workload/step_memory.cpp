@@ -114,6 +114,14 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
       params_local > 0
           ? std::max(1, static_cast<int>(std::lround(state.optimizer * (parallel.zero >= 1 ? dp : 1) / params_local / 4)))
           : 1;
+  // torch.optim (the frameworks that run torch's own modules, training.framework eager or
+  // compile) creates its state lazily, in the first step() (AdamW _init_group: exp_avg and
+  // exp_avg_sq = zeros_like(param) per parameter), so the first step's forward and backward run
+  // without the moments and they land wherever the cache has room after that backward; the
+  // master weights (FSDP2: the sharded fp32 parameters) exist from the model's construction.
+  const bool torch_optim = training.framework == "eager" || training.framework == "compile";
+  const int moments_per_param = training.optimizer == "adam" ? 2 : training.optimizer == "sgd" ? 0 : 1;
+  const int moment_tensors = torch_optim ? std::min(optimizer_tensors, moments_per_param) : 0;
   // FSDP2 (torch's fully_shard, dp > 1): the sharded parameter is the fp32 master itself (no
   // sharded low-precision copy: the all-gather casts on the fly), and the sharded gradient is the
   // reduce-scatter output, allocated on the reduce-scatter stream by the reduce-scatter and held
@@ -125,10 +133,27 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
       r.alloc(state.weights * f, kCompute);
       r.alloc(state.gradients * f, kCompute);
     }
-    for (int k = 0; k < optimizer_tensors; ++k) r.alloc(state.optimizer * f / optimizer_tensors, kCompute);
+    for (int k = moment_tensors; k < optimizer_tensors; ++k) r.alloc(state.optimizer * f / optimizer_tensors, kCompute);
   };
   for (int l = 0; l < layers_local; ++l) hold_state(layer_params);
   hold_state(root_params);
+  // The optimizer step, after the step's backward passes: the first one creates torch.optim's
+  // state tensors; foreach AdamW (torchtitan: foreach = not fused, fused off) takes the square
+  // root of every second moment into new tensors (_multi_tensor_adamw: exp_avg_sq_sqrt =
+  // torch._foreach_sqrt(exp_avg_sqs)), alive until the parameters' addcdiv, then freed.
+  auto optimizer_step = [&](bool first_step) {
+    if (!(params_local > 0) || moment_tensors == 0) return;
+    const double moment = state.optimizer / optimizer_tensors;  // one 4-B tensor per parameter
+    std::vector<double> shares(static_cast<std::size_t>(layers_local), layer_params);
+    shares.push_back(root_params);
+    if (first_step)
+      for (double share : shares)
+        for (int k = 0; k < moment_tensors; ++k) r.alloc(moment * share / params_local, kCompute);
+    if (training.optimizer != "adam") return;
+    std::vector<int> sqrt_out;
+    for (double share : shares) sqrt_out.push_back(r.alloc(moment * share / params_local, kCompute));
+    for (int& h : sqrt_out) r.release(h);
+  };
   // torch.distributed.pipelining: one receive buffer per microbatch for the activations and for
   // the gradients of each chunk that has a neighbour on that side, held for good.
   if (stage.torch_pipelining) {
@@ -293,6 +318,7 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
     for (auto& [key, h] : head_inputs) r.release(h);
     r.release(root);
     r.release(root_grad);
+    optimizer_step(step == 0);
   }
   StepMemoryPeaks out;
   out.allocated = static_cast<double>(r.allocator().peak_allocated());
