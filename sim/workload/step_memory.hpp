@@ -44,6 +44,9 @@
 ///   forward's output, held in output_chunks until the next step's clear_runtime_states (a
 ///   chunk's output is not saved by its last layer); every backward's input gradient, held as
 ///   the receive buffer's .grad until the same clear_runtime_states.
+/// - torch.optim (training.framework eager or compile): the optimizer's moments are created in
+///   the first step() after that step's backward (the master weights exist from the start), and
+///   foreach AdamW's square roots of every second moment are alive together during each step();
 /// Two steps are replayed (the second starts from the first one's cache, as every step after the
 /// first does); the peaks are over both.
 /// Not replayed: the CUDA context and NCCL's buffers (outside PyTorch's allocator and outside its
