@@ -93,6 +93,9 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
   const double rb = reduce_bytes(training);
   const double gathered = (layer_params - layer_norms / t) * gathered_linear_bytes(training) + layer_norms / t * pb;
   const bool zero3 = parallel.zero >= 3 && dp > 1;
+  // PyTorch's FSDP2 (the frameworks that run torch's own modules); otherwise a ZeRO-3 that
+  // keeps a sharded low-precision copy and its gradient shard for good.
+  const bool fsdp2 = zero3 && (training.framework == "eager" || training.framework == "compile");
   const bool reshard = parallel.pp == 1;  // torchtitan: reshard_after_forward = not pp_enabled
   auto first_stage = [&](int c) { return c == 0 && stage.first; };
   auto last_stage = [&](int c) { return c == chunks - 1 && stage.last; };
@@ -111,15 +114,46 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
       params_local > 0
           ? std::max(1, static_cast<int>(std::lround(state.optimizer * (parallel.zero >= 1 ? dp : 1) / params_local / 4)))
           : 1;
+  // torch.optim (the frameworks that run torch's own modules, training.framework eager or
+  // compile) creates its state lazily, in the first step() (AdamW _init_group: exp_avg and
+  // exp_avg_sq = zeros_like(param) per parameter), so the first step's forward and backward run
+  // without the moments and they land wherever the cache has room after that backward; the
+  // master weights (FSDP2: the sharded fp32 parameters) exist from the model's construction.
+  const bool torch_optim = training.framework == "eager" || training.framework == "compile";
+  const int moments_per_param = training.optimizer == "adam" ? 2 : training.optimizer == "sgd" ? 0 : 1;
+  const int moment_tensors = torch_optim ? std::min(optimizer_tensors, moments_per_param) : 0;
+  // FSDP2 (torch's fully_shard, dp > 1): the sharded parameter is the fp32 master itself (no
+  // sharded low-precision copy: the all-gather casts on the fly), and the sharded gradient is the
+  // reduce-scatter output, allocated on the reduce-scatter stream by the reduce-scatter and held
+  // by the parameter's .grad until the next step's zero_grad (set_to_none).
   auto hold_state = [&](double share) {
     if (!(params_local > 0)) return;
     const double f = share / params_local;
-    r.alloc(state.weights * f, kCompute);
-    r.alloc(state.gradients * f, kCompute);
-    for (int k = 0; k < optimizer_tensors; ++k) r.alloc(state.optimizer * f / optimizer_tensors, kCompute);
+    if (!fsdp2) {
+      r.alloc(state.weights * f, kCompute);
+      r.alloc(state.gradients * f, kCompute);
+    }
+    for (int k = moment_tensors; k < optimizer_tensors; ++k) r.alloc(state.optimizer * f / optimizer_tensors, kCompute);
   };
   for (int l = 0; l < layers_local; ++l) hold_state(layer_params);
   hold_state(root_params);
+  // The optimizer step, after the step's backward passes: the first one creates torch.optim's
+  // state tensors; foreach AdamW (torchtitan: foreach = not fused, fused off) takes the square
+  // root of every second moment into new tensors (_multi_tensor_adamw: exp_avg_sq_sqrt =
+  // torch._foreach_sqrt(exp_avg_sqs)), alive until the parameters' addcdiv, then freed.
+  auto optimizer_step = [&](bool first_step) {
+    if (!(params_local > 0) || moment_tensors == 0) return;
+    const double moment = state.optimizer / optimizer_tensors;  // one 4-B tensor per parameter
+    std::vector<double> shares(static_cast<std::size_t>(layers_local), layer_params);
+    shares.push_back(root_params);
+    if (first_step)
+      for (double share : shares)
+        for (int k = 0; k < moment_tensors; ++k) r.alloc(moment * share / params_local, kCompute);
+    if (training.optimizer != "adam") return;
+    std::vector<int> sqrt_out;
+    for (double share : shares) sqrt_out.push_back(r.alloc(moment * share / params_local, kCompute));
+    for (int& h : sqrt_out) r.release(h);
+  };
   // torch.distributed.pipelining: one receive buffer per microbatch for the activations and for
   // the gradients of each chunk that has a neighbour on that side, held for good.
   if (stage.torch_pipelining) {
@@ -130,27 +164,69 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
       }
   }
 
-  std::vector<int> kept;  // torch pipelining: outputs and input gradients, until the next step
+  std::vector<int> kept;           // torch pipelining: outputs and input gradients, until the next step
+  std::vector<int> sharded_grads;  // FSDP2: reduce-scatter outputs, until the next step's zero_grad
   for (int step = 0; step < 2; ++step) {
+    // torchtitan's step: optimizers.zero_grad() (set_to_none), then the schedule's
+    // clear_runtime_states().
+    for (int& h : sharded_grads) r.release(h);
+    sharded_grads.clear();
     for (int& h : kept) r.release(h);
     kept.clear();
     std::vector<int> unsharded(static_cast<std::size_t>(layers_local), -1);
     std::vector<int> accumulated(static_cast<std::size_t>(layers_local), -1);
+    std::vector<bool> reduced(static_cast<std::size_t>(layers_local), false);  // sharded grad exists
     std::map<std::pair<int, int>, int> saved;  // (microbatch, layer) → activations
     std::map<int, int> head_inputs;            // microbatch → the LM head's kept input (last stage)
     int root = -1, root_grad = -1;  // pp = 1: the root unit, gathered for the step
     std::vector<int> chunk_root_params(static_cast<std::size_t>(chunks), -1);  // pp > 1: per chunk
     std::vector<int> chunk_root_grads(static_cast<std::size_t>(chunks), -1);
+    // FSDP2's all_gather_state: in forward the flat all-gather output of the last unit stays
+    // alive until the next unit's all-gather has been copied out (freed then, or by the root's
+    // post-forward), so that no recordStream is needed; in backward it is freed after its copy-out.
+    int all_gather_state = -1;
+    // FSDP2's reduce_scatter_state: the reduce-scatter input (reduce dtype, compute stream: the
+    // copy-in runs there) stays alive until the next unit's post-backward, or the end of the backward.
+    int reduce_scatter_state = -1;
     if (zero3 && reshard) {
       root = r.alloc(root_params * pb, kCompute);
       root_grad = r.alloc(root_params * pb, kCompute);
     }
-    auto gather = [&](int l) {
+    auto gather_unit = [&](double bytes, bool forward) {
+      int output = r.alloc(bytes, kAllGather);
+      const int unsharded_unit = r.alloc(bytes, kCompute);
+      if (forward && fsdp2) {
+        r.release(all_gather_state);
+        all_gather_state = output;
+      } else {
+        r.release(output);
+      }
+      return unsharded_unit;
+    };
+    auto gather = [&](int l, bool forward) {
       int& u = unsharded[static_cast<std::size_t>(l)];
       if (!zero3 || u >= 0) return;
-      int output = r.alloc(gathered, kAllGather);
-      u = r.alloc(gathered, kCompute);
-      r.release(output);
+      u = gather_unit(gathered, forward);
+    };
+    // One unit's reduce-scatter: `grads` (its unsharded gradients, or -1) are copied into the
+    // reduce-scatter input and freed; the output, 1/dp of it, is the sharded gradient (FSDP2:
+    // on the reduce-scatter stream, the first of the step kept as .grad, later ones added to it).
+    auto reduce_scatter = [&](double unit_params, int& grads, bool first_of_step) {
+      if (fsdp2) {
+        r.release(reduce_scatter_state);
+        reduce_scatter_state = r.alloc(unit_params * rb, kCompute);
+        r.release(grads);
+        int output = r.alloc(unit_params * rb / dp, kReduceScatter);
+        if (first_of_step) {
+          sharded_grads.push_back(output);
+        } else {
+          r.release(output);
+        }
+        return;
+      }
+      int input = r.alloc(unit_params * rb, kReduceScatter);
+      r.release(grads);
+      r.release(input);
     };
     for (const MemoryPass& pass : stage.passes) {
       const auto chunk = static_cast<std::size_t>(pass.chunk);
@@ -159,18 +235,16 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
       // The chunk's input is a receive buffer: its first layer keeps nothing more of it.
       const bool received = stage.torch_pipelining && !first_stage(pass.chunk);
       if (pass.forward) {
-        if (zero3 && !reshard && chunk_root_params[chunk] < 0) {
-          int output = r.alloc(chunk_root(pass.chunk) * pb, kAllGather);
-          chunk_root_params[chunk] = r.alloc(chunk_root(pass.chunk) * pb, kCompute);
-          r.release(output);
-        }
+        if (zero3 && !reshard && chunk_root_params[chunk] < 0)
+          chunk_root_params[chunk] = gather_unit(chunk_root(pass.chunk) * pb, true);
         for (int l = first; l < end; ++l) {
-          gather(l);
-          if (reshard && l + 1 < end) gather(l + 1);
+          gather(l, true);
+          if (reshard && l + 1 < end) gather(l + 1, true);
           const double keep = l == first && received ? std::max(0.0, activations - boundary) : activations;
           saved[{pass.microbatch, l}] = r.alloc(keep, kCompute);
           if (zero3 && reshard) r.release(unsharded[static_cast<std::size_t>(l)]);
         }
+        r.release(all_gather_state);  // the root's post-forward
         if (last_stage(pass.chunk)) head_inputs[pass.microbatch] = r.alloc(head_input, kCompute);
         if (stage.torch_pipelining) kept.push_back(r.alloc(last_stage(pass.chunk) ? logits * bpe : boundary, kCompute));
         continue;
@@ -185,21 +259,26 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
         chunk_root_grads[chunk] = r.alloc(chunk_root(pass.chunk) * rb, kCompute);
       const bool last = pass.microbatch == last_backward[chunk];
       for (int l = end - 1; l >= first; --l) {
-        gather(l);
-        if (reshard && l - 1 >= first) gather(l - 1);
+        gather(l, false);
+        if (reshard && l - 1 >= first) gather(l - 1, false);
         int recompute = r.alloc(recomputed, kCompute);
         if (zero3) {
           int fresh = r.alloc(layer_params * pb, kCompute);
           int& acc = accumulated[static_cast<std::size_t>(l)];
           if (!reshard && acc < 0) acc = r.alloc(layer_params * rb, kCompute);
-          if (reshard || last) {
+          if (reshard) {
+            // post-backward: reshard, then reduce-scatter the fresh gradients.
+            r.release(unsharded[static_cast<std::size_t>(l)]);
+            reduce_scatter(layer_params, fresh, !reduced[static_cast<std::size_t>(l)]);
+            reduced[static_cast<std::size_t>(l)] = true;
+          } else if (!fsdp2 && last) {
             int input = r.alloc(layer_params * rb, kReduceScatter);
             r.release(fresh);
             r.release(acc);
             r.release(input);
             r.release(unsharded[static_cast<std::size_t>(l)]);
           }
-          r.release(fresh);
+          r.release(fresh);  // added to the accumulated gradients
         }
         r.release(recompute);
         const auto it = saved.find({pass.microbatch, l});
@@ -212,10 +291,25 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
       }
       if (stage.torch_pipelining && !first_stage(pass.chunk)) kept.push_back(r.alloc(boundary, kCompute));
       if (last && !reshard) {
+        if (fsdp2) {
+          // torch.distributed.pipelining runs FSDP's post-backward for every unit of the chunk
+          // after its last backward (stage.py backward_maybe_with_nosync → run_post_backward, over
+          // the FSDP states in module order: the chunk's root, then its blocks), each resharding
+          // and reduce-scattering its accumulated gradients.
+          r.release(chunk_root_params[chunk]);
+          reduce_scatter(chunk_root(pass.chunk), chunk_root_grads[chunk], true);
+          for (int l = first; l < end; ++l) {
+            r.release(unsharded[static_cast<std::size_t>(l)]);
+            reduce_scatter(layer_params, accumulated[static_cast<std::size_t>(l)], true);
+          }
+        }
         r.release(chunk_root_params[chunk]);
         r.release(chunk_root_grads[chunk]);
       }
+      if (reshard || last) r.release(reduce_scatter_state);  // the final callback of the last backward
     }
+    if (fsdp2 && reshard && root_grad >= 0) reduce_scatter(root_params, root_grad, true);
+    r.release(reduce_scatter_state);
     for (int& u : unsharded) r.release(u);
     for (int& g : accumulated) r.release(g);
     for (int& h : chunk_root_params) r.release(h);
@@ -224,6 +318,7 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
     for (auto& [key, h] : head_inputs) r.release(h);
     r.release(root);
     r.release(root_grad);
+    optimizer_step(step == 0);
   }
   StepMemoryPeaks out;
   out.allocated = static_cast<double>(r.allocator().peak_allocated());

@@ -15,14 +15,25 @@
 ///   last pipeline stage the loss buffers (s·b·V/tp · loss_bytes_per_logit) around the backward
 ///   of its last chunk's first layer, freed with the microbatch's LM-head input;
 /// - ZeRO-3/FSDP with dp > 1: each layer's all-gather output on the all-gather stream (1), copied
-///   out into unsharded parameters on the compute stream (0); its reduce-scatter input on the
-///   reduce-scatter stream (2), as FSDP2 runs its collectives on streams of their own. With
-///   pp = 1 parameters are resharded after forward and re-gathered in backward, one layer
-///   prefetched ahead; the root unit (embedding, LM head) is gathered for the step with its
-///   gradients. With pp > 1 (torchtitan: no reshard after forward) each layer, and the root unit
-///   of the first and the last stage, stays gathered from its first forward to its last backward
-///   and its gradients accumulate unsharded in the reduce dtype until the reduce-scatter after
-///   the last microbatch;
+///   out into unsharded parameters on the compute stream (0), as FSDP2 runs its collectives on
+///   streams of their own. With pp = 1 parameters are resharded after forward and re-gathered in
+///   backward, one layer prefetched ahead; the root unit (embedding, LM head) is gathered for
+///   the step with its gradients. With pp > 1 (torchtitan: no reshard after forward) each layer,
+///   and the root unit of the first and the last stage, stays gathered from its first forward to
+///   its last backward and its gradients accumulate unsharded in the reduce dtype until the
+///   reduce-scatter after the last microbatch;
+/// - under PyTorch's FSDP2 (training.framework eager or compile; torch
+///   distributed/fsdp/_fully_shard, read at late-2024 and 2025 commits): no low-precision shard
+///   (the sharded parameter is the fp32 master the optimizer updates); in forward the flat
+///   all-gather output of a unit stays alive until the next unit's all-gather is copied out, or
+///   the root's post-forward (all_gather_state, instead of recordStream); each reduce-scatter
+///   input (reduce dtype) is allocated on the compute stream, where the copy-in runs, and held
+///   until the next unit's post-backward or the end of the backward (reduce_scatter_state); the
+///   output, 1/dp of it, is the sharded gradient, on the reduce-scatter stream (2), held by
+///   .grad until the next step's zero_grad. With pp > 1 the reduce-scatters run after the
+///   chunk's last backward, unit by unit in module order (torch.distributed.pipelining's
+///   run_post_backward). Otherwise (ZeRO-3 of other frameworks) the weight and gradient shards
+///   are held for good and the reduce-scatter input lives on stream 2;
 /// - torch.distributed.pipelining's own tensors (StageMemory::torch_pipelining; torch 2.5–2.7,
 ///   torch/distributed/pipelining/stage.py), per local chunk, of the size of the tensor passed
 ///   between stages (b·s·h/sp elements, the LM head's logits b·s·V/tp on the last stage):
@@ -33,6 +44,9 @@
 ///   forward's output, held in output_chunks until the next step's clear_runtime_states (a
 ///   chunk's output is not saved by its last layer); every backward's input gradient, held as
 ///   the receive buffer's .grad until the same clear_runtime_states.
+/// - torch.optim (training.framework eager or compile): the optimizer's moments are created in
+///   the first step() after that step's backward (the master weights exist from the start), and
+///   foreach AdamW's square roots of every second moment are alive together during each step();
 /// Two steps are replayed (the second starts from the first one's cache, as every step after the
 /// first does); the peaks are over both.
 /// Not replayed: the CUDA context and NCCL's buffers (outside PyTorch's allocator and outside its
