@@ -550,7 +550,7 @@ struct FlowNetwork::Impl {
       f.on_drained = nullptr;
       ++active;
       ++records;
-      add_to_links(s, false);
+      add_to_links(s, true);
       if (pending) {  // the group's drain entry, kept while the re-solve leaves the rate
         Flow& h = flows[s];
         ++h.drain_token;
@@ -567,10 +567,14 @@ struct FlowNetwork::Impl {
     resolve_event = kNoEvent;
     ++resolve_count;
     resolving = true;
-    const bool local = partial_resolve();
-    if (split_slot) split(*std::exchange(split_slot, std::nullopt));
-    for (std::uint32_t slot : fresh_slots) flows[slot].fresh = false;
-    fresh_slots.clear();
+    // A multi-route group whose routes part splits, and the partial re-solve runs again with its
+    // parts (fresh, so that it takes them): the component is re-solved only where the partial
+    // check fails, not once per split.
+    bool local = partial_resolve();
+    while (!local && split_slot) {
+      split(*std::exchange(split_slot, std::nullopt));
+      local = partial_resolve();
+    }
     if (local) {
       for (LinkId l : dirty_links) {
         Link& link = links[l];
@@ -578,10 +582,11 @@ struct FlowNetwork::Impl {
         if (link.flows.empty()) link.saturated = false;
       }
       dirty_links.clear();
-      resolving = false;
-      return;
+    } else {
+      while (!full_resolve()) split(*std::exchange(split_slot, std::nullopt));
     }
-    while (!full_resolve()) split(*std::exchange(split_slot, std::nullopt));
+    for (std::uint32_t slot : fresh_slots) flows[slot].fresh = false;
+    fresh_slots.clear();
     resolving = false;
   }
 
