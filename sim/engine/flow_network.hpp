@@ -182,7 +182,7 @@ class FlowNetwork {
   void set_drain_epsilon(Time epsilon);
   Time drain_epsilon() const;
   /// The default drain epsilon, 10 ns (see the file comment for the argument).
-  static constexpr Time kDrainEpsilon = Time::ns(0);
+  static constexpr Time kDrainEpsilon = Time::ns(10);
 
  private:
   struct Impl;
