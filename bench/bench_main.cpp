@@ -13,7 +13,7 @@ std::vector<Benchmark>& registry() {
 }
 
 void report(const char* name, double value, const char* unit) {
-  std::printf("%s: %.6g %s\n", name, value, unit);
+  std::printf("%s: %.12g %s\n", name, value, unit);
   std::fflush(stdout);
 }
 

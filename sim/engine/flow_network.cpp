@@ -5,8 +5,8 @@
 #include <cmath>
 #include <stdexcept>
 #include <memory>
+#include <map>
 #include <optional>
-#include <unordered_map>
 #include <utility>
 
 namespace ironlaw::engine {
@@ -37,10 +37,16 @@ double drained_bytes(double rate, Time dt) {
 struct FlowNetwork::Impl {
   enum class State : std::uint8_t { free, draining, tail };
 
-  // One entry of a link's active-flow list: which flow, and which hop of its path this is.
+  // One entry of a link's active-flow list: which flow, and which hop of its path this is,
+  // with copies of what a re-solve reads of the flow for each of its links (its mark, its
+  // members on this link, its rate), kept equal to the flow's (mirror_mark, mirror_rate): a
+  // scan of a link's flows then reads the link's own array, not every flow's record.
   struct Hop {
     std::uint32_t flow;
     std::uint32_t hop;
+    std::uint32_t mark;    // == the flow's mark
+    std::uint32_t weight;  // == the flow's path[hop].weight
+    double rate;           // == the flow's rate
   };
 
   // What a re-solve touches, kept small so that a component's links share few cache lines;
@@ -149,7 +155,10 @@ struct FlowNetwork::Impl {
   std::vector<LinkId> dirty_links;
   std::vector<DrainInstant> instants;
   std::vector<std::uint32_t> free_instants;
-  std::unordered_map<std::int64_t, std::uint32_t> instant_at;  // drain time [ns] → index in instants
+  // Drain time [ns] → index in instants, ordered: a drain joins the first instant at or after
+  // its due time within drain_epsilon (drain coalescing).
+  std::map<std::int64_t, std::uint32_t> instant_at;
+  Time drain_epsilon = FlowNetwork::kDrainEpsilon;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> draining_now;  // scratch of run_instant
   std::vector<TailBatch> tails;
   std::vector<std::uint32_t> free_tails;
@@ -250,6 +259,14 @@ struct FlowNetwork::Impl {
     if (f.generation != kMaxGeneration) free_flows.push_back(slot);  // else retired: ids stay unique
   }
 
+  // Copies a flow's mark / rate into its entries in its links' lists. O(path length).
+  void mirror_mark(const Flow& f) {
+    for (const PathHop& ph : f.path) links[ph.link].flows[ph.pos].mark = f.mark;
+  }
+  void mirror_rate(const Flow& f) {
+    for (const PathHop& ph : f.path) links[ph.link].flows[ph.pos].rate = f.rate;
+  }
+
   // Puts a flow on its links. `fresh`: started now, its rate not yet solved.
   void add_to_links(std::uint32_t slot, bool fresh = true) {
     Flow& f = flows[slot];
@@ -262,7 +279,7 @@ struct FlowNetwork::Impl {
       Link& link = links[l];
       if (link.flows.empty()) infos[l].busy_since = sim.now();
       f.path[h].pos = static_cast<std::uint32_t>(link.flows.size());
-      link.flows.push_back(Hop{slot, h});
+      link.flows.push_back(Hop{slot, h, f.mark, f.path[h].weight, f.rate});
       link.load += f.path[h].weight;
       mark_dirty(l);
     }
@@ -418,12 +435,13 @@ struct FlowNetwork::Impl {
 
   void schedule_drain(std::uint32_t slot) {
     Flow& f = flows[slot];
-    const Time at = sim.now() + transfer_time(f.remaining, f.rate);
+    // Due when its last byte leaves at the current rate; it drains from the first pending
+    // instant in [due, due + drain_epsilon] (never earlier than due), else from a new one at due.
+    const Time due = sim.now() + transfer_time(f.remaining, f.rate);
     ++f.drain_token;
     f.drain_pending = true;
-    f.drain_at = at;
-    auto [it, fresh] = instant_at.try_emplace(at.count_ns(), 0);
-    if (fresh) {
+    auto it = instant_at.lower_bound(due.count_ns());
+    if (it == instant_at.end() || it->first - due.count_ns() > drain_epsilon.count_ns()) {
       std::uint32_t index;
       if (!free_instants.empty()) {
         index = free_instants.back();
@@ -432,11 +450,13 @@ struct FlowNetwork::Impl {
         index = static_cast<std::uint32_t>(instants.size());
         instants.emplace_back();
       }
-      it->second = index;
-      instants[index].at = at;
-      instants[index].event = sim.schedule_at(at, [this, index] { run_instant(index); });
+      it = instant_at.emplace_hint(it, due.count_ns(), index);
+      instants[index].at = due;
+      instants[index].event = sim.schedule_at(due, [this, index] { run_instant(index); });
     }
-    instants[it->second].flows.emplace_back(slot, f.drain_token);
+    DrainInstant& d = instants[it->second];
+    f.drain_at = d.at;
+    d.flows.emplace_back(slot, f.drain_token);
   }
 
   // The drain event of one instant: drains its live entries in the order they were scheduled.
@@ -484,8 +504,9 @@ struct FlowNetwork::Impl {
         continue;
       }
       for (const Hop& hop : link.flows) {
+        if (hop.mark != epoch) continue;
         Flow& f = flows[hop.flow];
-        if (f.mark != epoch || f.frozen == epoch) continue;
+        if (f.frozen == epoch) continue;
         if (f.routes > 1 && f.path[hop.hop].weight != f.weight) {
           split_slot = hop.flow;
           return false;
@@ -502,12 +523,6 @@ struct FlowNetwork::Impl {
       }
     }
     return true;
-  }
-
-  // The members of flow hop `hop` that cross its link.
-  std::uint32_t hop_weight(const Hop& hop) const {
-    const Flow& f = flows[hop.flow];
-    return f.routes > 1 ? f.path[hop.hop].weight : f.weight;
   }
 
   // Splits the multi-route group in `slot` into one flow group per route, each in the group's
@@ -550,7 +565,7 @@ struct FlowNetwork::Impl {
       f.on_drained = nullptr;
       ++active;
       ++records;
-      add_to_links(s, false);
+      add_to_links(s, true);
       if (pending) {  // the group's drain entry, kept while the re-solve leaves the rate
         Flow& h = flows[s];
         ++h.drain_token;
@@ -567,10 +582,14 @@ struct FlowNetwork::Impl {
     resolve_event = kNoEvent;
     ++resolve_count;
     resolving = true;
-    const bool local = partial_resolve();
-    if (split_slot) split(*std::exchange(split_slot, std::nullopt));
-    for (std::uint32_t slot : fresh_slots) flows[slot].fresh = false;
-    fresh_slots.clear();
+    // A multi-route group whose routes part splits, and the partial re-solve runs again with its
+    // parts (fresh, so that it takes them): the component is re-solved only where the partial
+    // check fails, not once per split.
+    bool local = partial_resolve();
+    while (!local && split_slot) {
+      split(*std::exchange(split_slot, std::nullopt));
+      local = partial_resolve();
+    }
     if (local) {
       for (LinkId l : dirty_links) {
         Link& link = links[l];
@@ -578,10 +597,11 @@ struct FlowNetwork::Impl {
         if (link.flows.empty()) link.saturated = false;
       }
       dirty_links.clear();
-      resolving = false;
-      return;
+    } else {
+      while (!full_resolve()) split(*std::exchange(split_slot, std::nullopt));
     }
-    while (!full_resolve()) split(*std::exchange(split_slot, std::nullopt));
+    for (std::uint32_t slot : fresh_slots) flows[slot].fresh = false;
+    fresh_slots.clear();
     resolving = false;
   }
 
@@ -607,6 +627,7 @@ struct FlowNetwork::Impl {
       Flow& f = flows[slot];
       if (f.mark == epoch || f.state != State::draining) return;
       f.mark = epoch;
+      mirror_mark(f);
       comp_flows.push_back(slot);
     };
     for (std::uint32_t slot : fresh_slots) {
@@ -614,7 +635,9 @@ struct FlowNetwork::Impl {
     }
     for (LinkId l : dirty_links) {
       if (!links[l].saturated) continue;
-      for (const Hop& hop : links[l].flows) take(hop.flow);
+      for (const Hop& hop : links[l].flows) {
+        if (hop.mark != epoch) take(hop.flow);
+      }
     }
     for (std::size_t i = 0; i < comp_flows.size(); ++i) {
       const Flow& f = flows[comp_flows[i]];
@@ -627,7 +650,9 @@ struct FlowNetwork::Impl {
         link.mark = epoch;
         comp_links.push_back(ph.link);
         if (link.saturated) {
-          for (const Hop& hop : link.flows) take(hop.flow);
+          for (const Hop& hop : link.flows) {
+            if (hop.mark != epoch) take(hop.flow);
+          }
         }
       }
     }
@@ -638,11 +663,10 @@ struct FlowNetwork::Impl {
       double used = 0;
       std::uint32_t weight = 0;
       for (const Hop& hop : link.flows) {
-        const Flow& g = flows[hop.flow];
-        if (g.mark == epoch) {
-          weight += hop_weight(hop);
+        if (hop.mark == epoch) {
+          weight += hop.weight;
         } else {
-          used += g.rate * hop_weight(hop);
+          used += hop.rate * hop.weight;
         }
       }
       link.cap_left = link.bandwidth - used;
@@ -654,8 +678,7 @@ struct FlowNetwork::Impl {
     for (std::uint32_t slot : comp_flows) {
       const Flow& f = flows[slot];
       for (const Hop& hop : links[f.bottleneck].flows) {
-        const Flow& g = flows[hop.flow];
-        if (g.mark != epoch && g.rate > f.new_rate * (1 + kRateTolerance)) return false;
+        if (hop.mark != epoch && hop.rate > f.new_rate * (1 + kRateTolerance)) return false;
       }
     }
     for (LinkId l : comp_links) {
@@ -670,6 +693,7 @@ struct FlowNetwork::Impl {
       if (f.drain_pending && std::abs(f.new_rate - f.rate) <= kRateTolerance * f.rate) continue;
       f.drain_pending = false;
       f.rate = f.new_rate;
+      mirror_rate(f);
       if (f.rate > 0) schedule_drain(slot);
     }
     return true;
@@ -696,9 +720,10 @@ struct FlowNetwork::Impl {
     dirty_links.clear();
     for (std::size_t i = 0; i < comp_links.size(); ++i) {
       for (const Hop& hop : links[comp_links[i]].flows) {
+        if (hop.mark == epoch) continue;
         Flow& f = flows[hop.flow];
-        if (f.mark == epoch) continue;
         f.mark = epoch;
+        mirror_mark(f);
         comp_flows.push_back(hop.flow);
         for (const PathHop& ph : f.path) {
           const LinkId l = ph.link;
@@ -753,6 +778,7 @@ struct FlowNetwork::Impl {
       if (f.drain_pending && std::abs(f.new_rate - f.rate) <= kRateTolerance * f.rate) continue;
       f.drain_pending = false;
       f.rate = f.new_rate;
+      mirror_rate(f);
       if (f.rate > 0) schedule_drain(slot);
     }
     return true;
@@ -939,5 +965,12 @@ std::uint64_t FlowNetwork::full_resolves() const { return impl_->full_count; }
 std::uint64_t FlowNetwork::route_splits() const { return impl_->split_count; }
 
 void FlowNetwork::set_coalesce_tails(bool coalesce) { impl_->coalesce_tails = coalesce; }
+
+void FlowNetwork::set_drain_epsilon(Time epsilon) {
+  if (epsilon < Time::zero()) throw std::invalid_argument("FlowNetwork::set_drain_epsilon: negative epsilon");
+  impl_->drain_epsilon = epsilon;
+}
+
+Time FlowNetwork::drain_epsilon() const { return impl_->drain_epsilon; }
 
 }  // namespace ironlaw::engine
