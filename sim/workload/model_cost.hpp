@@ -260,6 +260,12 @@ MoeAllToAll moe_all_to_all_bytes(const config::ModelSpec& model, const config::T
 /// FLOPs per parameter (CUDA-core, rough): adam 12, rmsprop 8, momentum 4, sgd 2.
 Op optimizer_op(const config::TrainingSpec& training, double params_local);
 
+/// Whether the model code expands grouped K/V to every query head before SDPA: PyTorch model
+/// code (training.framework eager or compile: torchtitan's Llama calls repeat_kv on K and V
+/// before F.scaled_dot_product_attention, torchtitan 9dec370 torchtitan/models/llama/model.py),
+/// not Megatron-style code (fused: Transformer Engine's attention takes grouped K/V).
+bool sdpa_expands_kv(const config::TrainingSpec& training);
+
 /// What one rank's tensors of context-parallel ring attention hold, in elements: its queries
 /// (tokens_local · heads/tp · d), attention output (· d_v), each of K and V (· kv_heads/tp · d)
 /// and its log-sum-exp rows (tokens_local · heads/tp).

@@ -622,6 +622,10 @@ Op ring_block(const Op& core, double queries, double keys, bool causal) {
 
 }  // namespace
 
+bool sdpa_expands_kv(const config::TrainingSpec& training) {
+  return training.framework == "eager" || training.framework == "compile";
+}
+
 RingAttentionOps ring_attention_ops(const Op& core, const RingTensors& t) {
   if (core.m <= 0 || core.m != core.n || !core.causal) {
     throw std::invalid_argument("ring attention needs the local causal s × s attention core");
