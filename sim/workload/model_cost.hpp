@@ -308,8 +308,9 @@ RingAttentionOps ring_attention_ops(const Op& core, const RingTensors& tensors);
 /// tiles, partial waves and short K loops cost full time. Fused attention (with a device
 /// attention_kernel): useful FLOPs (causal: s(s+1)/2 cells) / attention_kernel_rate(pass, L) ×
 /// the partial last wave of its thread blocks (⌈rows/tile_m⌉·⌈batch⌉ over sm_count; rows =
-/// queries forward, keys backward), at the clock of its own (lower) tensor activity; without
-/// one, as a GEMM. Other ops: compute =
+/// queries forward, keys backward), at the GEMMs' sustained clock (every SM busy for the
+/// kernel's whole run: the full-load power, not its share of tensor peak); without one, as a
+/// GEMM. Other ops: compute =
 /// flops / peak_flops["fp32"] (CUDA-core rate; 0 if the device lists none). Memory = bytes /
 /// hbm_bandwidth. Result = max(compute, memory), rounded up to whole ns. An op with nothing to do (not a GEMM, 0 FLOPs, 0 bytes: the
 /// MoE markers) launches no kernel and takes 0. Throws std::invalid_argument if the device has
