@@ -100,6 +100,7 @@ Costs build_costs(const config::Scenario& s, const Layout& lay, const config::Tr
     cuts.ring_tensors.out_elements = tokens_local * heads / lay.tp * dv;
     cuts.ring_tensors.kv_elements = tokens_local * kv_width / lay.tp;
     cuts.ring_tensors.lse_elements = tokens_local * heads / lay.tp;
+    cuts.ring_tensors.transposed_kv = expanded_kv;  // PyTorch model code hands SDPA transposed views
   }
 
   OpTimer::Cuts input_grad_cuts = cuts;

@@ -271,6 +271,9 @@ bool sdpa_expands_kv(const config::TrainingSpec& training);
 /// and its log-sum-exp rows (tokens_local · heads/tp).
 struct RingTensors {
   double query_elements = 0, out_elements = 0, kv_elements = 0, lse_elements = 0;
+  /// K and V reach SDPA as a transposed view (PyTorch model code: xk.transpose(1, 2)), which the
+  /// ring copies contiguous first (_templated_ring_attention and its backward: key.contiguous()).
+  bool transposed_kv = false;
 };
 /// The kernels of one rank's ring attention as torch.distributed.tensor.experimental's
 /// context_parallel runs it with its defaults (load-balanced causal chunks, convert_to_f32;

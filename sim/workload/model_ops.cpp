@@ -659,6 +659,9 @@ RingAttentionOps ring_attention_ops(const Op& core, const RingTensors& t) {
   r.kv_half.push_back(ring_block(core, s, half, false));
   r.q_half.push_back(ring_block(core, half, s, false));
   const double kv_cat = 2.0 * kv * (2.0 + 2.0);  // torch.cat([k.flatten(), v.flatten()]) in bf16
+  // key.contiguous(), value.contiguous() before the steps, forward and backward alike: K and V
+  // handed to SDPA as a (b, h, s, d) transpose of (b, s, h, d) tensors are copied, 2 + 2 B each.
+  if (t.transposed_kv) r.first.insert(r.first.begin(), ring_copy("cp_kv_contiguous", kv_cat, 2, role));
   if (!backward) {
     // _SDPAMerger.step (convert_to_f32): the block output to fp32; then out − sigmoid(lse_b − lse)
     // · (out − out_b) and lse − logsigmoid(lse − lse_b), one eager kernel per operator.
