@@ -175,11 +175,12 @@ ValidationPlan megatron_plan(const std::string& data_dir) {
 /// mesh does) were added out of sample in round 6. Since round 7 the attention kernel is timed
 /// per pass and loop length (FlashAttention-2 on H100, device attention_kernel) and CP as
 /// torch's context_parallel runs it (K/V all-gathered once, load-balanced half blocks without
-/// mask, the fp32 log-sum-exp merges and gradient accumulations, dK/dV passed in fp32); the
-/// tokens/s rows are still too fast and the error still grows with the sequence: what makes
-/// torchtitan's long-sequence attention slower per FLOP than the published kernel figures is
-/// not found (candidates not modelled: the attention kernels' power draw under the 500 W limit,
-/// which the clock model takes as proportional to tensor-core activity).
+/// mask, the fp32 log-sum-exp merges and gradient accumulations, dK/dV passed in fp32). Since
+/// round 9 the attention kernel runs at the GEMMs' sustained clock under the 500 W limit (the
+/// kernel figures are boost-clock bursts), and under PyTorch model code K and V reach SDPA, and
+/// so the CP ring, expanded to every query head (torchtitan's repeat_kv). Not found: what makes
+/// the 8B rows' per-token time jump from CP 2 to CP 4 (64K → 128K) by twice what the attention
+/// FLOPs give, when every ring step has the same shape from CP 2 on.
 struct TorchtitanRow {
   const char* file;        ///< scenarios/validation/<file>.yaml
   const char* label;

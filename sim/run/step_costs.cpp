@@ -82,7 +82,14 @@ Costs build_costs(const config::Scenario& s, const Layout& lay, const config::Tr
   cuts.tensor_parallel = lay.tp > 1;
   cuts.expert_parallel = lay.ep > 1;
   cuts.context_parallel = lay.cp;
-  const int kv_width = (s.model.kv_heads > 0 ? s.model.kv_heads : s.model.heads) *
+  // The K and V that reach SDPA, and so the ring: PyTorch model code (training.framework eager
+  // or compile, torchtitan's Llama at 9dec370, torchtitan/models/llama/model.py Attention.forward)
+  // expands grouped K/V to every query head with repeat_kv before F.scaled_dot_product_attention
+  // (its flash backend took no GQA then), so torch's context_parallel gathers, concatenates and
+  // accumulates heads/kv_heads times the bytes of the model's K and V. Megatron-style code
+  // (fused: Transformer Engine's attention) passes the grouped K/V as they are.
+  const bool expanded_kv = workload::sdpa_expands_kv(s.training);
+  const int kv_width = (expanded_kv || s.model.kv_heads <= 0 ? s.model.heads : s.model.kv_heads) *
                        (s.model.head_dim > 0 ? s.model.head_dim : s.model.hidden / s.model.heads);
   cuts.ring_bytes = tokens_local * 2.0 * kv_width / lay.tp * elem;  // this rank's K and V block
   {
@@ -93,6 +100,7 @@ Costs build_costs(const config::Scenario& s, const Layout& lay, const config::Tr
     cuts.ring_tensors.out_elements = tokens_local * heads / lay.tp * dv;
     cuts.ring_tensors.kv_elements = tokens_local * kv_width / lay.tp;
     cuts.ring_tensors.lse_elements = tokens_local * heads / lay.tp;
+    cuts.ring_tensors.transposed_kv = expanded_kv;  // PyTorch model code hands SDPA transposed views
   }
 
   OpTimer::Cuts input_grad_cuts = cuts;

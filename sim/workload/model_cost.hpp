@@ -260,11 +260,20 @@ MoeAllToAll moe_all_to_all_bytes(const config::ModelSpec& model, const config::T
 /// FLOPs per parameter (CUDA-core, rough): adam 12, rmsprop 8, momentum 4, sgd 2.
 Op optimizer_op(const config::TrainingSpec& training, double params_local);
 
+/// Whether the model code expands grouped K/V to every query head before SDPA: PyTorch model
+/// code (training.framework eager or compile: torchtitan's Llama calls repeat_kv on K and V
+/// before F.scaled_dot_product_attention, torchtitan 9dec370 torchtitan/models/llama/model.py),
+/// not Megatron-style code (fused: Transformer Engine's attention takes grouped K/V).
+bool sdpa_expands_kv(const config::TrainingSpec& training);
+
 /// What one rank's tensors of context-parallel ring attention hold, in elements: its queries
 /// (tokens_local · heads/tp · d), attention output (· d_v), each of K and V (· kv_heads/tp · d)
 /// and its log-sum-exp rows (tokens_local · heads/tp).
 struct RingTensors {
   double query_elements = 0, out_elements = 0, kv_elements = 0, lse_elements = 0;
+  /// K and V reach SDPA as a transposed view (PyTorch model code: xk.transpose(1, 2)), which the
+  /// ring copies contiguous first (_templated_ring_attention and its backward: key.contiguous()).
+  bool transposed_kv = false;
 };
 /// The kernels of one rank's ring attention as torch.distributed.tensor.experimental's
 /// context_parallel runs it with its defaults (load-balanced causal chunks, convert_to_f32;
@@ -302,8 +311,9 @@ RingAttentionOps ring_attention_ops(const Op& core, const RingTensors& tensors);
 /// tiles, partial waves and short K loops cost full time. Fused attention (with a device
 /// attention_kernel): useful FLOPs (causal: s(s+1)/2 cells) / attention_kernel_rate(pass, L) ×
 /// the partial last wave of its thread blocks (⌈rows/tile_m⌉·⌈batch⌉ over sm_count; rows =
-/// queries forward, keys backward), at the clock of its own (lower) tensor activity; without
-/// one, as a GEMM. Other ops: compute =
+/// queries forward, keys backward), at the GEMMs' sustained clock (every SM busy for the
+/// kernel's whole run: the full-load power, not its share of tensor peak); without one, as a
+/// GEMM. Other ops: compute =
 /// flops / peak_flops["fp32"] (CUDA-core rate; 0 if the device lists none). Memory = bytes /
 /// hbm_bandwidth. Result = max(compute, memory), rounded up to whole ns. An op with nothing to do (not a GEMM, 0 FLOPs, 0 bytes: the
 /// MoE markers) launches no kernel and takes 0. Throws std::invalid_argument if the device has

@@ -58,6 +58,8 @@ struct Microbatch {
   /// The fp8 weights come from FSDP's fp8 all-gather (training.fp8_all_gather): cast once per
   /// gather on the shard, not per GEMM.
   bool fp8_gathered_weights = false;
+  /// The model code expands grouped K/V to every query head before SDPA (sdpa_expands_kv).
+  bool expands_kv = false;
   /// Megatron's gradient_accumulation_fusion: the wgrad GEMM accumulates into the fp32 main_grad.
   bool wgrad_accumulates_fp32 = false;
 };
@@ -86,6 +88,7 @@ Microbatch microbatch(const config::ModelSpec& model, const config::TrainingSpec
   mb.hidden_dropout = model.hidden_dropout > 0;
   mb.eager = training.framework == "eager";
   mb.eager_loss = training.framework == "eager" || training.framework == "compile";
+  mb.expands_kv = sdpa_expands_kv(training) && !mb.sh.mla && mb.sh.kv_heads < mb.sh.heads;
   mb.fp8_linear = training.precision == "fp8";
   mb.fp8_gathered_weights = mb.fp8_linear && training.fp8_all_gather;
   mb.wgrad_accumulates_fp32 = training.gradient_accumulation_fusion;
@@ -156,7 +159,7 @@ bool is_dropout(const std::string& name) { return name.find("dropout") != std::s
 std::vector<Op> attention_core_forward(const Microbatch& mb) {
   const Shape& sh = mb.sh;
   const double heads = sh.heads / mb.tp;
-  const double kv_heads = sh.kv_heads / mb.tp;
+  const double kv_heads = (mb.expands_kv ? sh.heads : sh.kv_heads) / mb.tp;  // what SDPA reads
   const double d = sh.head_dim;
   const double dv = sh.v_head_dim;
   const double s = mb.s;
@@ -298,6 +301,16 @@ std::vector<Op> forward_ops(const Microbatch& mb, bool moe) {
       ops.push_back(rot);
     }
   }
+  if (mb.expands_kv) {
+    // torchtitan's repeat_kv (models/llama/model.py, 9dec370): K and V expanded to every local
+    // query head, x[:, :, :, None, :].expand(...).reshape(...), a copy of each: the grouped
+    // heads read, the expanded ones written.
+    const double grouped = t * sh.kv_heads * sh.head_dim / tp, expanded = t * sh.heads * sh.head_dim / tp;
+    Op repeat = elementwise("repeat_kv", 2.0 * grouped, 1, 0, 0, mb.bpe);
+    repeat.bytes += 2.0 * expanded * mb.bpe;
+    repeat.kernels = 2;
+    ops.push_back(repeat);
+  }
   for (Op& op : attention_core_forward(mb)) ops.push_back(std::move(op));
   // Row-parallel output projection: k = a·d_v / tp local features in, h out (partial sums that
   // the TP all-reduce — comm layer — adds up).
@@ -326,7 +339,7 @@ std::vector<Op> backward_of(const std::vector<Op>& forward, const Microbatch& mb
       // d_v) vs the forward's 2 → (3·d + 2·d_v)/(d + d_v) × FLOPs, 2.5× when d_v = d. Reads Q, K,
       // V, O, dO and the row statistics; writes dQ, dK, dV.
       const double heads = mb.sh.heads / mb.tp;
-      const double kv_heads = mb.sh.kv_heads / mb.tp;
+      const double kv_heads = (mb.expands_kv ? mb.sh.heads : mb.sh.kv_heads) / mb.tp;
       const double d = mb.sh.head_dim;
       const double dv = mb.sh.v_head_dim;
       Op b = f;
@@ -365,6 +378,12 @@ std::vector<Op> backward_of(const std::vector<Op>& forward, const Microbatch& mb
       if (mb.wgrad_accumulates_fp32) wgrad.bytes += wgrad.batch * wgrad.m * wgrad.n * (8.0 - mb.bpe);
       ops.push_back(dgrad);
       ops.push_back(wgrad);
+    } else if (f.name == "repeat_kv") {
+      // The expansion's backward sums each group's query-head gradients of K and V: the
+      // expanded gradients read, the grouped ones written, the forward's bytes.
+      Op b = f;
+      b.name = "repeat_kv_bwd";
+      ops.push_back(b);
     } else if (is_dropout(f.name)) {
       // Read the output gradient and the mask, write the input gradient: the forward's bytes.
       Op b = f;
@@ -622,6 +641,10 @@ Op ring_block(const Op& core, double queries, double keys, bool causal) {
 
 }  // namespace
 
+bool sdpa_expands_kv(const config::TrainingSpec& training) {
+  return training.framework == "eager" || training.framework == "compile";
+}
+
 RingAttentionOps ring_attention_ops(const Op& core, const RingTensors& t) {
   if (core.m <= 0 || core.m != core.n || !core.causal) {
     throw std::invalid_argument("ring attention needs the local causal s × s attention core");
@@ -636,6 +659,9 @@ RingAttentionOps ring_attention_ops(const Op& core, const RingTensors& t) {
   r.kv_half.push_back(ring_block(core, s, half, false));
   r.q_half.push_back(ring_block(core, half, s, false));
   const double kv_cat = 2.0 * kv * (2.0 + 2.0);  // torch.cat([k.flatten(), v.flatten()]) in bf16
+  // key.contiguous(), value.contiguous() before the steps, forward and backward alike: K and V
+  // handed to SDPA as a (b, h, s, d) transpose of (b, s, h, d) tensors are copied, 2 + 2 B each.
+  if (t.transposed_kv) r.first.insert(r.first.begin(), ring_copy("cp_kv_contiguous", kv_cat, 2, role));
   if (!backward) {
     // _SDPAMerger.step (convert_to_f32): the block output to fp32; then out − sigmoid(lse_b − lse)
     // · (out − out_b) and lse − logsigmoid(lse − lse_b), one eager kernel per operator.

@@ -63,7 +63,13 @@ double attention_seconds(const Op& op, const config::DeviceSpec& device, double 
   // Useful FLOPs as the measurement counts them: a causal s × s problem computes s(s+1)/2 cells.
   const double cells = op.causal ? op.m * (op.m + 1.0) / 2.0 : op.m * op.n;
   const double flops = 2.0 * cells * op.k * std::ceil(op.batch);
-  const double clock = sustained_clock_fraction(device, rate / peak);
+  // The clock of a sustained step under the power limit, as for GEMMs (gemm_seconds): the
+  // profile's rates are bursts at the boost clock (the FlashAttention-3 paper's benchmark, like
+  // the MAMF scan behind max_gemm_fraction), and the kernel keeps every SM issuing for its whole
+  // run — its rate is bound by the softmax (exp, rescaling) and HMMA issue between the tensor
+  // cores' bursts, not by idle SMs — so its dynamic power is taken as the full-load GEMM's, not
+  // as its share of tensor-core peak.
+  const double clock = sustained_clock_fraction(device, gemm_mainloop_fraction(device));
   const double chip = sms / device.reference_sm_count();
   return flops * quantisation / (rate * chip * clock);
 }

@@ -61,6 +61,27 @@ TEST_CASE("ring attention all-gathers K and V once per pass and passes fp32 dK, 
   CHECK(r.exposed_comm_s >= 0);
 }
 
+TEST_CASE("PyTorch model code rings K and V expanded to every query head; Megatron-style code the grouped ones",
+          "[run][cp]") {
+  // The model above with grouped-query attention, 8 K/V heads for 32 query heads. torchtitan's
+  // Llama (9dec370, models/llama/model.py) calls repeat_kv on K and V before
+  // F.scaled_dot_product_attention, so torch's context_parallel gathers the expanded tensors:
+  // per rank 512 tokens x 2 x 32 heads x 128 x 2 B = 8 MiB, as with 32 K/V heads; under
+  // Megatron-style code (fused: Transformer Engine takes grouped K/V) 8 / 32 of it, 2 MiB. The
+  // ring traffic per layer, microbatch and rank is 2 x 4 + 4 x 2 = 16 blocks either way.
+  const int layers = 8, microbatches = 8, ranks = 4;
+  const double per_block_records = 16.0 * layers * microbatches * ranks;
+  for (const char* framework : {"compile", "eager", "fused"}) {
+    MemorySink sink;
+    simulate({"parallel.pp=1", "parallel.dp=1", "parallel.cp=4", "model.kv_heads=8",
+              std::string("training.framework=") + framework},
+             sink, run::TraceLevel::op);
+    const double heads = std::string(framework) == "fused" ? 8 : 32;
+    INFO(framework);
+    CHECK(traffic(sink, "cp ring exchange").first == Approx(per_block_records * 512.0 * 2 * heads * 128 * 2));
+  }
+}
+
 TEST_CASE("expert parallelism sends every routed token copy through an all-to-all", "[run][ep]") {
   // tiny-moe on 4 GPUs, ep = 4 = dp: per MoE layer and microbatch a rank dispatches and
   // combines t*k*h*2 bytes (2,048 tokens x 2 experts x 1,024 x 2 B = 8 MiB each way), forward

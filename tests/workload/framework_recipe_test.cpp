@@ -108,3 +108,25 @@ TEST_CASE("torchtitan's op policy recomputes wk, wo, w3 and the element-wise ops
   for (const char* name : {"recompute_norm_attn", "recompute_rotary", "recompute_mlp_act", "recompute_norm_mlp"})
     CHECK(has(ops, name));
 }
+
+TEST_CASE("PyTorch model code expands grouped K/V to every query head before SDPA; fused code does not",
+          "[workload][framework][attention]") {
+  // torchtitan's Llama (9dec370 models/llama/model.py) calls repeat_kv on K and V: per tensor the
+  // 8 grouped heads of 128 read (2 B) and 32 heads written: 2 x 8192 x (8 + 32) x 128 x 2 B.
+  // Its backward sums the groups back: the same bytes. Megatron-style code (fused) passes the
+  // grouped heads to Transformer Engine: no such op.
+  const double bytes = 2.0 * 8192 * (8 + 32) * 128 * 2;
+  for (const char* mode : {"eager", "compile"}) {
+    INFO(mode);
+    const auto forward = layer_forward_ops(llama3_8b(), llama_training(mode), 1, 1);
+    CHECK(find(forward, "repeat_kv").bytes == bytes);
+    const auto backward = layer_backward_ops(llama3_8b(), llama_training(mode), 1, 1);
+    CHECK(find(backward, "repeat_kv_bwd").bytes == bytes);
+    // The flash kernel then reads 32 K and 32 V heads: Q, K, V, O at 8192 x 32 x 128 x 2 B each,
+    // plus the fp32 log-sum-exp rows (8192 x 32 x 4 B).
+    CHECK(find(forward, "attn_core").bytes == 8192.0 * 32 * 128 * 2 * 4 + 8192.0 * 32 * 4);
+  }
+  const auto fused = layer_forward_ops(llama3_8b(), llama_training("fused"), 1, 1);
+  CHECK_FALSE(has(fused, "repeat_kv"));
+  CHECK(find(fused, "attn_core").bytes == 8192.0 * (32 + 8) * 256 * 2 + 8192.0 * 32 * 4);
+}

@@ -100,3 +100,26 @@ TEST_CASE("the backward accumulates dQ, dK, dV in fp32 and passes dK, dV on", "[
   CHECK(r.kv_half.front().flops == Approx(2.5 * 2.0 * kS * (kS / 2) * 256 * 32).epsilon(1e-12));
   CHECK(r.kv_half.front().role == OpRole::attention_core_grad);
 }
+
+TEST_CASE("K and V handed to SDPA as a transposed view are copied contiguous before the ring, once per pass",
+          "[workload][cp]") {
+  // torchtitan's Llama passes xk.transpose(1, 2) (a (b, h, s, d) view of a (b, s, h, d) tensor,
+  // after repeat_kv: 32 heads); _templated_ring_attention and its backward call key.contiguous()
+  // and value.contiguous(): per pass 2 x 32,768 x 32 x 128 elements read and written in bf16,
+  // 2 x 134.2 M x 4 B = 1.07 GB. Contiguous inputs (transposed_kv false) copy nothing.
+  RingTensors expanded = tensors();
+  expanded.kv_elements = kS * 32 * 128;
+  expanded.transposed_kv = true;
+  RingTensors contiguous = expanded;
+  contiguous.transposed_kv = false;
+  for (bool backward : {false, true}) {
+    const RingAttentionOps plain = ring_attention_ops(local_core(backward), contiguous);
+    const RingAttentionOps copied = ring_attention_ops(local_core(backward), expanded);
+    INFO("backward " << backward);
+    CHECK(sum_bytes(copied.first) - sum_bytes(plain.first) == Approx(2.0 * kS * 32 * 128 * 4).epsilon(1e-12));
+    CHECK(has(copied.first, "cp_kv_contiguous"));
+    CHECK_FALSE(has(plain.first, "cp_kv_contiguous"));
+    // Once per pass: the later steps copy nothing more.
+    CHECK(sum_bytes(copied.kv_half) == Approx(sum_bytes(plain.kv_half)).epsilon(1e-12));
+  }
+}
