@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <iostream>
 #include <stdexcept>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,9 @@ double parse_size(const std::string& text, const std::string& option) {
   else if (suffix == "G" || suffix == "g") mult = 1024.0 * 1024.0 * 1024.0;
   else if (!suffix.empty())
     throw InputError({option, 0, 0}, option, "expected a size like 8M or 8G (nccl-tests syntax), got \"" + text + "\"");
-  if (v <= 0) throw InputError({option, 0, 0}, option, "expected a positive size, got \"" + text + "\"");
+  if (!(v > 0) || !std::isfinite(v * mult)) {
+    throw InputError({option, 0, 0}, option, "expected a positive, finite size, got \"" + text + "\"");
+  }
   return v * mult;
 }
 
@@ -79,7 +82,9 @@ int cmd_collective(const Args& args) {
   const double min_bytes = parse_size(min_s, "-b");
   const double max_bytes = parse_size(max_s, "-e");
   if (max_bytes < min_bytes) throw InputError({}, "-e", "the largest size is below the smallest (-b)");
-  if (!(factor > 1)) throw InputError({}, "-f", "the step factor must be greater than 1");
+  if (!(factor > 1) || !std::isfinite(factor)) {
+    throw InputError({}, "-f", "the step factor must be a finite number greater than 1");
+  }
   if (nodes < 1) throw InputError({}, "--nodes", "expected at least 1 node");
   const std::string algo_expected = "expected ring, hierarchical, tree, nvls or auto, got \"" + algorithm + "\"";
   comm::Algorithm alg = comm::Algorithm::automatic;

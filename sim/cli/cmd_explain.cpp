@@ -36,7 +36,8 @@ namespace {
 /// Most --what-if options in one command: each is one more row of simulations (per scenario).
 constexpr std::size_t kMaxWhatIfs = 16;
 
-/// "0.5,1,2" → {0.5, 1, 2}; each factor in (0, 64].
+/// "0.5,1,2" → {0.5, 1, 2}; each factor in [1/64, 64] (a denormal factor would only make
+/// rows of zero nodes or tokens).
 std::vector<double> factors(const std::string& option, const std::string& text) {
   std::vector<double> out;
   std::stringstream ss(text);
@@ -49,8 +50,8 @@ std::vector<double> factors(const std::string& option, const std::string& text) 
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used == 0 || used != item.size() || !(v > 0) || v > 64)
-      throw InputError({}, option, "expected a comma-separated list of factors in (0, 64], got \"" + text + "\"");
+    if (used == 0 || used != item.size() || !(v >= 1.0 / 64) || v > 64)
+      throw InputError({}, option, "expected a comma-separated list of factors from 1/64 to 64, got \"" + text + "\"");
     out.push_back(v);
   }
   if (out.empty() || out.size() > 8) throw InputError({}, option, "expected 1 to 8 factors, got \"" + text + "\"");

@@ -27,8 +27,12 @@ int cmd_validate(const Args& args) {
   po::options_description opts("ironlaw validate [--case NAME] [-j THREADS]");
   std::string name;
   int threads = 2;
+  double step_cpu_limit = run::kDefaultStepCpuLimitS;
   opts.add_options()("help,h", "show this help")("case", po::value(&name), "one case (default: all)")(
       "jobs,j", po::value(&threads), "simulations run side by side (default 2)")(
+      "step-cpu-limit", po::value(&step_cpu_limit)->default_value(step_cpu_limit),
+      "CPU seconds one row's step simulation may use; past it (or once its pace projects past it) validate stops "
+      "with exit 2 naming the row")(
       "csv", "print one CSV row per figure (case,figure,published,predicted,error,unit,source) instead of the table")(
       "json", "print the cases, their rows and the summary as JSON instead of the table");
   po::variables_map vm;
@@ -44,6 +48,7 @@ int cmd_validate(const Args& args) {
   if (vm.count("csv") && vm.count("json")) throw InputError({}, "--csv", "give --csv or --json, not both");
   const OutputFormat format = vm.count("csv") ? OutputFormat::csv : vm.count("json") ? OutputFormat::json : OutputFormat::text;
   if (threads < 1) throw InputError({}, "--jobs", "must be at least 1, got " + std::to_string(threads));
+  apply_step_cpu_limit(step_cpu_limit);
   std::vector<std::string> names = report::validation_case_names();
   if (!name.empty()) {
     bool known = false;
@@ -76,6 +81,10 @@ int cmd_validate(const Args& args) {
       const auto& job = plans[slots[i].plan].jobs[slots[i].job];
       try {
         results[i] = job.run();
+      } catch (const run::CpuLimitReached& e) {
+        // Name the row: the simulation's own message names only its scenario.
+        failures[i] = std::make_exception_ptr(
+            run::CpuLimitReached("validate row " + job.label + ": " + e.diagnostics().front().message));
       } catch (...) {
         failures[i] = std::current_exception();
       }

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <typeinfo>
 
 #include "config/units.hpp"
 #include "core/time.hpp"
@@ -70,7 +71,25 @@ bool parse_command_line(const Args& args, const boost::program_options::options_
   check_argument_count(args);
   po::positional_options_description pos;
   if (positional != nullptr) pos.add(positional, 1);
-  po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
+  const po::parsed_options parsed = po::command_line_parser(args).options(opts).positional(pos).run();
+  po::store(parsed, vm);
+  // Boost converts "-1" to an unsigned option as 2^64 - 1 (a count or a limit that silently
+  // becomes unbounded): a negative value for any unsigned option is refused here, for every
+  // command at once.
+  for (const auto& o : parsed.options) {
+    const auto it = vm.find(o.string_key);
+    if (it == vm.end() || it->second.empty()) continue;
+    const auto& v = it->second.value();
+    const bool is_unsigned = v.type() == typeid(unsigned) || v.type() == typeid(unsigned long) ||
+                             v.type() == typeid(unsigned long long) || v.type() == typeid(unsigned short);
+    if (!is_unsigned) continue;
+    for (const auto& text : o.value) {
+      const auto first = text.find_first_not_of(" \t");
+      if (first != std::string::npos && text[first] == '-') {
+        throw InputError({}, "--" + o.string_key, "expected a whole number >= 0, got \"" + text + "\"");
+      }
+    }
+  }
   for (const auto& [name, value] : vm) {
     const auto* list = boost::any_cast<std::vector<std::string>>(&value.value());
     if (list != nullptr && list->size() > kMaxRepeatedOption) {

@@ -9,6 +9,7 @@
 #include "cli/commands.hpp"
 #include "config/spec.hpp"
 #include "core/error.hpp"
+#include "run/cpu_budget.hpp"
 #include "run/layout.hpp"
 
 namespace ironlaw::output {
@@ -47,7 +48,7 @@ struct Limits {
   std::size_t max_points = 10'000;   ///< --max-points: sweep points (product of --vary lists)
   std::string max_memory;            ///< --max-memory: estimated peak memory; "" = half of RAM
   /// --step-cpu-limit: CPU seconds one step simulation may use (run/cpu_budget.hpp).
-  double step_cpu_limit_s = 1800;
+  double step_cpu_limit_s = run::kDefaultStepCpuLimitS;
 };
 
 /// --step-cpu-limit checked (a number of CPU seconds ≥ 0, finite) and made the process-wide

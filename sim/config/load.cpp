@@ -644,7 +644,13 @@ void parse_scenario(Section& root, Scenario& sc) {
   {
     Section output = root.section("output");
     std::string path;
-    if (output.text("path", path) && !path.empty()) {
+    const bool given = output.text("path", path);
+    if (given && path.empty()) {
+      // An empty path is no path: refused, as `-o ""` is, rather than written to the default.
+      output.state().error(output.state().where("output.path"), "output.path",
+                           "the output path is empty; give a file name, or none for no file");
+    }
+    if (given && !path.empty()) {
       sc.output.path = path == "none" ? "" : detail::resolve_path(output.file(), path);
     } else {
       sc.output.path = detail::resolve_path(root.file(), "../outputs/" + sc.name + ".h5");

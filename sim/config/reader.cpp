@@ -257,6 +257,12 @@ class ShapeCheck : public YAML::EventHandler {
   void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
                 const std::string& value) override {
     // Keys and values are UTF-8 text (YAML 1.2 §5.2): they reach the SVG, JSON and HDF5 outputs.
+    if (value.find('\0') != std::string::npos) {
+      // Valid UTF-8, but a C string ends there: a path "a\0b" would name the file "a".
+      throw ShapeProblem{mark, "a key or value holds a NUL character (an escape such as \\0 or \\x00); "
+                               "no key or value may contain one"};
+    }
+    check_tag(mark, tag);
     if (first_invalid_utf8(value) != std::string::npos || first_invalid_utf8(tag) != std::string::npos) {
       const std::size_t bad = first_invalid_utf8(value);
       char byte[8];
@@ -287,18 +293,32 @@ class ShapeCheck : public YAML::EventHandler {
     }
     add(mark, Size{size.nodes, size.alias_depth + 1});
   }
-  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+  void OnSequenceStart(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
                        YAML::EmitterStyle::value) override {
+    check_tag(mark, tag);
     open(mark, anchor);
   }
   void OnSequenceEnd() override { close(); }
-  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+  void OnMapStart(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
                   YAML::EmitterStyle::value) override {
+    check_tag(mark, tag);
     open(mark, anchor);
   }
   void OnMapEnd() override { close(); }
 
  private:
+  /// Explicit tags (`!!binary`, `!!float`, `!foo`) would change how a value is read, and no key
+  /// is read by its tag: every one is refused rather than silently ignored. yaml-cpp reports a
+  /// node without a tag as "?" (plain) or "!" (quoted).
+  static void check_tag(const YAML::Mark& mark, const std::string& tag) {
+    if (tag.empty() || tag == "?" || tag == "!") return;
+    std::string shown = tag;
+    constexpr std::string_view kCore = "tag:yaml.org,2002:";
+    if (shown.rfind(kCore, 0) == 0) shown = "!!" + shown.substr(kCore.size());
+    if (shown.size() > 40) shown = shown.substr(0, 40) + "...";
+    throw ShapeProblem{mark, "YAML tags (here " + shown + ") are not read: write the value without a tag"};
+  }
+
   struct Size {
     std::uint64_t nodes = 0;  ///< nodes of the subtree once every alias is expanded
     int alias_depth = 0;
@@ -447,6 +467,35 @@ std::optional<std::string> check_yaml_shape(const std::string& text, SourceLoc* 
     YAML::Parser parser(in);
     ShapeCheck check;
     parser.HandleNextDocument(check);
+    // One document per file: yaml-cpp reads the first and ignores what follows a `---` or `...`.
+    class FirstMark : public YAML::EventHandler {
+     public:
+      void OnDocumentStart(const YAML::Mark& m) override { mark = m; }
+      void OnDocumentEnd() override {}
+      void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+      void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+      void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+      void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+      void OnSequenceEnd() override {}
+      void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+      void OnMapEnd() override {}
+      YAML::Mark mark = YAML::Mark::null_mark();
+    };
+    FirstMark second;
+    bool more = false;
+    YAML::Mark at = YAML::Mark::null_mark();
+    try {
+      more = parser.HandleNextDocument(second);
+      at = second.mark;
+    } catch (const YAML::Exception& e) {
+      more = true;
+      at = e.mark;
+    }
+    if (more) {
+      throw ShapeProblem{at.line < 0 ? YAML::Mark{} : at,
+                         "a second YAML document (after --- or ...): a file holds one document, and nothing "
+                         "after it would be read"};
+    }
   } catch (const ShapeProblem& p) {
     if (where) *where = SourceLoc{where->file, p.mark.line + 1, p.mark.column + 1};
     return p.message;
@@ -613,6 +662,11 @@ Section::Section(LoadState& state, YAML::Node node, std::string file, std::strin
       continue;
     }
     const std::string key = key_node.Scalar();
+    if (key == "<<" && key_node.Tag() != "!") {
+      state_->error(loc_of(key_node, key_node, from_cli_), full(key),
+                    "YAML merge keys (<<) are not read: write the keys out in this mapping");
+      continue;
+    }
     if (const auto seen = index_.find(key); seen != index_.end()) {
       const Entry& e = entries_[seen->second];
       const auto first = loc_of(e.key_node, e.key_node, from_cli_);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -69,9 +70,21 @@ pid_t temporary_owner(const std::string& name) {
 
 std::filesystem::path temporary_sibling(const std::filesystem::path& target) {
   const std::size_t thread = std::hash<std::thread::id>{}(std::this_thread::get_id());
-  std::filesystem::path temporary = target;
-  temporary += ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(thread % 1000000);
-  return temporary;
+  const std::string suffix = ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(thread % 1000000);
+  std::string name = target.filename().string();
+  // A file name may hold 255 bytes (NAME_MAX): a target of up to 255 is valid, its temporary
+  // name would not be. Such a name is cut (at a UTF-8 boundary) and marked with a hash of the
+  // whole name, so two long targets sharing a prefix (an .h5 and its Chrome trace) never share
+  // a temporary; the ".tmp-<pid>-<n>" tail stays, so stale ones are still found and removed.
+  constexpr std::size_t kNameMax = 255;
+  if (name.size() + suffix.size() > kNameMax) {
+    char mark[24];
+    std::snprintf(mark, sizeof mark, "~%016zx", std::hash<std::string>{}(name));
+    std::size_t keep = kNameMax - suffix.size() - std::strlen(mark);
+    while (keep > 0 && (static_cast<unsigned char>(name[keep]) & 0xC0) == 0x80) --keep;
+    name = name.substr(0, keep) + mark;
+  }
+  return target.parent_path() / (name + suffix);
 }
 
 void check_output_location(const std::filesystem::path& target) {

@@ -51,7 +51,17 @@ void SimulationCpuBudget::check(Time reached) const {
                   what_.c_str(), used, at, driver_.empty() ? "" : "; its size is mostly ", driver_.c_str());
     throw CpuLimitReached(text);
   }
-  if (used < kProjectAfterCpuS || lower_bound_s_ <= 0 || !(at > 0)) return;
+  if (used < kProjectAfterCpuS || lower_bound_s_ <= 0) return;
+  if (!(at > 0)) {
+    // Every event so far at time 0 (a collective's launch over every rank, flows that all start
+    // at one instant): the pace is no simulated time per CPU second, which projects without end.
+    std::snprintf(text, sizeof text,
+                  "%s: the step simulation spent %.1f CPU s without simulated time passing (it must reach at least "
+                  "%.3g s), so it cannot finish within the limit of %.0f s%s%s; reduce it, or raise --step-cpu-limit",
+                  what_.c_str(), used, lower_bound_s_, limit_s_, driver_.empty() ? "" : "; its size is mostly ",
+                  driver_.c_str());
+    throw CpuLimitReached(text);
+  }
   const double projected = used * lower_bound_s_ / at;
   if (projected > limit_s_) {
     std::snprintf(text, sizeof text,
@@ -80,7 +90,26 @@ void CpuWatchdog::resume() {
   if (armed_ || t_budget == nullptr) return;
   if (!(t_budget->limit_s_ < std::numeric_limits<double>::infinity())) return;  // no limit: no checks
   armed_ = true;
-  sim_.set_tick(kWatchdogEvents, [this] { check_cpu_budget(sim_.now()); });
+  since_ = 0;
+  every_ = 1;  // grows while events are cheap, so even the first stretch is bounded
+  last_cpu_s_ = thread_cpu_s();
+  sim_.set_tick(1, [this] { on_event(); });
+}
+
+void CpuWatchdog::on_event() {
+  if (++since_ < every_) return;
+  since_ = 0;
+  const double now = thread_cpu_s();
+  const double stretch = now - last_cpu_s_;
+  last_cpu_s_ = now;
+  if (stretch > kWatchdogStretchCpuS) {
+    // Down in proportion to the overrun, so the next stretch costs about kWatchdogStretchCpuS.
+    const double scaled = static_cast<double>(every_) * kWatchdogStretchCpuS / stretch;
+    every_ = scaled >= 1 ? static_cast<std::uint64_t>(scaled) : 1;
+  } else if (stretch < 0.1 * kWatchdogStretchCpuS && every_ < kWatchdogEvents) {
+    every_ *= 2;
+  }
+  check_cpu_budget(sim_.now());
 }
 
 void CpuWatchdog::pause() {

@@ -23,8 +23,24 @@ namespace ironlaw::run {
 
 /// CPU seconds spent before a projection may stop a simulation.
 inline constexpr double kProjectAfterCpuS = 5.0;
-/// Default of --step-cpu-limit [CPU s].
-inline constexpr double kDefaultStepCpuLimitS = 1800.0;
+/// Default of --step-cpu-limit [CPU s]. The costliest shipped step simulation is DeepSeek-V3's
+/// (scenarios/explain/deepseek-v3.yaml: about 285 CPU s per step simulation in a Release build,
+/// README "Explaining published runs"); the next are ~21 s (the GPT-3 175B ZeRO-3 validation row
+/// on 1,536 GPUs) and below. 600 s keeps every shipped scenario, `make bench` and `validate`
+/// within it with twice DeepSeek's cost to spare, and the projection (kProjectAfterCpuS) stops
+/// most larger inputs after 5 CPU s. Sanitizer builds run 5-20x slower: ten times the default.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define IRONLAW_SANITIZED_BUILD 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(undefined_behavior_sanitizer)
+#define IRONLAW_SANITIZED_BUILD 1
+#endif
+#endif
+#ifdef IRONLAW_SANITIZED_BUILD
+inline constexpr double kDefaultStepCpuLimitS = 6000.0;
+#else
+inline constexpr double kDefaultStepCpuLimitS = 600.0;
+#endif
 
 /// Thrown when a simulation passes the limit (or its projection does). An InputError keyed
 /// `--step-cpu-limit`: exit 2 on the command line, a row saying so in sweeps, plans and searches.
@@ -48,8 +64,10 @@ class SimulationCpuBudget {
   SimulationCpuBudget(const SimulationCpuBudget&) = delete;
   SimulationCpuBudget& operator=(const SimulationCpuBudget&) = delete;
 
-  /// Throws CpuLimitReached when the budget is spent at simulated time `reached`. O(1): one
-  /// read of the thread's CPU clock.
+  /// Throws CpuLimitReached when the budget is spent at simulated time `reached`, or, once
+  /// kProjectAfterCpuS are spent, when the pace so far projects past it; a simulation that must
+  /// reach a positive simulated time and has not left time 0 projects without end (all its
+  /// events so far at one instant). O(1): one read of the thread's CPU clock.
   void check(Time reached) const;
 
  private:
@@ -79,8 +97,12 @@ namespace ironlaw::run {
 
 /// Checks the thread's budget between the events of a running step, so that a single task
 /// that runs long (a collective of a million ranks is one task, its flows events of the flow
-/// network) is bounded too: the simulator's tick (engine::Simulator::set_tick) calls it every
-/// kWatchdogEvents events. It schedules nothing and only reads, so the events, their order,
+/// network) is bounded too: the simulator's tick (engine::Simulator::set_tick) calls it after
+/// every event, and it reads the CPU clock every `every` events: kWatchdogEvents while events
+/// are cheap, fewer (down to one) as soon as a stretch of events costs more than
+/// kWatchdogStretchCpuS, so the CPU spent between two checks stays bounded by about that
+/// stretch (or one event) whatever the event pattern — a million events at one instant, or
+/// events that each do the work of many (a collective's launch over every rank). It schedules nothing and only reads, so the events, their order,
 /// every count and every figure of the step are the same with it as without it, on any machine
 /// at any load (a check paced by CPU time would not be: its own events would land wherever the
 /// machine's speed put them).
@@ -90,6 +112,9 @@ class CpuWatchdog {
   /// microsecond), an event costs about one, so the checks cost under 0.1 % and come every few
   /// milliseconds of CPU.
   static constexpr std::uint64_t kWatchdogEvents = 1024;
+  /// CPU seconds between two checks past which the interval shrinks (in proportion, down to
+  /// one event); it starts at one event and doubles while a stretch costs under a tenth of it.
+  static constexpr double kWatchdogStretchCpuS = 0.01;
 
   explicit CpuWatchdog(engine::Simulator& sim) : sim_(sim) {}
   ~CpuWatchdog();
@@ -99,10 +124,16 @@ class CpuWatchdog {
   void resume();
   /// Stops checking (the step ended). O(1).
   void pause();
+  /// Events between two clock reads now (1 .. kWatchdogEvents).
+  std::uint64_t every() const { return every_; }
 
  private:
+  void on_event();
   engine::Simulator& sim_;
   bool armed_ = false;
+  std::uint64_t every_ = kWatchdogEvents;
+  std::uint64_t since_ = 0;
+  double last_cpu_s_ = 0;
 };
 
 }  // namespace ironlaw::run

@@ -11,6 +11,7 @@
 #include "engine/simulator.hpp"
 #include "hardware/cluster.hpp"
 #include "hardware/gpu_speed.hpp"
+#include "run/cpu_budget.hpp"
 #include "run/simulation.hpp"
 #include "workload/layer_list.hpp"
 #include "workload/model_cost.hpp"
@@ -234,7 +235,15 @@ class PsWorld {
     } else {
       for (int w = 0; w < workers_; ++w) sim_.schedule_at(Time::zero(), [this, w] { start_iteration(w); });
     }
+    // Bounded in CPU time like every simulation (run/cpu_budget.hpp): each worker runs its
+    // run.steps iterations one after another, so at least steps x its compute time must pass.
+    const Time longest = compute_.empty() ? Time::zero() : *std::max_element(compute_.begin(), compute_.end());
+    const SimulationCpuBudget budget(sc_.name + " (parameter-server world)", longest.seconds() * steps_,
+                                     "the workers (cluster.nodes x node.gpus) x parameter_server.servers x run.steps");
+    CpuWatchdog watchdog(sim_);
+    watchdog.resume();
     sim_.run();
+    watchdog.pause();
     return finish();
   }
 

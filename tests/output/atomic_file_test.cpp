@@ -102,3 +102,19 @@ TEST_CASE("Stale temporaries of dead processes are removed, others kept") {
   CHECK(fs::exists(not_ours));
   CHECK(fs::exists(plain));
 }
+
+TEST_CASE("the temporary of a target with a 255-byte name fits NAME_MAX and differs from its neighbour's", "[output][hostile]") {
+  // NAME_MAX on Linux file systems is 255 bytes: the target is valid, "<target>.tmp-<pid>-<n>"
+  // would not be (ENAMETOOLONG, so a valid output was refused).
+  const std::string long_name(250, 'y');
+  const auto a = ironlaw::output::temporary_sibling("dir/" + long_name + ".h5");
+  const auto b = ironlaw::output::temporary_sibling("dir/" + long_name + ".jsn");
+  CHECK(a.parent_path() == "dir");
+  CHECK(a.filename().string().size() <= 255);
+  CHECK(b.filename().string().size() <= 255);
+  CHECK(a != b);  // the same 230-byte prefix, told apart by the hash of the whole name
+  const std::string tail = ".tmp-" + std::to_string(::getpid()) + "-";
+  CHECK(a.filename().string().find(tail) != std::string::npos);
+  // A short name keeps the plain form.
+  CHECK(ironlaw::output::temporary_sibling("dir/out.h5").filename().string().rfind("out.h5" + tail, 0) == 0);
+}

@@ -23,6 +23,7 @@
 #include "config/load.hpp"
 #include "core/error.hpp"
 #include "output/h5_reader.hpp"
+#include "run/cpu_budget.hpp"
 #include "run/parameter_server.hpp"
 
 using namespace ironlaw;
@@ -336,4 +337,26 @@ TEST_CASE("two servers behind one PCIe switch share its upstream port", "[ps]") 
     ++first_pulls;
   }
   CHECK(first_pulls == 4);
+}
+
+TEST_CASE("the parameter-server event world is bounded by --step-cpu-limit like every simulation", "[ps][hostile]") {
+  // The world of workers and servers (given their compute times, so no step simulation runs
+  // first): a spent limit stops it with the error keyed --step-cpu-limit naming the world; an
+  // unlimited one runs it to the end.
+  const double before = run::step_cpu_limit();
+  const int n = 4;
+  NullSink sink;
+  run::set_step_cpu_limit(0);
+  try {
+    (void)run::simulate_parameter_server(world(n), std::vector<Time>(n, Time::ms(1)), sink, run::TraceLevel::none);
+    run::set_step_cpu_limit(before);
+    FAIL("the parameter-server world was not stopped");
+  } catch (const run::CpuLimitReached& e) {
+    run::set_step_cpu_limit(before);
+    REQUIRE(e.diagnostics().size() == 1);
+    CHECK(e.diagnostics().front().key == "--step-cpu-limit");
+    CHECK(e.diagnostics().front().message.find("parameter-server world") != std::string::npos);
+  }
+  const auto r = run::simulate_parameter_server(world(n), std::vector<Time>(n, Time::ms(1)), sink, run::TraceLevel::none);
+  CHECK(r.makespan > Time::zero());
 }

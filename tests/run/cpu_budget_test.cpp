@@ -9,6 +9,7 @@
 
 #include "config/load.hpp"
 #include "core/records.hpp"
+#include "engine/simulator.hpp"
 #include "run/cpu_budget.hpp"
 #include "run/simulation.hpp"
 
@@ -65,4 +66,33 @@ TEST_CASE("an unspent CPU limit and its watchdog change no figure of the step", 
   CHECK(bounded.events_executed == unbounded.events_executed);
   CHECK(bounded.flows_started == unbounded.flows_started);
   CHECK(bounded.link_series.busy == unbounded.link_series.busy);
+}
+
+TEST_CASE("the watchdog checks within one event when every event falls at one instant", "[run][hostile]") {
+  // 5,000 events at time 0 (a collective whose flows all start together): with a spent limit the
+  // run stops after the first, not after the 1,024 events of a fixed interval.
+  engine::Simulator sim;
+  int ran = 0;
+  for (int i = 0; i < 5000; ++i) sim.schedule_at(Time::zero(), [&ran] { ++ran; });
+  LimitScope zero(0);
+  const run::SimulationCpuBudget budget("instant", 1.0, "");
+  run::CpuWatchdog watchdog(sim);
+  watchdog.resume();
+  CHECK_THROWS_AS(sim.run(), run::CpuLimitReached);
+  CHECK(ran == 1);
+  CHECK(sim.pending() == 4999);  // the rest stay pending, as after any exception from an action
+  watchdog.pause();
+}
+
+TEST_CASE("an unlimited budget arms no watchdog", "[run][hostile]") {
+  engine::Simulator sim;
+  int ran = 0;
+  for (int i = 0; i < 3000; ++i) sim.schedule_at(Time::ns(i), [&ran] { ++ran; });
+  LimitScope none(std::numeric_limits<double>::infinity());
+  const run::SimulationCpuBudget budget("unlimited", 1.0, "");
+  run::CpuWatchdog watchdog(sim);
+  watchdog.resume();
+  CHECK(sim.run() == 3000);
+  CHECK(ran == 3000);
+  CHECK(watchdog.every() == run::CpuWatchdog::kWatchdogEvents);  // never armed: never adapted
 }
