@@ -41,6 +41,8 @@ int cmd_validate(const Args& args) {
     std::cout << opts;
     std::cout << "cases:";
     for (const auto& n : report::validation_case_names()) std::cout << " " << n;
+    std::cout << "\nlong cases (minutes of CPU; run only with --case):";
+    for (const auto& n : report::validation_long_case_names()) std::cout << " " << n;
     std::cout << "\n";
     return kExitOk;
   }
@@ -52,10 +54,12 @@ int cmd_validate(const Args& args) {
   std::vector<std::string> names = report::validation_case_names();
   if (!name.empty()) {
     bool known = false;
-    for (const auto& n : names) known = known || n == name;
+    std::vector<std::string> all = names;
+    for (const auto& n : report::validation_long_case_names()) all.push_back(n);
+    for (const auto& n : all) known = known || n == name;
     if (!known) {
       std::string list;
-      for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+      for (const auto& n : all) list += (list.empty() ? "" : ", ") + n;
       throw InputError({}, "--case", "unknown case \"" + name + "\"; known: " + list);
     }
     names = {name};

@@ -50,6 +50,9 @@ const std::map<std::string, std::string> kNotSimulated = {
     {"scenarios/explain/",
      "the published runs `ironlaw explain` accounts for (thousands of GPUs; DeepSeek-V3's step runs for minutes); "
      "tests/report/waterfall_test.cpp and the explain CLI tests pin the waterfall on small fixtures"},
+    {"scenarios/validation/llama3-paper/",
+     "Llama 3 405B on 8,192 / 16,384 GPUs (Table 4 of the Llama 3 paper): the 16,384-GPU 8K step takes about seven "
+     "CPU minutes, the CP 16 row is refused by the step CPU limit; `ironlaw validate` plan llama3-paper runs them"},
     {"scenarios/gpt3-175b-zero3-1536.yaml",
      "one step takes over a minute of CPU on two cores (ZeRO-3 over 1,536 GPUs); `make bench` times it"},
 };
@@ -91,6 +94,9 @@ std::string golden_summary(const std::string& relative) {
   const auto s = config::load_scenario(kRepo + "/" + relative, overrides);
   auto skip = kNotSimulated.find(relative);
   if (skip == kNotSimulated.end() && relative.rfind("scenarios/explain/", 0) == 0) skip = kNotSimulated.find("scenarios/explain/");
+  if (skip == kNotSimulated.end() && relative.rfind("scenarios/validation/llama3-paper/", 0) == 0) {
+    skip = kNotSimulated.find("scenarios/validation/llama3-paper/");
+  }
   if (skip != kNotSimulated.end()) {
     const auto lay = run::resolve_layout(s);
     char layout[200];
@@ -227,4 +233,8 @@ TEST_CASE("every shipped scenario has a golden summary and every golden a scenar
   for (const auto& e : fs::directory_iterator(kGoldens)) present.push_back(e.path().string());
   std::sort(present.begin(), present.end());
   CHECK(present == expected);
+}
+
+TEST_CASE("the Llama 3 paper validation scenarios reproduce their golden layouts", "[golden][llama3-paper]") {
+  check_goldens(shipped_scenarios("validation/llama3-paper", false));
 }

@@ -393,3 +393,48 @@ TEST_CASE("the NeMo H100 rows: tokens/s and model TFLOP/s agree under Megatron's
     CHECK_FALSE(run::simulate_memory(s).out_of_memory);
   }
 }
+
+TEST_CASE("the Llama 3 paper rows: Table 4's columns agree with each other, and each scenario is its row",
+          "[validation][llama3-paper]") {
+  // Dubey et al. 2024 (arXiv:2407.21783) Table 4, by hand: GPUs = TP · CP · PP · DP
+  // (8·1·16·64 = 8,192; 8·1·16·128 = 8·16·16·8 = 16,384); tokens per batch = batch per DP ·
+  // DP · sequence (32·64·8,192 = 16·128·8,192 = 16·8·131,072 = 16,777,216 = 16M); the BF16 MFU
+  // is TFLOPs/GPU over the H100 SXM's 989.4 dense BF16 TFLOPS (430 → 43.5 %, 400 → 40.4 %,
+  // 380 → 38.4 % against the table's 43, 41, 38: the table rounds both columns).
+  struct Row { const char* file; int gpus, cp, dp, seq, batch_per_dp; double tflops, mfu; };
+  const Row rows[] = {{"405b-8192gpu", 8192, 1, 64, 8192, 32, 430, 0.43},
+                      {"405b-16384gpu", 16384, 1, 128, 8192, 16, 400, 0.41},
+                      {"405b-16384gpu-cp16", 16384, 16, 8, 131072, 16, 380, 0.38}};
+  for (const auto& row : rows) {
+    INFO(row.file);
+    CHECK(8 * row.cp * 16 * row.dp == row.gpus);
+    CHECK(double(row.batch_per_dp) * row.dp * row.seq == 16777216.0);
+    CHECK(row.tflops / 989.4 == Approx(row.mfu).margin(0.01));
+    const auto s = config::load_scenario(kRepo + "/scenarios/validation/llama3-paper/" + row.file + ".yaml", {"run.steps=1"});
+    CHECK(s.gpus() == row.gpus);
+    CHECK(s.parallel.tp == 8);
+    CHECK(s.parallel.pp == 16);
+    CHECK(s.parallel.cp == row.cp);
+    CHECK(s.parallel.dp == row.dp);
+    CHECK(s.training.sequence_length == row.seq);
+    CHECK(s.training.global_batch_tokens == 16777216.0);
+    CHECK(s.training.precision == "bf16");
+    CHECK(s.training.activation_checkpointing == "none");  // §3.3.2: no activation checkpointing at 8K
+    CHECK(s.parallel.order == std::vector<std::string>{"tp", "cp", "pp", "dp"});  // §3.3.2's [TP, CP, PP, DP]
+  }
+  // §3.3.2: the first and the last stage hold one transformer layer fewer. 126 layers over the
+  // 16 · 4 chunks of the scenarios: 128 slots of 2, the 2 missing taken from chunk 0 (stage 0)
+  // and chunk 63 (stage 15's last chunk), so stages 0 and 15 hold 7 layers and the others 8.
+  const auto split = run::split_layers(126, 64);
+  REQUIRE(split.size() == 64);
+  CHECK(split.front() == 1);
+  CHECK(split.back() == 1);
+  for (std::size_t j = 1; j + 1 < split.size(); ++j) CHECK(split[j] == 2);
+  // The llama3-paper case is a long case: `validate --case llama3-paper` runs it, a plain
+  // `validate` leaves it out (see validation.cpp).
+  CHECK(report::plan_validation("llama3-paper", kRepo).jobs.size() == 3);
+  const auto long_names = report::validation_long_case_names();
+  CHECK(std::find(long_names.begin(), long_names.end(), "llama3-paper") != long_names.end());
+  const auto names = report::validation_case_names();
+  CHECK(std::find(names.begin(), names.end(), "llama3-paper") == names.end());
+}
