@@ -43,7 +43,7 @@ void SimulationCpuBudget::check(Time reached) const {
   if (!(limit_s_ < std::numeric_limits<double>::infinity())) return;
   const double used = thread_cpu_s() - start_cpu_s_;
   const double at = reached.seconds();
-  char text[600];
+  char text[800];
   if (used > limit_s_) {
     std::snprintf(text, sizeof text,
                   "%s: the step simulation did not finish within %.0f s of CPU: stopped at %.3g s of simulated time%s%s; "
@@ -51,27 +51,42 @@ void SimulationCpuBudget::check(Time reached) const {
                   what_.c_str(), used, at, driver_.empty() ? "" : "; its size is mostly ", driver_.c_str());
     throw CpuLimitReached(text);
   }
-  if (used < kProjectAfterCpuS || lower_bound_s_ <= 0) return;
+  if (lower_bound_s_ <= 0) return;
   if (!(at > 0)) {
     // Every event so far at time 0 (a collective's launch over every rank, flows that all start
     // at one instant): the pace is no simulated time per CPU second, which projects without end.
+    // Measured from the first event, so that building a large task graph is not taken for it.
+    if (first_event_cpu_s_ < 0 || used - first_event_cpu_s_ < kProjectAfterCpuS) return;
     std::snprintf(text, sizeof text,
-                  "%s: the step simulation spent %.1f CPU s without simulated time passing (it must reach at least "
-                  "%.3g s), so it cannot finish within the limit of %.0f s%s%s; reduce it, or raise --step-cpu-limit",
-                  what_.c_str(), used, lower_bound_s_, limit_s_, driver_.empty() ? "" : "; its size is mostly ",
-                  driver_.c_str());
-    throw CpuLimitReached(text);
-  }
-  const double projected = used * lower_bound_s_ / at;
-  if (projected > limit_s_) {
-    std::snprintf(text, sizeof text,
-                  "%s: the step simulation would need about %.3g s of CPU, above the limit of %.0f s: %.1f CPU s "
-                  "brought it to %.3g s of the at least %.3g s of simulated time it must reach%s%s; reduce it, or raise "
+                  "%s: the step simulation spent %.1f CPU s of events without simulated time passing (it must reach "
+                  "at least %.3g s), so it cannot finish within the limit of %.0f s%s%s; reduce it, or raise "
                   "--step-cpu-limit",
-                  what_.c_str(), projected, limit_s_, used, at, lower_bound_s_,
+                  what_.c_str(), used - first_event_cpu_s_, lower_bound_s_, limit_s_,
                   driver_.empty() ? "" : "; its size is mostly ", driver_.c_str());
     throw CpuLimitReached(text);
   }
+  if (ref_cpu_s_ < 0) {
+    ref_cpu_s_ = used;
+    ref_at_s_ = at;
+    return;
+  }
+  if (used - ref_cpu_s_ < kProjectAfterCpuS) return;
+  const double projected = projected_step_cpu_s(used, ref_cpu_s_, ref_at_s_, at, lower_bound_s_);
+  if (projected > limit_s_) {
+    std::snprintf(text, sizeof text,
+                  "%s: the step simulation would need about %.3g s of CPU, above the limit of %.0f s: %.1f CPU s "
+                  "(%.1f of them before %.3g s of simulated time) brought it to %.3g s of the at least %.3g s it must "
+                  "reach%s%s; reduce it, or raise --step-cpu-limit",
+                  what_.c_str(), projected, limit_s_, used, ref_cpu_s_, ref_at_s_, at, lower_bound_s_,
+                  driver_.empty() ? "" : "; its size is mostly ", driver_.c_str());
+    throw CpuLimitReached(text);
+  }
+}
+
+double projected_step_cpu_s(double used, double ref_cpu, double ref_at, double at, double must_reach) {
+  if (!(at > ref_at)) return std::numeric_limits<double>::quiet_NaN();
+  if (at >= must_reach) return used;
+  return used + (must_reach - at) * (used - ref_cpu) / (at - ref_at);
 }
 
 void poll_cpu_budget(Time reached) {
@@ -97,6 +112,9 @@ void CpuWatchdog::resume() {
 }
 
 void CpuWatchdog::on_event() {
+  if (t_budget != nullptr && t_budget->first_event_cpu_s_ < 0) {
+    t_budget->first_event_cpu_s_ = thread_cpu_s() - t_budget->start_cpu_s_;
+  }
   if (++since_ < every_) return;
   since_ = 0;
   const double now = thread_cpu_s();

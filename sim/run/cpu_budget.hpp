@@ -65,9 +65,11 @@ class SimulationCpuBudget {
   SimulationCpuBudget& operator=(const SimulationCpuBudget&) = delete;
 
   /// Throws CpuLimitReached when the budget is spent at simulated time `reached`, or, once
-  /// kProjectAfterCpuS are spent, when the pace so far projects past it; a simulation that must
-  /// reach a positive simulated time and has not left time 0 projects without end (all its
-  /// events so far at one instant). O(1): one read of the thread's CPU clock.
+  /// kProjectAfterCpuS are spent since simulated time first moved, when the pace since then
+  /// projects past it (projected_step_cpu_s: building the task graph before the first event is
+  /// counted against the limit but not taken as a pace); a simulation that must reach a positive
+  /// simulated time and, kProjectAfterCpuS after its first event, has not left time 0 projects
+  /// without end (all its events so far at one instant). O(1): one read of the thread's CPU clock.
   void check(Time reached) const;
 
  private:
@@ -78,9 +80,20 @@ class SimulationCpuBudget {
   std::string driver_;
   double limit_s_;
   double start_cpu_s_;
+  // Pace reference: CPU [s since start] and simulated time [s] at the first check after
+  // simulated time moved; CPU at the first event the watchdog saw (-1: not yet).
+  mutable double ref_cpu_s_ = -1, ref_at_s_ = 0;
+  mutable double first_event_cpu_s_ = -1;
   unsigned polls_ = 0;
   SimulationCpuBudget* previous_;
 };
+
+/// The CPU a step simulation needs in all [s], projected from its pace since simulated time first
+/// moved: `used` CPU so far, `ref_cpu` the CPU when simulated time first moved (both since the
+/// simulation began), `ref_at` the simulated time then, `at` now, `must_reach` the simulated time
+/// it reaches at least: used + (must_reach - at) × (used - ref_cpu) / (at - ref_at), or `used`
+/// once at >= must_reach. NaN when no pace is known (at <= ref_at). Pure, for tests.
+double projected_step_cpu_s(double used, double ref_cpu, double ref_at, double at, double must_reach);
 
 /// The current thread's budget, if any, checked every 64th call (task completions). O(1).
 void poll_cpu_budget(Time reached);

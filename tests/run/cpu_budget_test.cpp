@@ -4,6 +4,7 @@
 // is spent before the first step whatever the machine's speed.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <limits>
 #include <string>
 
@@ -95,4 +96,18 @@ TEST_CASE("an unlimited budget arms no watchdog", "[run][hostile]") {
   CHECK(sim.run() == 3000);
   CHECK(ran == 3000);
   CHECK(watchdog.every() == run::CpuWatchdog::kWatchdogEvents);  // never armed: never adapted
+}
+
+TEST_CASE("the CPU projection takes its pace from when simulated time first moved, not from the build", "[run][hostile]") {
+  // Hand numbers: 6 CPU s building the task graph, then 4 CPU s took simulated time from 0.5 s to
+  // 1.0 s: 8 CPU s per simulated second; 2 s remain to the 3 s it must reach: 10 + 2 × 8 = 26.
+  // (Taking the whole 10 s as the pace from time 0 would give 10 × 3 / 1 = 30.)
+  CHECK(run::projected_step_cpu_s(10, 6, 0.5, 1.0, 3.0) == Approx(26.0));
+  // A build of 6 CPU s that ended at 1 us of simulated time is not a pace of 6e6 CPU s per
+  // simulated second: with 5 CPU s of events from 1 us to 0.1 s, 3.15 s need 11 + 3.05 × 50.
+  CHECK(run::projected_step_cpu_s(11, 6, 1e-6, 0.1, 3.15) == Approx(11 + 3.05 * 5 / (0.1 - 1e-6)));
+  // Past the simulated time it must reach, the projection is what was spent.
+  CHECK(run::projected_step_cpu_s(10, 6, 0.5, 4.0, 3.0) == 10);
+  // No simulated time since the reference: no pace.
+  CHECK(std::isnan(run::projected_step_cpu_s(10, 6, 0.5, 0.5, 3.0)));
 }
