@@ -100,6 +100,11 @@ void append_whole_run(std::vector<Metric>& m, const config::Scenario& s, const r
 
 }  // namespace
 
+double model_tflops_per_gpu(const run::SimulationResult& r) {
+  const double t = r.step_time_s;
+  return (t > 0 && r.gpus > 0) ? r.model_flops_per_step / t / r.gpus / 1e12 : 0;
+}
+
 std::vector<Metric> summary_metrics(const config::Scenario& s, const run::SimulationResult& r,
                                     const training::WholeRunResult* whole) {
   std::vector<Metric> m;
@@ -107,7 +112,7 @@ std::vector<Metric> summary_metrics(const config::Scenario& s, const run::Simula
   const double tokens_per_s = t > 0 ? r.tokens_per_step / t : 0;
   m.push_back({"step_time_s", t, "s"});
   m.push_back({"tokens_per_s_per_gpu", r.gpus > 0 ? tokens_per_s / r.gpus : 0, "tokens/s"});
-  m.push_back({"model_tflops_per_gpu", (t > 0 && r.gpus > 0) ? r.model_flops_per_step / t / r.gpus / 1e12 : 0, "TFLOP/s"});
+  m.push_back({"model_tflops_per_gpu", model_tflops_per_gpu(r), "TFLOP/s"});
   m.push_back({"mfu", utilisation(r.model_flops_per_step, t, r.peak_flops_per_gpu, r.gpus), "1"});
   m.push_back({"mfu_6nd", utilisation(r.model_flops_6n_per_step, t, r.peak_flops_per_gpu, r.gpus), "1"});
   m.push_back({"hfu", utilisation(r.hardware_flops_per_step, t, r.peak_flops_per_gpu, r.gpus), "1"});

@@ -20,6 +20,10 @@ namespace ironlaw::report {
 /// FLOPs actually delivered per second per GPU over peak: flops_per_step / (peak × gpus × t).
 double utilisation(double flops_per_step, double step_time_s, double peak_flops_per_gpu, int gpus);
 
+/// Model FLOPs (the MFU numerator above) delivered per second per GPU, in TFLOP/s: model FLOPs
+/// per step / (step time × GPUs) / 1e12; 0 for a result without steps or GPUs.
+double model_tflops_per_gpu(const run::SimulationResult& result);
+
 /// Optimizer steps that consume `tokens` training tokens: ⌈tokens / tokens_per_step⌉.
 double steps_for_tokens(double tokens, double tokens_per_step);
 /// Wall-clock seconds of `steps` steps of `step_time_s` each (no failures, no restarts).

@@ -13,6 +13,7 @@
 #include "config/load.hpp"
 #include "core/error.hpp"
 #include "core/records.hpp"
+#include "report/metrics.hpp"
 #include "run/simulation.hpp"
 #include "workload/budget.hpp"
 
@@ -488,7 +489,7 @@ ValidationPlan llama3_paper_plan(const std::string& data_dir) {
                            }
                            if (r.out_of_memory) return std::vector<ValidationRow>{oom_row(label, r, row.tflops, "TFLOP/s", src, false)};
                            return std::vector<ValidationRow>{
-                               {label, row.tflops, r.model_flops_per_step / r.step_time_s / r.gpus / 1e12, "TFLOP/s", src}};
+                               {label, row.tflops, model_tflops_per_gpu(r), "TFLOP/s", src}};
                          }});
   }
   return plan;
