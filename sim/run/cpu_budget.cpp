@@ -112,12 +112,11 @@ void CpuWatchdog::resume() {
 }
 
 void CpuWatchdog::on_event() {
-  if (t_budget != nullptr && t_budget->first_event_cpu_s_ < 0) {
-    t_budget->first_event_cpu_s_ = thread_cpu_s() - t_budget->start_cpu_s_;
-  }
   if (++since_ < every_) return;
   since_ = 0;
   const double now = thread_cpu_s();
+  // resume() starts every_ at 1, so the first event of a step always reaches this read.
+  if (t_budget != nullptr && t_budget->first_event_cpu_s_ < 0) t_budget->first_event_cpu_s_ = now - t_budget->start_cpu_s_;
   const double stretch = now - last_cpu_s_;
   last_cpu_s_ = now;
   if (stretch > kWatchdogStretchCpuS) {

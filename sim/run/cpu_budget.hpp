@@ -6,12 +6,14 @@
 ///
 /// The limit is process-wide (set once by the command line); each simulation measures the CPU
 /// time of the thread that runs it from its start. The run layer polls it as tasks complete and
-/// at each link-series sample: past the limit, or once kProjectAfterCpuS have been spent, when
-/// the rate so far projects past it, the simulation stops with CpuLimitReached. The projection
-/// is conservative: CPU used × (a lower bound of the simulated time the simulation must reach:
-/// its step FLOPs at the device's best GEMM rate, run/resource_estimate.hpp) / simulated time
-/// reached, so it stops only a simulation that, at its measured pace, could not finish even if
-/// its steps were that fast. Records observe and never schedule: a simulation that finishes is
+/// at each link-series sample, and between events (CpuWatchdog): past the limit, or once
+/// kProjectAfterCpuS have been spent since simulated time first moved, when the pace since then
+/// projects past it, the simulation stops with CpuLimitReached. The projection is conservative:
+/// CPU used + (a lower bound of the simulated time the simulation must reach — its step FLOPs at
+/// the device's best GEMM rate, run/resource_estimate.hpp — minus the time reached) × CPU per
+/// simulated second since that moment (projected_step_cpu_s), so it stops only a simulation
+/// that, at its measured pace, could not finish even if its steps were that fast; building the
+/// task graph counts against the limit but is not taken as a pace. Records observe and never schedule: a simulation that finishes is
 /// the same with or without the bound.
 #include <cstdint>
 #include <string>
