@@ -260,6 +260,11 @@ MoeAllToAll moe_all_to_all_bytes(const config::ModelSpec& model, const config::T
 /// FLOPs per parameter (CUDA-core, rough): adam 12, rmsprop 8, momentum 4, sgd 2.
 Op optimizer_op(const config::TrainingSpec& training, double params_local);
 
+/// Whether the step runs PyTorch's own modules (training.framework eager or compile, as
+/// torchtitan does): torch.optim, FSDP2, torch's tensor parallelism and loss, the Llama model
+/// code's SDPA call. `fused` (Megatron-style, Transformer Engine) and cuda_graphs do not.
+bool pytorch_model_code(const config::TrainingSpec& training);
+
 /// Whether the model code expands grouped K/V to every query head before SDPA: PyTorch model
 /// code (training.framework eager or compile: torchtitan's Llama calls repeat_kv on K and V
 /// before F.scaled_dot_product_attention, torchtitan 9dec370 torchtitan/models/llama/model.py),

@@ -45,7 +45,7 @@ struct LayerActivations {
 }  // namespace
 
 bool torch_tensor_parallel(const config::TrainingSpec& training, const config::ParallelSpec& parallel) {
-  return parallel.tp > 1 && (training.framework == "eager" || training.framework == "compile");
+  return parallel.tp > 1 && pytorch_model_code(training);
 }
 
 namespace {
@@ -202,7 +202,7 @@ double loss_bytes_per_logit(const config::TrainingSpec& training, const config::
     // the bf16 logits, their fp32 copy, the shifted copy and its exp, 2 + 3 × 4 B.)
     return std::max(bpe + 12.0, 16.0);
   }
-  if (training.framework == "eager" || training.framework == "compile") {
+  if (pytorch_model_code(training)) {
     // F.cross_entropy(logits.float()) — eager under compile too, which torchtitan applies per
     // transformer block: the bf16 logits, their fp32 copy and the fp32 log-softmax output are
     // alive together in forward; in backward the log-softmax output, the NLL gradient and the

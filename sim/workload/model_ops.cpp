@@ -87,7 +87,7 @@ Microbatch microbatch(const config::ModelSpec& model, const config::TrainingSpec
   mb.attention_dropout = model.attention_dropout > 0;
   mb.hidden_dropout = model.hidden_dropout > 0;
   mb.eager = training.framework == "eager";
-  mb.eager_loss = training.framework == "eager" || training.framework == "compile";
+  mb.eager_loss = pytorch_model_code(training);
   mb.expands_kv = sdpa_expands_kv(training) && !mb.sh.mla && mb.sh.kv_heads < mb.sh.heads;
   mb.fp8_linear = training.precision == "fp8";
   mb.fp8_gathered_weights = mb.fp8_linear && training.fp8_all_gather;
@@ -641,9 +641,11 @@ Op ring_block(const Op& core, double queries, double keys, bool causal) {
 
 }  // namespace
 
-bool sdpa_expands_kv(const config::TrainingSpec& training) {
+bool pytorch_model_code(const config::TrainingSpec& training) {
   return training.framework == "eager" || training.framework == "compile";
 }
+
+bool sdpa_expands_kv(const config::TrainingSpec& training) { return pytorch_model_code(training); }
 
 RingAttentionOps ring_attention_ops(const Op& core, const RingTensors& t) {
   if (core.m <= 0 || core.m != core.n || !core.causal) {

@@ -95,7 +95,7 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
   const bool zero3 = parallel.zero >= 3 && dp > 1;
   // PyTorch's FSDP2 (the frameworks that run torch's own modules); otherwise a ZeRO-3 that
   // keeps a sharded low-precision copy and its gradient shard for good.
-  const bool fsdp2 = zero3 && (training.framework == "eager" || training.framework == "compile");
+  const bool fsdp2 = zero3 && pytorch_model_code(training);
   const bool reshard = parallel.pp == 1;  // torchtitan: reshard_after_forward = not pp_enabled
   auto first_stage = [&](int c) { return c == 0 && stage.first; };
   auto last_stage = [&](int c) { return c == chunks - 1 && stage.last; };
@@ -119,7 +119,7 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
   // exp_avg_sq = zeros_like(param) per parameter), so the first step's forward and backward run
   // without the moments and they land wherever the cache has room after that backward; the
   // master weights (FSDP2: the sharded fp32 parameters) exist from the model's construction.
-  const bool torch_optim = training.framework == "eager" || training.framework == "compile";
+  const bool torch_optim = pytorch_model_code(training);
   const int moments_per_param = training.optimizer == "adam" ? 2 : training.optimizer == "sgd" ? 0 : 1;
   const int moment_tensors = torch_optim ? std::min(optimizer_tensors, moments_per_param) : 0;
   // FSDP2 (torch's fully_shard, dp > 1): the sharded parameter is the fp32 master itself (no
