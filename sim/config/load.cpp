@@ -414,6 +414,7 @@ void parse_parallel(Section s, ParallelSpec& p) {
   s.choice("pp_runtime", p.pp_runtime, {"megatron", "torch"});
   s.integer("virtual_stages", p.virtual_stages, kPositive);
   s.flag("sequence_parallel", p.sequence_parallel);
+  s.flag("async_tp", p.async_tp);
   s.integer("ep", p.ep, kPositive);
   parse_order(s, p.order);
   s.integer("microbatch_size", p.microbatch_size, kPositive);

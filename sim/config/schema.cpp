@@ -195,6 +195,7 @@ const std::vector<Doc>& docs() {
       {"parallel.pp_runtime", "what runs the pipeline (memory held between stages): megatron, or torch (torch.distributed.pipelining)"},
       {"parallel.virtual_stages", "model chunks per pipeline rank (interleaved schedule)"},
       {"parallel.sequence_parallel", "Megatron sequence parallelism inside the TP group"},
+      {"parallel.async_tp", "AsyncTP: each sequence-parallel all-gather and reduce-scatter fused with its GEMM, chunk by chunk over copy-engine transfers (torch micro-pipelined TP; needs sequence_parallel, the compile framework and each TP group inside a node)"},
       {"parallel.ep", "expert-parallel degree (MoE), inside data parallelism"},
       {"parallel.order", "placement of the dimensions on the GPUs, innermost first"},
       {"parallel.microbatch_size", "sequences per microbatch"},

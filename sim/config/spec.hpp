@@ -277,6 +277,11 @@ struct ParallelSpec {
   std::string pp_runtime = "megatron";
   int virtual_stages = 1;
   bool sequence_parallel = false;
+  /// AsyncTP (torch's micro-pipelined tensor parallelism, torch._inductor.config._micro_pipeline_tp
+  /// with symmetric memory: torchtitan's experimental.enable_async_tensor_parallel): each
+  /// sequence-parallel all-gather fused with the GEMM that consumes it, each reduce-scatter with
+  /// the GEMM that produces it, chunk by chunk over copy-engine transfers (run/model_parallel.hpp).
+  bool async_tp = false;
   int ep = 1;
   std::vector<std::string> order{"tp", "cp", "pp", "dp"};
   int microbatch_size = 1;          ///< sequences per microbatch

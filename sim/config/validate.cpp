@@ -405,6 +405,39 @@ void validate_scenario(Scenario& sc, LoadState& st) {
   if (st.ok({"parallel.tp", "model.heads"}) && m.heads % p.tp != 0) {
     st.report("parallel.tp", "must divide model.heads (" + str(m.heads) + "), got " + str(p.tp));
   }
+  if (p.async_tp && st.ok({"parallel.async_tp"})) {
+    // What torch's micro-pipeline pass fuses (torch/_inductor/fx_passes/micro_pipeline_tp.py):
+    // an all-gather whose result is a matmul's left operand, a reduce-scatter of one matmul's
+    // output, inside one host (symmetric memory is mapped over NVLink between the GPUs of a
+    // node). Simulated for dense attention blocks, where every column-parallel GEMM consumes a
+    // gathered sequence and every row-parallel one feeds a scatter.
+    if (st.ok({"parallel.tp"}) && p.tp < 2) {
+      st.report("parallel.async_tp", "fuses tensor-parallel collectives; expected parallel.tp > 1, got " + str(p.tp));
+    } else if (st.ok({"parallel.sequence_parallel"}) && !p.sequence_parallel) {
+      st.report("parallel.async_tp", "fuses the all-gathers and reduce-scatters of sequence parallelism; "
+                                     "expected parallel.sequence_parallel: true");
+    } else if (st.ok({"training.framework"}) && t.framework != "compile") {
+      st.report("parallel.async_tp", "is an inductor pass of torch.compile; expected training.framework: compile, got " +
+                                         t.framework);
+    } else if (st.ok({"model.experts", "model.kv_lora_rank"}) && (m.experts > 1 || m.kv_lora_rank > 0)) {
+      st.report("parallel.async_tp", "is simulated for dense models with standard attention; this model has " +
+                                         std::string(m.experts > 1 ? "routed experts" : "latent attention (MLA)"));
+    } else if (dp_known && st.ok({"parallel.order", "cluster.topology.node.gpus"})) {
+      // The TP group spans tp consecutive multiples of the product of the dimensions placed
+      // inside it: on one node when that span divides the node's GPUs.
+      long long inner = 1;
+      for (const auto& d : p.order) {
+        if (d == "tp") break;
+        inner *= d == "cp" ? p.cp : d == "pp" ? p.pp : p.dp;
+      }
+      const long long span = inner * p.tp;
+      if (span > sc.topology.node.gpus || sc.topology.node.gpus % span != 0) {
+        st.report("parallel.async_tp", "needs each TP group inside one node (symmetric memory over NVLink); with "
+                                       "parallel.order its " + str(p.tp) + " ranks span " + std::to_string(span) +
+                                           " GPUs, the node has " + str(sc.topology.node.gpus));
+      }
+    }
+  }
   if (st.locations.count("parallel.pp_runtime") > 0 && st.ok({"parallel.pp", "parallel.pp_runtime"}) && p.pp == 1) {
     st.report("parallel.pp_runtime", "a pipeline runtime needs pipeline parallelism; expected parallel.pp > 1, got 1");
   }

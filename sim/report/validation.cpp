@@ -169,8 +169,7 @@ ValidationPlan megatron_plan(const std::string& data_dir) {
 /// torchtitan on H100 (pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md, Dec 2024;
 /// ../shared/reference/calibration.md): tokens/s per GPU and peak memory of tables 1, 3, 4 and 5,
 /// each a scenario under scenarios/validation/ with the page's settings and its a-priori
-/// choices (table 4, the 70B rows, added out of sample in round 5). Still missing: AsyncTP
-/// (predicted as plain TP), the ≈16 GiB the 405B 1F1B memory row still lacks (the 70B rows
+/// choices (table 4, the 70B rows, added out of sample in round 5). Still missing: the ≈16 GiB the 405B 1F1B memory row still lacks (the 70B rows
 /// without PP are within 10 %, so it sits with FSDP under PP; not found in the code read so far).
 /// Tables 2 and 6 (context parallelism, FSDP sharded over dp × cp as torchtitan's dp_shard_cp
 /// mesh does) were added out of sample in round 6. Since round 7 the attention kernel is timed
@@ -181,7 +180,8 @@ ValidationPlan megatron_plan(const std::string& data_dir) {
 /// kernel figures are boost-clock bursts), and under PyTorch model code K and V reach SDPA, and
 /// so the CP ring, expanded to every query head (torchtitan's repeat_kv). Not found: what makes
 /// the 8B rows' per-token time jump from CP 2 to CP 4 (64K → 128K) by twice what the attention
-/// FLOPs give, when every ring step has the same shape from CP 2 on.
+/// FLOPs give, when every ring step has the same shape from CP 2 on. Since round 10 the rows the
+/// page runs with AsyncTP set parallel.async_tp (torch's micro-pipelined TP: run/model_parallel.hpp).
 struct TorchtitanRow {
   const char* file;        ///< scenarios/validation/<file>.yaml
   const char* label;
@@ -197,7 +197,7 @@ constexpr TorchtitanRow kTorchtitan[] = {
     {"tt-8b-128gpu-compile", "Llama 3.1 8B, 128 GPUs, FSDP, compile", 6514, 62.0},
     {"tt-8b-128gpu-compile-fp8", "Llama 3.1 8B, 128 GPUs, FSDP, compile+Float8", 8380, 61.8},
     {"tt-70b-256gpu-2d", "Llama 3.1 70B, 256 GPUs, FSDP+TP", 829, 71.9},
-    {"tt-70b-256gpu-2d-asynctp", "Llama 3.1 70B, 256 GPUs, FSDP+TP+AsyncTP (not modelled)", 876, 67.6},
+    {"tt-70b-256gpu-2d-asynctp", "Llama 3.1 70B, 256 GPUs, FSDP+TP+AsyncTP", 876, 67.6},
     {"tt-405b-512gpu-1f1b", "Llama 3.1 405B, 512 GPUs, 3D, 1F1B", 100, 82.5},
     {"tt-405b-512gpu-interleaved", "Llama 3.1 405B, 512 GPUs, 3D, interleaved", 128, 72.7},
     // Tables 2 and 6 (context parallelism), added out of sample in round 6: the predictions were

@@ -9,10 +9,15 @@ namespace ironlaw::run::detail {
 using comm::CollectiveOp;
 
 TensorParallel::TensorParallel(StepBuilder& b)
-    : b_(b), name_(b.name("tp all_reduce")), sequence_parallel_(b.world().scenario.parallel.sequence_parallel) {
+    : b_(b), name_(b.name("tp all_reduce")), sequence_parallel_(b.world().scenario.parallel.sequence_parallel),
+      async_(sequence_parallel_ && b.world().scenario.parallel.async_tp && b.layout().tp > 1) {
   if (sequence_parallel_) {
     reduce_scatter_name_ = b.name("tp reduce_scatter");
     all_gather_name_ = b.name("tp all_gather");
+  }
+  if (async_) {
+    fused_gather_name_ = b.name("tp async all_gather");
+    fused_scatter_name_ = b.name("tp async reduce_scatter");
   }
 }
 
@@ -55,9 +60,75 @@ TaskId TensorParallel::all_gather(const std::vector<int>& group, TaskId rs, cons
   const double bytes = b_.costs().activation_bytes;
   const double gathered = fp8_gather ? bytes / workload::bytes_per_element(b_.world().scenario.training.precision) : bytes;
   const TaskId ag = b_.collective(CollectiveOp::all_gather, std::move(global), gathered, all_gather_name_, group, stream);
-  b_.depend(rs, ag);
-  for (TaskId t : inputs) b_.depend(t, ag);
+  if (rs != kNoTask) b_.depend(rs, ag);
+  for (TaskId t : inputs)
+    if (t != kNoTask) b_.depend(t, ag);
   return ag;
+}
+
+std::vector<TaskId> TensorParallel::fused(const std::vector<int>& group, const Part& part, EventKind kind,
+                                          std::uint32_t name, const std::vector<TaskId>& gates,
+                                          std::vector<TaskId>& first) {
+  const std::size_t n = group.size();
+  const std::vector<int> global = global_of(group);
+  const std::vector<int> participants = b_.simulated(global);
+  std::vector<TaskId> last(n, kNoTask);
+  auto start = [&](std::size_t g, const TimedOps& ops) {
+    const TaskId t = b_.compute(group[g], kind, ops, name);
+    if (last[g] == kNoTask) {
+      if (gates[g] != kNoTask) b_.depend(gates[g], t);
+      if (first[g] == kNoTask) first[g] = t;
+    }
+    last[g] = t;
+    return t;
+  };
+  // Step k's transfers: member g pulls from member g + k (gather), or member g + k pulls the
+  // rows member g produced for it (scatter): the same permutation of the group either way.
+  auto transfers = [&](std::size_t k, std::uint32_t label) {
+    std::vector<std::pair<int, int>> hops;
+    for (std::size_t g = 0; g < n; ++g) {
+      const int other = global[(g + k) % n];
+      hops.emplace_back(part.fused == Part::Fused::gather ? other : global[g],
+                        part.fused == Part::Fused::gather ? global[g] : other);
+    }
+    return b_.copies(std::move(hops), part.fused_bytes, label, participants);
+  };
+  std::vector<TaskId> pulls(n, kNoTask);          // by step
+  std::vector<std::vector<TaskId>> chunk(n);      // by member, by step
+  for (auto& c : chunk) c.assign(n, kNoTask);
+  if (part.fused == Part::Fused::gather) {
+    std::vector<TaskId> copied(n);
+    for (std::size_t g = 0; g < n; ++g) copied[g] = start(g, part.fused_prologue);
+    for (std::size_t g = 0; g < n; ++g) chunk[g][0] = start(g, part.ops);
+    for (std::size_t k = 1; k < n; ++k) {
+      pulls[k] = transfers(k, fused_gather_name_);
+      if (k == 1) {
+        for (TaskId c : copied) b_.depend(c, pulls[k]);  // the barrier: every shard is in place
+      } else {
+        b_.depend(pulls[k - 1], pulls[k]);
+        for (std::size_t g = 0; g < n; ++g) b_.depend(chunk[g][k - 2], pulls[k]);
+      }
+      for (std::size_t g = 0; g < n; ++g) {
+        chunk[g][k] = start(g, part.ops);
+        b_.depend(pulls[k], chunk[g][k]);
+      }
+    }
+    return last;
+  }
+  for (std::size_t k = 1; k < n; ++k) {
+    for (std::size_t g = 0; g < n; ++g) {
+      chunk[g][k] = start(g, part.ops);
+      if (k >= 3) b_.depend(pulls[k - 2], chunk[g][k]);
+    }
+    pulls[k] = transfers(k, fused_scatter_name_);
+    for (std::size_t g = 0; g < n; ++g) b_.depend(chunk[g][k], pulls[k]);  // the barrier
+  }
+  for (std::size_t g = 0; g < n; ++g) {
+    start(g, part.ops);  // the rank's own rows
+    const TaskId sum = start(g, part.fused_epilogue);
+    for (std::size_t k = 1; k < n; ++k) b_.depend(pulls[k], sum);
+  }
+  return last;
 }
 
 ExpertParallel::ExpertParallel(StepBuilder& b) : b_(b), name_(b.name("ep all_to_all")) {}
@@ -267,7 +338,19 @@ PassRunner::PassTasks PassRunner::run(const std::vector<int>& group, const PartL
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const Part& part = parts[i];
     std::vector<TaskId> tasks(group.size());
-    for (std::size_t g = 0; g < group.size(); ++g) {
+    if (part.gathers_input && tp_.async()) {
+      // The embedding's backward: a plain all-gather of the gradient first.
+      const TaskId ag = tp_.all_gather(group, kNoTask, out.last, false);
+      for (std::size_t g = 0; g < group.size(); ++g) {
+        if (gates[g] != kNoTask) b_.depend(gates[g], ag);
+        gates[g] = ag;
+      }
+    }
+    if (part.fused != Part::Fused::none) {
+      tasks = tp_.fused(group, part, kind, name, gates, out.first);
+      out.last = tasks;
+    }
+    for (std::size_t g = 0; g < group.size() && part.fused == Part::Fused::none; ++g) {
       if (part.ring_steps > 0) {
         const auto [first, last] = cp_.ring_attention(group[g], part, kind, name, gates[g], out.last[g], key, static_cast<int>(i));
         tasks[g] = last;
@@ -289,7 +372,9 @@ PassRunner::PassTasks PassRunner::run(const std::vector<int>& group, const PartL
       // (megatron/mpu/layers.py, LinearWithGradAccumulationAndAsyncCommunication, May 2022)
       // overlaps the reduce-scatter with the weight-gradient GEMM (this part), not the
       // all-gather: it waits for the reduce-scatter and for this part; the next part for it.
-      const TaskId ag = tp_.all_gather(group, pending_rs, tasks, pending_fp8);
+      // AsyncTP: the all-gather is fused with the GEMM that consumes it (a later gather part);
+      // the part after this one waits for the reduce-scatter alone.
+      const TaskId ag = tp_.async() ? pending_rs : tp_.all_gather(group, pending_rs, tasks, pending_fp8);
       std::fill(gates.begin(), gates.end(), ag);
       pending_rs = kNoTask;
     }
@@ -309,7 +394,9 @@ PassRunner::PassTasks PassRunner::run(const std::vector<int>& group, const PartL
         pending_fp8 = fp8_gather;
         continue;
       }
-      const TaskId c = tp_.all_reduce(group, tasks, fp8_gather);
+      // AsyncTP: a sync left as a plain collective (the embedding's, a backward input gradient's
+      // without weight gradients beside it) is its reduce-scatter; the gather is fused later.
+      const TaskId c = tp_.async() ? tp_.reduce_scatter(group, tasks) : tp_.all_reduce(group, tasks, fp8_gather);
       for (std::size_t g = 0; g < group.size(); ++g) (part.after == After::sync ? gates : async_gates)[g] = c;
     }
   }

@@ -38,13 +38,33 @@ class TensorParallel {
   /// are done as well (1-byte elements when `fp8_gather`).
   TaskId all_gather(const std::vector<int>& group, TaskId rs, const std::vector<TaskId>& inputs, bool fp8_gather);
 
+  /// Whether the group runs AsyncTP (parallel.async_tp): its all-gathers are fused with the
+  /// GEMMs that consume them and its forward reduce-scatters with the GEMMs that produce them
+  /// (Part::fused parts); only the reduce-scatters of backward input gradients and the
+  /// embedding's collectives stay plain.
+  bool async() const { return async_; }
+  /// A fused part (Part::fused) on every member of `group`, as torch's symmetric-memory kernels
+  /// run it (torch/distributed/_symmetric_memory, _pipelined_all_gather_and_consume and
+  /// _pipelined_produce_and_all2all): copy-engine pulls over NVLink, no SMs, each step a
+  /// permutation of the group. gather: the shard copied into the rank's buffer, a barrier, the
+  /// GEMM on the rank's own shard; then for k = 1 … tp−1 rank r pulls the shard of rank r + k
+  /// (pulls one at a time; the k-th also after the GEMM of step k−2, which shared its stream)
+  /// and runs the GEMM on it. scatter: for k = 1 … tp−1 the GEMM of the rows of rank r + k, a
+  /// barrier, and that rank pulls them (a step's GEMM also waits for the pull of step k−2: two
+  /// buffers alternate), then the rank's own rows, then the sum of its tp partials. The GEMM
+  /// chunks run in order on the compute stream. `first[g]` gets member g's first task when it
+  /// is kNoTask; the first task waits for `gates[g]`. Returns each member's last task.
+  std::vector<TaskId> fused(const std::vector<int>& group, const Part& part, EventKind kind, std::uint32_t name,
+                            const std::vector<TaskId>& gates, std::vector<TaskId>& first);
+
  private:
   std::vector<int> global_of(const std::vector<int>& group) const;
 
   StepBuilder& b_;
   std::uint32_t name_;
   bool sequence_parallel_;
-  std::uint32_t reduce_scatter_name_ = 0, all_gather_name_ = 0;
+  bool async_;
+  std::uint32_t reduce_scatter_name_ = 0, all_gather_name_ = 0, fused_gather_name_ = 0, fused_scatter_name_ = 0;
   std::map<int, StreamId> streams_;  // by the group's first global rank
 };
 

@@ -112,7 +112,7 @@ TaskId StepBuilder::compute(int local, EventKind kind, const TimedOps& ops, std:
         sms_[rank].start(work, [&g, self] { g.complete(self); });
       },
       streams_[static_cast<std::size_t>(local)]);
-  remember(id, TaskMeta{ranks_[static_cast<std::size_t>(local)], kind, name, local, {.ops = &ops}, 0, 0});
+  remember(id, TaskMeta{ranks_[static_cast<std::size_t>(local)], kind, false, name, local, {.ops = &ops}, 0, 0});
   return id;
 }
 
@@ -156,6 +156,13 @@ TaskId StepBuilder::sends(std::vector<std::pair<int, int>> hops, double bytes, s
   return id;
 }
 
+TaskId StepBuilder::copies(std::vector<std::pair<int, int>> hops, double bytes, std::uint32_t name,
+                           const std::vector<int>& participants) {
+  const TaskId id = sends(std::move(hops), bytes, name, participants);
+  meta_[id].copy_engine = true;
+  return id;
+}
+
 void StepBuilder::send_all(const std::vector<std::pair<int, int>>& hops, double bytes, std::function<void()> done) {
   auto left = std::make_shared<std::size_t>(hops.size());
   auto finish = std::make_shared<std::function<void()>>(std::move(done));
@@ -171,7 +178,7 @@ TaskId StepBuilder::data(int local) {
   const TaskId id = graph_.add_task(
       [this, gpu](TaskGraph& g, TaskId self) { w_.data.request(gpu, [&g, self] { g.complete(self); }); },
       streams_[static_cast<std::size_t>(local)]);
-  remember(id, TaskMeta{gpu, EventKind::data, data_name_, local, {.bytes = w_.data.batch_bytes(gpu)}, 0, 0});
+  remember(id, TaskMeta{gpu, EventKind::data, false, data_name_, local, {.bytes = w_.data.batch_bytes(gpu)}, 0, 0});
   return id;
 }
 
@@ -185,12 +192,17 @@ TaskId StepBuilder::shared(const SharedTaskKey& key, const std::function<TaskId(
 /// completion.
 void StepBuilder::comm_begin(TaskId id) {
   const TaskMeta& m = meta_[id];
+  if (m.copy_engine) return;
   for (std::uint32_t i = 0; i < m.participant_count; ++i)
     sms_[static_cast<std::size_t>(participants_[m.first_participant + i])].comm_begin();
 }
 
 void StepBuilder::comm_end(TaskGraph& g, TaskId id) {
   const TaskMeta& m = meta_[id];
+  if (m.copy_engine) {
+    g.complete(id);
+    return;
+  }
   for (std::uint32_t i = 0; i < m.participant_count; ++i)
     sms_[static_cast<std::size_t>(participants_[m.first_participant + i])].comm_end();
   g.complete(id);

@@ -157,6 +157,11 @@ class StepBuilder {
   /// Sends of `bytes` each along all `hops` at once; done when the last arrives.
   TaskId sends(std::vector<std::pair<int, int>> hops, double bytes, std::uint32_t name,
                const std::vector<int>& participants);
+  /// The same transfers by the GPUs' copy engines (peer-to-peer copies of mapped memory, as
+  /// torch's symmetric memory issues them): recorded as communication of the participants, but
+  /// they take none of their SMs (gpu_sms.hpp) — no NCCL kernel runs.
+  TaskId copies(std::vector<std::pair<int, int>> hops, double bytes, std::uint32_t name,
+                const std::vector<int>& participants);
   /// Waits on `local`'s compute stream for its next input batch (a stall, if the loaders are
   /// behind) and its host-to-device copy.
   TaskId data(int local);
@@ -173,7 +178,7 @@ class StepBuilder {
 
  private:
   // 32 bytes: a step of a deep pipeline holds millions.
-  struct TaskMeta {
+  struct TaskMeta {  // (copy_engine sits in kind's padding)
     /// Compute: the ops (their bytes are per op); data and communication: the bytes moved.
     union Payload {
       const TimedOps* ops;
@@ -181,6 +186,7 @@ class StepBuilder {
     };
     std::int32_t rank = -1;  // compute, data: the global rank; communication: -1
     EventKind kind = EventKind::forward;
+    bool copy_engine = false;  // communication by copy engines: takes no SMs
     std::uint32_t name = 0;
     std::int32_t local = -1;  // compute, data: the local index of `rank`
     Payload what{nullptr};

@@ -27,6 +27,65 @@ bool is_attention_core(const workload::Op& op) {
   return op.role == OpRole::attention_core || op.role == OpRole::attention_core_grad;
 }
 
+Part::Fused OpTimer::fused_kind(const workload::Op& op) {
+  if (!op.is_gemm()) return Part::Fused::none;
+  // torch's micro-pipeline pass fuses an all-gather with the matmuls that take its result as
+  // their left operand — the column-parallel projections of the gathered sequence in forward,
+  // the row-parallel layer's input gradient from the gathered output gradient in backward (its
+  // weight gradient takes the transpose: not fused) — and a reduce-scatter with the one matmul
+  // it reduces: the row-parallel projections in forward. The backward reduce-scatter sums the
+  // input gradients of several linears (torchtitan's wq, wk, wv; w1, w3): an add, not fused.
+  switch (op.role) {
+    case OpRole::tp_column_parallel:
+    case OpRole::tp_row_input_grad:
+      return Part::Fused::gather;
+    case OpRole::tp_row_parallel:
+      return Part::Fused::scatter;
+    default:
+      return Part::Fused::none;
+  }
+}
+
+Part OpTimer::fused_part(const workload::Op& op, int tp) {
+  // Bytes per element of the operands and of the output, from the op's own byte count
+  // (workload::gemm and workload::linear: fp8 operands 1 B, output in the activations' dtype).
+  const bool fp8 = op.dtype == "fp8";
+  const double a = op.m * op.k, b = op.k * op.n, c = op.m * op.n;
+  const double out_bpe = fp8 ? (op.bytes / op.batch - (a + b)) / c : op.bytes / (op.batch * (a + b + c));
+  const double in_bpe = fp8 ? 1.0 : out_bpe;
+  auto rows = [&](double m) {
+    workload::Op g = op;
+    g.m = m;
+    g.flops = op.flops * m / op.m;
+    g.bytes = op.batch * ((m * op.k + b) * in_bpe + m * op.n * out_bpe);
+    return g;
+  };
+  const workload::Op chunk = rows(op.m / tp);
+  // Consecutive chunks alternate between two streams (the kernels' own comment: "allows for
+  // computation/computation overlapping, greatly reducing quantization inefficiency"): two run
+  // at once, so the SMs see a GEMM of twice a chunk's rows, and each chunk takes half its time.
+  Part part;
+  part.fused_chunks = tp;
+  add(part.ops, chunk, Time::from_seconds(workload::op_time(rows(2.0 * op.m / tp), device_, precision_).seconds() / 2));
+  if (fused_kind(op) == Part::Fused::gather) {
+    part.fused = Part::Fused::gather;
+    part.fused_bytes = op.batch * chunk.m * op.k * in_bpe;  // one rank's shard of the left operand
+    workload::Op copy;  // the shard into the rank's symmetric-memory buffer: read and written
+    copy.name = op.name + "_ag_copy";
+    copy.bytes = 2.0 * part.fused_bytes;
+    part.fused_prologue = whole({copy});
+  } else {
+    part.fused = Part::Fused::scatter;
+    part.fused_bytes = op.batch * chunk.m * op.n * out_bpe;  // one destination's rows of the output
+    workload::Op sum;  // the tp partial sums of the rank's rows read, their sum written
+    sum.name = op.name + "_rs_sum";
+    sum.bytes = (tp + 1.0) * part.fused_bytes;
+    sum.flops = (tp - 1.0) * op.batch * chunk.m * op.n;
+    part.fused_epilogue = whole({sum});
+  }
+  return part;
+}
+
 namespace {
 
 /// Splits the root ops (embedding, final norm, LM head, loss) between the first and last chunk.
@@ -82,6 +141,7 @@ Costs build_costs(const config::Scenario& s, const Layout& lay, const config::Tr
   cuts.tensor_parallel = lay.tp > 1;
   cuts.expert_parallel = lay.ep > 1;
   cuts.context_parallel = lay.cp;
+  cuts.async_tp = s.parallel.async_tp && sp ? lay.tp : 0;
   // The K and V that reach SDPA, and so the ring: PyTorch model code (training.framework eager
   // or compile, torchtitan's Llama at 9dec370, torchtitan/models/llama/model.py Attention.forward)
   // expands grouped K/V to every query head with repeat_kv before F.scaled_dot_product_attention

@@ -52,8 +52,25 @@ struct Part {
   /// an earlier chunk's K/V runs `kv_half`, a later one `q_half`; backward steps then run their
   /// accumulation once the previous rank's dK, dV have arrived; `finish` after the last step.
   TimedOps kv_half, q_half, kv_half_accumulate, q_half_accumulate, finish;
-  /// FLOPs of the whole part on one rank (a ring part: every step).
+  /// AsyncTP (parallel.async_tp): a part that is one GEMM fused with a sequence-parallel
+  /// collective over the TP group, run as `fused_chunks` equal chunks (`ops`: one chunk's GEMM,
+  /// 1/tp of its rows) interleaved with copy-engine transfers of `fused_bytes` each
+  /// (model_parallel.hpp, PassRunner). gather: the all-gather of the GEMM's left operand first
+  /// copied into the rank's symmetric buffer (`fused_prologue`), then chunk k consumes the shard
+  /// of rank r + k once it has been pulled. scatter: chunk k produces rank r + k's rows of the
+  /// output, pulled by that rank, the rank's own last; then the tp partial sums of its rows are
+  /// added (`fused_epilogue`).
+  enum class Fused : std::uint8_t { none, gather, scatter };
+  Fused fused = Fused::none;
+  /// AsyncTP: the part begins with a plain all-gather of the sequence-parallel gradient (the
+  /// embedding's backward: its lookup is no matmul to fuse with).
+  bool gathers_input = false;
+  int fused_chunks = 0;
+  double fused_bytes = 0;
+  TimedOps fused_prologue, fused_epilogue;
+  /// FLOPs of the whole part on one rank (a ring part: every step; a fused part: every chunk).
   double total_flops() const {
+    if (fused != Fused::none) return fused_chunks * ops.flops;
     if (ring_steps <= 1) return ops.flops;
     return ops.flops + (ring_steps - 1) * (kv_half.flops + kv_half_accumulate.flops) + finish.flops;
   }
@@ -81,9 +98,11 @@ class OpTimer {
       : device_(device), precision_(std::move(precision)), dispatch_(workload::host_dispatch_cost(device, framework)),
         sink_(sink) {}
 
-  void add(TimedOps& t, const workload::Op& op) {
+  void add(TimedOps& t, const workload::Op& op) { add(t, op, workload::op_time(op, device_, precision_)); }
+  /// `op` with the execution time `execution` (a kernel timed as part of a larger one).
+  void add(TimedOps& t, const workload::Op& op, Time execution) {
     if (t.ops.empty()) t.queue = workload::HostQueue(dispatch_);
-    const Time d = t.queue.push(workload::op_time(op, device_, precision_), op.kernels);
+    const Time d = t.queue.push(execution, op.kernels);
     t.ops.push_back(op);
     t.times.push_back(d);
     auto it = names_.find(op.name);
@@ -109,6 +128,10 @@ class OpTimer {
     double ring_bytes = 0;
     workload::RingTensors ring_tensors;  ///< this rank's Q, O, K, V and log-sum-exp sizes
     bool weight_gradients_follow = true;  ///< false for a pass of input gradients only (sync_after)
+    /// parallel.async_tp with this TP degree (0: off): column-parallel GEMMs (forward,
+    /// recompute) and row-parallel GEMMs' input gradients (backward) become fused gather
+    /// parts, row-parallel GEMMs (forward, recompute) fused scatter parts (Part::fused).
+    int async_tp = 0;
   };
 
   /// Cuts `ops` into parts (one part when nothing cuts them).
@@ -135,6 +158,16 @@ class OpTimer {
         out.emplace_back();
         continue;
       }
+      if (cuts.async_tp > 1 && fused_kind(ops[i]) != Part::Fused::none) {
+        if (out.back().ops.ops.empty()) out.pop_back();
+        out.push_back(fused_part(ops[i], cuts.async_tp));
+        out.emplace_back();
+        continue;
+      }
+      if (cuts.async_tp > 1 && ops[i].role == workload::OpRole::vocab_embedding_grad) {
+        if (!out.back().ops.ops.empty()) out.emplace_back();
+        out.back().gathers_input = true;
+      }
       add(out.back().ops, ops[i]);
       After a = cuts.tensor_parallel ? sync_after(ops[i], cuts.weight_gradients_follow) : After::none;
       if (cuts.expert_parallel && all_to_all_after(ops[i])) a = After::all_to_all;
@@ -155,6 +188,11 @@ class OpTimer {
   }
 
  private:
+  /// What AsyncTP fuses with `op` (see Cuts::async_tp).
+  static Part::Fused fused_kind(const workload::Op& op);
+  /// `op` as a fused part over `tp` ranks (Part::fused).
+  Part fused_part(const workload::Op& op, int tp);
+
   const config::DeviceSpec& device_;
   std::string precision_;
   Time dispatch_;

@@ -85,7 +85,8 @@ enum class OpRole : std::uint8_t {
   tp_row_parallel,       ///< forward GEMM split by input rows over TP (attn_out, mlp_down, shared_down): its output is partial sums
   vocab_embedding,       ///< the vocab-parallel embedding lookup (forward): partial rows on each TP rank
   vocab_embedding_grad,  ///< the embedding lookup's backward
-  input_grad,            ///< backward: the input gradient (dX) of a GEMM that is not column-parallel
+  input_grad,            ///< backward: the input gradient (dX) of a GEMM that is not split over TP
+  tp_row_input_grad,     ///< backward: dX of a tp_row_parallel GEMM, from the gathered output gradient
   tp_column_input_grad,  ///< backward: dX of a tp_column_parallel GEMM, partial sums over TP
   weight_grad,           ///< backward: the weight gradient (dW) of a GEMM
   expert_dispatch,       ///< MoE marker: the dispatch all-to-all (forward and recompute; backward: the input gradients' trip home)

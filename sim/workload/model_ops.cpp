@@ -353,8 +353,10 @@ std::vector<Op> backward_of(const std::vector<Op>& forward, const Microbatch& mb
       continue;  // the backward casts belong to the GEMM's backward below
     } else if (f.is_gemm()) {
       // dX (m×k) = dY (m×n)·Wᵀ (n×k); dW (k×n) = Xᵀ (k×m)·dY (m×n).
-      Op dgrad = gemm(f.name + "_dgrad", f.m, f.k, f.n, f.batch, mb.bpe,
-                      f.role == OpRole::tp_column_parallel ? OpRole::tp_column_input_grad : OpRole::input_grad);
+      const OpRole dgrad_role = f.role == OpRole::tp_column_parallel ? OpRole::tp_column_input_grad
+                                : f.role == OpRole::tp_row_parallel  ? OpRole::tp_row_input_grad
+                                                                     : OpRole::input_grad;
+      Op dgrad = gemm(f.name + "_dgrad", f.m, f.k, f.n, f.batch, mb.bpe, dgrad_role);
       Op wgrad = gemm(f.name + "_wgrad", f.k, f.n, f.m, f.batch, mb.bpe, OpRole::weight_grad);
       if (f.dtype == "fp8") {
         // Cast the output gradient, re-cast the kept input and the weight, and transpose the fp8

@@ -57,7 +57,8 @@ TEST_CASE("Megatron's sync points are the roles of the ops", "[run][roles][tp]")
   CHECK(role_of(fwd, "norm_attn") == OpRole::plain);
   CHECK(role_of(bwd, "qkv_dgrad") == OpRole::tp_column_input_grad);
   CHECK(role_of(bwd, "qkv_wgrad") == OpRole::weight_grad);
-  CHECK(role_of(bwd, "attn_out_dgrad") == OpRole::input_grad);
+  CHECK(role_of(bwd, "attn_out_dgrad") == OpRole::tp_row_input_grad);
+  CHECK(role_of(bwd, "mlp_down_dgrad") == OpRole::tp_row_input_grad);
   CHECK(role_of(bwd, "attn_core_bwd") == OpRole::attention_core_grad);
   const auto root = workload::head_forward_ops(s.model, s.training, 1, 2);
   CHECK(role_of(root, "embedding") == OpRole::vocab_embedding);
