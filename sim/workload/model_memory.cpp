@@ -80,7 +80,13 @@ LayerActivations kept_without_recompute(const Shape& sh, const config::TrainingS
     a.replicated += 2.0 * bpe * h;
   }
   // Q and K (rotated) and V for the attention core, its output for the output projection.
-  a.split += bpe * (q + kv + v + o);
+  // PyTorch's model code expands grouped K/V to every local query head before SDPA
+  // (torchtitan's repeat_kv, models/llama/model.py at 9dec370: expand then reshape, a copy), and
+  // SDPA saves its inputs as passed (the flash backward reads K and V of every head): the
+  // expanded K/V are what autograd keeps; repeat_kv's own backward keeps nothing. Fused kernels
+  // (FlashAttention-2 with GQA, Megatron-LM) read the grouped K/V and keep those.
+  const bool expanded = sdpa_expands_kv(training) && !sh.mla && sh.kv_heads < sh.heads;
+  a.split += bpe * (q + (expanded ? sh.heads * sh.head_dim / tp : kv) + (expanded ? o : v) + o);
   // Eager rotary (complex multiply in fp32) keeps its fp32 inputs.
   if (sh.rope && eager) a.split += 4.0 * (q + kv);
   if (training.flash_attention) {

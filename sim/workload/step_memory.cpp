@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "workload/model_cost.hpp"
@@ -20,18 +21,42 @@ constexpr int kReduceScatter = 2;  ///< FSDP2's reduce-scatter stream
 class Replay {
  public:
   explicit Replay(const AllocatorRules& rules) : a_(rules) {}
-  int alloc(double bytes, int stream) {
+  /// Allocates `bytes` on `stream` for a tensor of `category` (the ledger's key).
+  int alloc(double bytes, int stream, const char* category) {
     if (!(bytes >= 1)) return -1;
-    return a_.allocate(static_cast<std::uint64_t>(std::ceil(bytes)), stream);
+    const auto size = static_cast<std::uint64_t>(std::ceil(bytes));
+    const int h = a_.allocate(size, stream);
+    if (static_cast<std::size_t>(h) >= tags_.size()) tags_.resize(static_cast<std::size_t>(h) + 1);
+    tags_[static_cast<std::size_t>(h)] = {category, static_cast<double>(size)};
+    live_[category] += static_cast<double>(size);
+    if (a_.allocated() > ledger_bytes_) {
+      ledger_bytes_ = a_.allocated();
+      ledger_ = live_;
+    }
+    return h;
   }
   void release(int& handle) {
-    if (handle >= 0) a_.free(handle);
+    if (handle >= 0) {
+      a_.free(handle);
+      const auto& [category, size] = tags_[static_cast<std::size_t>(handle)];
+      live_[category] -= size;
+    }
     handle = -1;
   }
   const CachingAllocator& allocator() const { return a_; }
+  /// Live bytes by category at the peak of the allocated bytes.
+  std::vector<std::pair<std::string, double>> ledger() const {
+    std::vector<std::pair<std::string, double>> out;
+    for (const auto& [category, bytes] : ledger_)
+      if (bytes > 0) out.emplace_back(category, bytes);
+    return out;
+  }
 
  private:
   CachingAllocator a_;
+  std::vector<std::pair<std::string, double>> tags_;  // handle → (category, bytes)
+  std::map<std::string, double> live_, ledger_;
+  std::uint64_t ledger_bytes_ = 0;
 };
 
 }  // namespace
@@ -130,10 +155,10 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
     if (!(params_local > 0)) return;
     const double f = share / params_local;
     if (!fsdp2) {
-      r.alloc(state.weights * f, kCompute);
-      r.alloc(state.gradients * f, kCompute);
+      r.alloc(state.weights * f, kCompute, "weights");
+      r.alloc(state.gradients * f, kCompute, "gradients");
     }
-    for (int k = moment_tensors; k < optimizer_tensors; ++k) r.alloc(state.optimizer * f / optimizer_tensors, kCompute);
+    for (int k = moment_tensors; k < optimizer_tensors; ++k) r.alloc(state.optimizer * f / optimizer_tensors, kCompute, "optimizer state");
   };
   for (int l = 0; l < layers_local; ++l) hold_state(layer_params);
   hold_state(root_params);
@@ -148,10 +173,10 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
     shares.push_back(root_params);
     if (first_step)
       for (double share : shares)
-        for (int k = 0; k < moment_tensors; ++k) r.alloc(moment * share / params_local, kCompute);
+        for (int k = 0; k < moment_tensors; ++k) r.alloc(moment * share / params_local, kCompute, "optimizer state");
     if (training.optimizer != "adam") return;
     std::vector<int> sqrt_out;
-    for (double share : shares) sqrt_out.push_back(r.alloc(moment * share / params_local, kCompute));
+    for (double share : shares) sqrt_out.push_back(r.alloc(moment * share / params_local, kCompute, "optimizer sqrt"));
     for (int& h : sqrt_out) r.release(h);
   };
   // torch.distributed.pipelining: one receive buffer per microbatch for the activations and for
@@ -159,8 +184,8 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
   if (stage.torch_pipelining) {
     for (int c = 0; c < chunks; ++c)
       for (int m = 0; m < stage.microbatches; ++m) {
-        if (!first_stage(c)) r.alloc(boundary, kCompute);
-        if (!last_stage(c)) r.alloc(boundary, kCompute);
+        if (!first_stage(c)) r.alloc(boundary, kCompute, "pp receive buffers");
+        if (!last_stage(c)) r.alloc(boundary, kCompute, "pp receive buffers");
       }
   }
 
@@ -189,12 +214,12 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
     // copy-in runs there) stays alive until the next unit's post-backward, or the end of the backward.
     int reduce_scatter_state = -1;
     if (zero3 && reshard) {
-      root = r.alloc(root_params * pb, kCompute);
-      root_grad = r.alloc(root_params * pb, kCompute);
+      root = r.alloc(root_params * pb, kCompute, "unsharded weights");
+      root_grad = r.alloc(root_params * pb, kCompute, "unsharded gradients");
     }
     auto gather_unit = [&](double bytes, bool forward) {
-      int output = r.alloc(bytes, kAllGather);
-      const int unsharded_unit = r.alloc(bytes, kCompute);
+      int output = r.alloc(bytes, kAllGather, "all-gather output");
+      const int unsharded_unit = r.alloc(bytes, kCompute, "unsharded weights");
       if (forward && fsdp2) {
         r.release(all_gather_state);
         all_gather_state = output;
@@ -214,9 +239,9 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
     auto reduce_scatter = [&](double unit_params, int& grads, bool first_of_step) {
       if (fsdp2) {
         r.release(reduce_scatter_state);
-        reduce_scatter_state = r.alloc(unit_params * rb, kCompute);
+        reduce_scatter_state = r.alloc(unit_params * rb, kCompute, "reduce-scatter input");
         r.release(grads);
-        int output = r.alloc(unit_params * rb / dp, kReduceScatter);
+        int output = r.alloc(unit_params * rb / dp, kReduceScatter, "sharded gradients");
         if (first_of_step) {
           sharded_grads.push_back(output);
         } else {
@@ -224,7 +249,7 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
         }
         return;
       }
-      int input = r.alloc(unit_params * rb, kReduceScatter);
+      int input = r.alloc(unit_params * rb, kReduceScatter, "reduce-scatter input");
       r.release(grads);
       r.release(input);
     };
@@ -241,38 +266,38 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
           gather(l, true);
           if (reshard && l + 1 < end) gather(l + 1, true);
           const double keep = l == first && received ? std::max(0.0, activations - boundary) : activations;
-          saved[{pass.microbatch, l}] = r.alloc(keep, kCompute);
+          saved[{pass.microbatch, l}] = r.alloc(keep, kCompute, "saved activations");
           if (zero3 && reshard) r.release(unsharded[static_cast<std::size_t>(l)]);
         }
         r.release(all_gather_state);  // the root's post-forward
-        if (last_stage(pass.chunk)) head_inputs[pass.microbatch] = r.alloc(head_input, kCompute);
-        if (stage.torch_pipelining) kept.push_back(r.alloc(last_stage(pass.chunk) ? logits * bpe : boundary, kCompute));
+        if (last_stage(pass.chunk)) head_inputs[pass.microbatch] = r.alloc(head_input, kCompute, "LM-head input");
+        if (stage.torch_pipelining) kept.push_back(r.alloc(last_stage(pass.chunk) ? logits * bpe : boundary, kCompute, "pp outputs kept"));
         continue;
       }
-      int loss_buffers = last_stage(pass.chunk) ? r.alloc(loss, kCompute) : -1;
+      int loss_buffers = last_stage(pass.chunk) ? r.alloc(loss, kCompute, "loss buffers") : -1;
       int head_input_kept = -1;  // the LM head's input, freed with the loss buffers
       if (const auto held = head_inputs.find(pass.microbatch); held != head_inputs.end()) {
         head_input_kept = held->second;
         head_inputs.erase(held);
       }
       if (zero3 && !reshard && chunk_root_grads[chunk] < 0)
-        chunk_root_grads[chunk] = r.alloc(chunk_root(pass.chunk) * rb, kCompute);
+        chunk_root_grads[chunk] = r.alloc(chunk_root(pass.chunk) * rb, kCompute, "accumulated gradients");
       const bool last = pass.microbatch == last_backward[chunk];
       for (int l = end - 1; l >= first; --l) {
         gather(l, false);
         if (reshard && l - 1 >= first) gather(l - 1, false);
-        int recompute = r.alloc(recomputed, kCompute);
+        int recompute = r.alloc(recomputed, kCompute, "recomputed activations");
         if (zero3) {
-          int fresh = r.alloc(layer_params * pb, kCompute);
+          int fresh = r.alloc(layer_params * pb, kCompute, "fresh gradients");
           int& acc = accumulated[static_cast<std::size_t>(l)];
-          if (!reshard && acc < 0) acc = r.alloc(layer_params * rb, kCompute);
+          if (!reshard && acc < 0) acc = r.alloc(layer_params * rb, kCompute, "accumulated gradients");
           if (reshard) {
             // post-backward: reshard, then reduce-scatter the fresh gradients.
             r.release(unsharded[static_cast<std::size_t>(l)]);
             reduce_scatter(layer_params, fresh, !reduced[static_cast<std::size_t>(l)]);
             reduced[static_cast<std::size_t>(l)] = true;
           } else if (!fsdp2 && last) {
-            int input = r.alloc(layer_params * rb, kReduceScatter);
+            int input = r.alloc(layer_params * rb, kReduceScatter, "reduce-scatter input");
             r.release(fresh);
             r.release(acc);
             r.release(input);
@@ -289,7 +314,7 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
         r.release(loss_buffers);
         r.release(head_input_kept);
       }
-      if (stage.torch_pipelining && !first_stage(pass.chunk)) kept.push_back(r.alloc(boundary, kCompute));
+      if (stage.torch_pipelining && !first_stage(pass.chunk)) kept.push_back(r.alloc(boundary, kCompute, "pp input gradients kept"));
       if (last && !reshard) {
         if (fsdp2) {
           // torch.distributed.pipelining runs FSDP's post-backward for every unit of the chunk
@@ -323,6 +348,7 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
   StepMemoryPeaks out;
   out.allocated = static_cast<double>(r.allocator().peak_allocated());
   out.reserved = static_cast<double>(r.allocator().peak_reserved());
+  out.ledger = r.ledger();
   return out;
 }
 

@@ -52,6 +52,8 @@
 /// Not replayed: the CUDA context and NCCL's buffers (outside PyTorch's allocator and outside its
 /// reserved figure), the per-op temporaries inside one layer's forward or backward beyond the
 /// recomputed activations, DDP's gradient buckets.
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "config/spec.hpp"
@@ -70,6 +72,9 @@ struct MemoryPass {
 struct StepMemoryPeaks {
   double allocated = 0;  ///< live tensors (rounded block sizes), PyTorch's allocated_bytes peak
   double reserved = 0;   ///< segments / mapped pages, PyTorch's reserved_bytes peak
+  /// The live tensors at the allocated peak, by kind (rounded block sizes; they sum to
+  /// `allocated`), in name order: the replay's ledger.
+  std::vector<std::pair<std::string, double>> ledger;
 };
 
 /// One pipeline rank as memory sees it.

@@ -105,9 +105,36 @@ TEST_CASE("Llama's grouped-query attention and SwiGLU change what a layer keeps"
   config::ParallelSpec p;
   CHECK(activation_bytes_per_layer(llama3_8b(), t, p, 1) == 8192.0 * 139'392);
   // Eager PyTorch keeps more: each RMSNorm its fp32 copy (+4h), the SiLU output (+2·14,336)
-  // and rotary's fp32 inputs (4·(4,096 + 1,024)): 139,392 + 32,768 + 28,672 + 20,480 = 221,312.
+  // and rotary's fp32 inputs (4·(4,096 + 1,024)), and SDPA the K and V that repeat_kv expanded
+  // to the 32 query heads (2·(4,096 − 1,024)·2 B = +12,288): 139,392 + 32,768 + 28,672 + 20,480
+  // + 12,288 = 233,600.
   t.framework = "eager";
-  CHECK(activation_bytes_per_layer(llama3_8b(), t, p, 1) == 8192.0 * 221'312);
+  CHECK(activation_bytes_per_layer(llama3_8b(), t, p, 1) == 8192.0 * 233'600);
+}
+
+TEST_CASE("SDPA in PyTorch's model code keeps the expanded K/V, a fused kernel the grouped ones", "[workload][memory]") {
+  // torchtitan's attention (models/llama/model.py, 9dec370) calls repeat_kv on K and V before
+  // F.scaled_dot_product_attention, which saves its inputs: per token K and V of 32 heads × 128
+  // (4,096 elements each) instead of 8 × 128 (1,024): 2 · 3,072 · 2 B = 12,288 B more than
+  // the fused kernels' 139,392 (test above) under torch.compile. With tp 8 (4 query heads and
+  // 1 K/V head per rank) 2 · (512 − 128) · 2 B = 1,536 B more than the fused kernels.
+  config::TrainingSpec t = mixed_adam();
+  t.sequence_length = 8192;
+  t.activation_checkpointing = "none";
+  config::ParallelSpec p;
+  const double fused = activation_bytes_per_layer(llama3_8b(), t, p, 1);
+  t.framework = "compile";
+  CHECK(activation_bytes_per_layer(llama3_8b(), t, p, 1) == fused + 8192.0 * 12'288);
+  p.tp = 8;
+  t.framework = "fused";
+  const double fused_tp = activation_bytes_per_layer(llama3_8b(), t, p, 1);
+  t.framework = "compile";
+  CHECK(activation_bytes_per_layer(llama3_8b(), t, p, 1) == fused_tp + 8192.0 * 1'536);
+  // Recomputed layers keep neither: under full recompute only the layer input is kept.
+  t.activation_checkpointing = "full";
+  const double full_compile = activation_bytes_per_layer(llama3_8b(), t, p, 1);
+  t.framework = "fused";
+  CHECK(activation_bytes_per_layer(llama3_8b(), t, p, 1) == full_compile);
 }
 
 TEST_CASE("torchtitan's op policy keeps the input, attention and every second matmul output", "[workload][memory]") {
@@ -170,9 +197,10 @@ TEST_CASE("the LM head keeps its input: every token under PyTorch TP, a shard un
 TEST_CASE("PyTorch sequence parallelism keeps the all-gathered linear inputs", "[workload][memory]") {
   // Llama 3 8B, TP 8 with sequence parallelism, nothing recomputed, compile, bf16, per token:
   // norms' inputs 2·2h/8 = 2,048; the two gathered norm outputs the column-parallel linears
-  // save, every token: 2·2h = 16,384; Q, K, V, O 2·(512 + 128 + 128 + 512) = 2,560; log-sum-exp
-  // 4·32/8 = 16; SwiGLU 3·2·1,792 = 10,752. Sum 31,760 B. Megatron-LM (fused) keeps the norm
-  // outputs as shards: 2·(2h + 2h)/8 + 2,560 + 16 + 10,752 = 17,424 B.
+  // save, every token: 2·2h = 16,384; Q, the K and V repeat_kv expanded to the 4 local query
+  // heads, O: 2·(512 + 512 + 512 + 512) = 4,096; log-sum-exp 4·32/8 = 16; SwiGLU 3·2·1,792 =
+  // 10,752. Sum 33,296 B. Megatron-LM (fused) keeps the norm outputs as shards and the grouped
+  // K/V (128 each): 2·(2h + 2h)/8 + 2·(512 + 128 + 128 + 512) + 16 + 10,752 = 17,424 B.
   config::TrainingSpec t = mixed_adam();
   t.sequence_length = 8192;
   t.activation_checkpointing = "none";
@@ -180,10 +208,10 @@ TEST_CASE("PyTorch sequence parallelism keeps the all-gathered linear inputs", "
   config::ParallelSpec p;
   p.tp = 8;
   p.sequence_parallel = true;
-  CHECK(activation_bytes_per_layer(llama3_8b(), t, p, 1) == 8192.0 * 31'760);
+  CHECK(activation_bytes_per_layer(llama3_8b(), t, p, 1) == 8192.0 * 33'296);
   // Float8 TP casts before the all-gather: the saved inputs are fp8, 2·h = 8,192 B less.
   t.precision = "fp8";
-  CHECK(activation_bytes_per_layer(llama3_8b(), t, p, 1) == 8192.0 * 23'568);
+  CHECK(activation_bytes_per_layer(llama3_8b(), t, p, 1) == 8192.0 * 25'104);
   t.precision = "bf16";
   t.framework = "fused";
   CHECK(activation_bytes_per_layer(llama3_8b(), t, p, 1) == 8192.0 * 17'424);

@@ -3,6 +3,10 @@
 // PyTorch's rules the reserved peak exceeds it by rounding and fragmentation only.
 #include <catch2/catch.hpp>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "workload/model_cost.hpp"
 #include "workload/step_memory.hpp"
 #include "workload_test_models.hpp"
@@ -166,6 +170,75 @@ TEST_CASE("the replay reproduces torchtitan's 405B memory gap between 1F1B and i
   const double b = replay_step_memory(model, t, par, 8, interleaved, rules).reserved / gib;
   INFO("1F1B " << a << " GiB, interleaved " << b << " GiB");
   CHECK(a - b == Approx(82.5 - 72.7).epsilon(0.25));
+}
+
+TEST_CASE("the ledger of torchtitan's 405B 1F1B stage 0 at its peak is the hand ledger", "[workload][memory][allocator]") {
+  // torchtitan table 5 (FSDP 8 × TP 8 × PP 8, 8 microbatches of 4 × 8,192, full recompute,
+  // compile + Float8 with fp8 all-gather, fp32 reduce, torch.distributed.pipelining), stage 0:
+  // 15 layers and the embedding (torchtitan 9dec370 generate_split_points: 15 on the first
+  // stage). Hand numbers per TP rank: a layer holds (2·16,384² + 2·16,384·1,024 + 3·16,384·
+  // 53,248 + 2·16,384)/8 = 398,462,976 parameters (4,096 of them norm gains), the embedding
+  // 128,256·16,384/8 = 262,668,288; 6,239,612,928 on the stage. The peak of live tensors is in
+  // the first layer's backward of microbatch 0 (the first backward, after all 8 forwards), where:
+  // - fp32 gradients accumulated unsharded, every unit (FSDP2 to_accumulated_grad_if_needed
+  //   under set_requires_gradient_sync(False)): 6,239,612,928 · 4 B;
+  // - optimizer state, the fp32 master shard and AdamW's two moments: 6,239,612,928 · 12 B / 8;
+  // - the gathered weights, not resharded after forward: the linear weights in fp8 (1 B),
+  //   the norm gains and the embedding in bf16: 15·(398,458,880 + 2·4,096) + 2·262,668,288;
+  // - saved block inputs (full recompute, sequence-parallel: 4·8,192/8 tokens × 16,384 × 2 B =
+  //   128 MiB): microbatches 1 … 7 through 15 layers and microbatch 0's first layer, 106;
+  // - the recomputed layer (everything policy none keeps, per token: norm inputs 2·2h/8 = 8,192,
+  //   the two gathered fp8 norm outputs 2·16,384 = 32,768, Q, the expanded K and V and O
+  //   2·4·2,048 = 16,384, log-sum-exp 4·16 = 64, SwiGLU 3·2·6,656 = 39,936: 97,344 B) for
+  //   32,768 tokens, and its fresh bf16 gradients 398,462,976 · 2 B;
+  // - torch pipelining's 8 gradient receive buffers and 8 kept outputs of 128 MiB each.
+  const auto model = llama3_405b();
+  config::TrainingSpec t;
+  t.sequence_length = 8192;
+  t.precision = "fp8";
+  t.framework = "compile";
+  t.optimizer = "adam";
+  t.activation_checkpointing = "full";
+  t.reduce_dtype = "fp32";
+  t.fp8_all_gather = true;
+  t.expandable_segments = true;
+  config::ParallelSpec par;
+  par.tp = 8;
+  par.pp = 8;
+  par.zero = 3;
+  par.sequence_parallel = true;
+  par.microbatch_size = 4;
+  StageMemory stage;
+  for (int m = 0; m < 8; ++m) stage.passes.push_back({true, m, 0});
+  for (int m = 0; m < 8; ++m) stage.passes.push_back({false, m, 0});
+  stage.chunk_layers = {15};
+  stage.last = false;
+  stage.microbatches = 8;
+  stage.torch_pipelining = true;
+  AllocatorRules rules;
+  rules.expandable_segments = true;
+  const StepMemoryPeaks peaks = replay_step_memory(model, t, par, 8, stage, rules);
+  const double params = 15 * 398'462'976.0 + 262'668'288.0;
+  const double mib128 = 128.0 * 1024 * 1024;
+  const std::vector<std::pair<std::string, double>> hand = {
+      {"accumulated gradients", params * 4},
+      {"fresh gradients", 398'462'976.0 * 2},
+      {"optimizer state", params * 12 / 8},
+      {"pp outputs kept", 8 * mib128},
+      {"pp receive buffers", 8 * mib128},
+      {"recomputed activations", 32768.0 * 97'344},
+      {"saved activations", 106 * mib128},
+      {"unsharded weights", 15 * (398'458'880.0 + 2 * 4096) + 2 * 262'668'288.0},
+  };
+  REQUIRE(peaks.ledger.size() == hand.size());
+  double sum = 0;
+  for (std::size_t i = 0; i < hand.size(); ++i) {
+    INFO(peaks.ledger[i].first << ": " << peaks.ledger[i].second << " B");
+    CHECK(peaks.ledger[i].first == hand[i].first);
+    CHECK(peaks.ledger[i].second == Approx(hand[i].second).epsilon(1e-4));  // 512-B block rounding
+    sum += peaks.ledger[i].second;
+  }
+  CHECK(sum == Approx(peaks.allocated));
 }
 
 namespace {
