@@ -180,9 +180,6 @@ struct FlowNetwork::Impl {
   std::vector<LinkId> comp_links;
   std::vector<std::uint32_t> comp_flows;
   std::vector<Share> fill_heap;
-  // A multi-route group that the last fill() would have had to freeze on a link that only
-  // some of its routes cross: it must split before the re-solve is run again.
-  std::optional<std::uint32_t> split_slot;
   std::uint64_t split_count = 0;
 
   static FlowId make_id(std::uint32_t slot, std::uint32_t generation) {
@@ -487,9 +484,11 @@ struct FlowNetwork::Impl {
   // every flow on its links). O((F·P + L) log L) for F flows of P hops over L links.
   // A multi-route group is frozen whole, on a link all its routes cross; where the filling
   // reaches it first on a link that only some of its routes cross (those would freeze there,
-  // the others not), it stops: split_slot names the group, and false is returned, the rates
-  // unchanged (the scratch fields are the caller's to discard).
-  bool fill() {
+  // the others not), it splits there into its routes (split_in_fill) and the filling goes on
+  // with them: exactly the filling those parts would have had from the start, since an
+  // unfrozen group and its unfrozen parts weigh the same on every link (the same cap_left,
+  // unfrozen weights and heap), so no re-solve is run again for a split.
+  void fill() {
     std::make_heap(fill_heap.begin(), fill_heap.end(), std::greater<>{});
     while (!fill_heap.empty()) {
       std::pop_heap(fill_heap.begin(), fill_heap.end(), std::greater<>{});
@@ -503,13 +502,16 @@ struct FlowNetwork::Impl {
         std::push_heap(fill_heap.begin(), fill_heap.end(), std::greater<>{});
         continue;
       }
-      for (const Hop& hop : link.flows) {
+      // By index: a split swaps another entry into position i and appends its parts.
+      for (std::size_t i = 0; i < link.flows.size(); ++i) {
+        const Hop hop = link.flows[i];
         if (hop.mark != epoch) continue;
         Flow& f = flows[hop.flow];
         if (f.frozen == epoch) continue;
         if (f.routes > 1 && f.path[hop.hop].weight != f.weight) {
-          split_slot = hop.flow;
-          return false;
+          split(hop.flow, true);
+          --i;  // position i now holds another entry (unsigned wrap-around is undone by ++i)
+          continue;
         }
         f.frozen = epoch;
         f.new_rate = share;
@@ -522,13 +524,14 @@ struct FlowNetwork::Impl {
         if (link.unfrozen == 0) break;  // the rest of its flows are frozen or not re-solved
       }
     }
-    return true;
   }
 
   // Splits the multi-route group in `slot` into one flow group per route, each in the group's
   // state (bytes left, rate, drain entry), so that the re-solve can give the routes their own
-  // rates. Its on_done runs once the last of them has completed. O(hops · routes).
-  void split(std::uint32_t slot) {
+  // rates. Its on_done runs once the last of them has completed. O(hops · routes). Called from
+  // fill() (`in_fill`), on an unfrozen group of the re-solve under way: the parts join it,
+  // unfrozen, in comp_flows (the group's slot there is then free, skipped by the callers).
+  void split(std::uint32_t slot, bool in_fill) {
     ++split_count;
     Flow& g = flows[slot];
     const std::vector<PathHop> hops = g.path;
@@ -565,6 +568,11 @@ struct FlowNetwork::Impl {
       f.on_drained = nullptr;
       ++active;
       ++records;
+      if (in_fill) {
+        f.mark = epoch;
+        f.frozen = epoch - 1;
+        comp_flows.push_back(s);
+      }
       add_to_links(s, true);
       if (pending) {  // the group's drain entry, kept while the re-solve leaves the rate
         Flow& h = flows[s];
@@ -582,15 +590,9 @@ struct FlowNetwork::Impl {
     resolve_event = kNoEvent;
     ++resolve_count;
     resolving = true;
-    // A multi-route group whose routes part splits, and the partial re-solve runs again with its
-    // parts (fresh, so that it takes them): the component is re-solved only where the partial
-    // check fails, not once per split.
-    bool local = partial_resolve();
-    while (!local && split_slot) {
-      split(*std::exchange(split_slot, std::nullopt));
-      local = partial_resolve();
-    }
-    if (local) {
+    // A multi-route group whose routes part splits inside the filling (fill()); the component
+    // is re-solved only where the partial check fails.
+    if (partial_resolve()) {
       for (LinkId l : dirty_links) {
         Link& link = links[l];
         link.dirty = false;
@@ -598,7 +600,7 @@ struct FlowNetwork::Impl {
       }
       dirty_links.clear();
     } else {
-      while (!full_resolve()) split(*std::exchange(split_slot, std::nullopt));
+      full_resolve();
     }
     for (std::uint32_t slot : fresh_slots) flows[slot].fresh = false;
     fresh_slots.clear();
@@ -673,10 +675,12 @@ struct FlowNetwork::Impl {
       link.unfrozen = weight;
       fill_heap.push_back(make_share(std::max(link.cap_left, 0.0) / weight, l));
     }
-    if (!fill()) return false;
-    // The check: no other flow is faster on a re-solved flow's freezing link.
+    fill();
+    // The check: no other flow is faster on a re-solved flow's freezing link (a group split by
+    // the filling has left a free slot in comp_flows).
     for (std::uint32_t slot : comp_flows) {
       const Flow& f = flows[slot];
+      if (f.state != State::draining) continue;
       for (const Hop& hop : links[f.bottleneck].flows) {
         if (hop.mark != epoch && hop.rate > f.new_rate * (1 + kRateTolerance)) return false;
       }
@@ -688,6 +692,7 @@ struct FlowNetwork::Impl {
     // As the full re-solve's step 4: a rate that moved by rounding only keeps its drain event.
     for (std::uint32_t slot : comp_flows) {
       Flow& f = flows[slot];
+      if (f.state != State::draining) continue;
       f.remaining -= drained_bytes(f.rate, now - f.last_update);
       f.last_update = now;
       if (f.drain_pending && std::abs(f.new_rate - f.rate) <= kRateTolerance * f.rate) continue;
@@ -699,10 +704,8 @@ struct FlowNetwork::Impl {
     return true;
   }
 
-  // Full re-solve of the connected component of the changed links. Returns false, with the
-  // component's links marked changed again and no rate moved, where a multi-route group must
-  // split first (split_slot).
-  bool full_resolve() {
+  // Full re-solve of the connected component of the changed links.
+  void full_resolve() {
     ++full_count;
     const Time now = sim.now();
     ++epoch;
@@ -759,10 +762,7 @@ struct FlowNetwork::Impl {
       link.unfrozen = link.load;
       if (link.unfrozen > 0) fill_heap.push_back(make_share(link.bandwidth / link.unfrozen, l));
     }
-    if (!fill()) {
-      for (LinkId l : comp_links) mark_dirty(l);
-      return false;
-    }
+    fill();
 
     for (LinkId l : comp_links) {
       Link& link = links[l];
@@ -781,7 +781,13 @@ struct FlowNetwork::Impl {
       mirror_rate(f);
       if (f.rate > 0) schedule_drain(slot);
     }
-    return true;
+    // A split in the filling marked the group's links changed; this re-solve covered them.
+    for (LinkId l : dirty_links) {
+      Link& link = links[l];
+      link.dirty = false;
+      if (link.flows.empty()) link.saturated = false;
+    }
+    dirty_links.clear();
   }
 };
 
