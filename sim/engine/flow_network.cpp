@@ -69,6 +69,7 @@ struct FlowNetwork::Impl {
     double cap_left = 0;
     std::uint32_t mark = 0;       // == epoch when in the current component
     std::uint32_t unfrozen = 0;   // weight of the flows not yet frozen in this filling
+    double max_new = 0;           // partial re-solve: the fastest new rate of its re-solved flows
     bool dirty = false;
     // As of the last re-solve that covered it: no room left (kSaturated), i.e. possibly the
     // bottleneck of one of its flows.
@@ -178,6 +179,10 @@ struct FlowNetwork::Impl {
   std::uint32_t epoch = 0;
   // Re-solve scratch, reused across calls.
   std::vector<LinkId> comp_links;
+  // Lazy partial re-solve: links whose every flow joins the next round (a round's check failed
+  // there).
+  std::vector<LinkId> expand_links;
+  int lazy_rounds = FlowNetwork::kLazyRounds;
   std::vector<std::uint32_t> comp_flows;
   std::vector<Share> fill_heap;
   std::uint64_t split_count = 0;
@@ -592,7 +597,17 @@ struct FlowNetwork::Impl {
     resolving = true;
     // A multi-route group whose routes part splits inside the filling (fill()); the component
     // is re-solved only where the partial check fails.
-    if (partial_resolve()) {
+    // Lazy rounds first (no closure through saturated links; each failed check adds its link's
+    // flows), then the closed partial re-solve, then the component.
+    expand_links.clear();
+    bool local = false;
+    for (int round = 0; round < lazy_rounds && !local; ++round) {
+      const std::size_t before = expand_links.size();
+      local = partial_resolve(true);
+      if (!local && expand_links.size() == before) break;  // not a check on a link: no use
+    }
+    if (!local) local = partial_resolve(false);
+    if (local) {
       for (LinkId l : dirty_links) {
         Link& link = links[l];
         link.dirty = false;
@@ -620,7 +635,7 @@ struct FlowNetwork::Impl {
   // nothing on it changed. Returns false, having changed nothing, where that check fails or a
   // re-solved flow is drained up to rounding (the full re-solve finishes those). Cost: O(F·P +
   // k + F log F) for the F re-solved flows, their P hops each and the k flows on their links.
-  bool partial_resolve() {
+  bool partial_resolve(bool lazy) {
     ++epoch;
     comp_links.clear();
     comp_flows.clear();
@@ -641,6 +656,13 @@ struct FlowNetwork::Impl {
         if (hop.mark != epoch) take(hop.flow);
       }
     }
+    if (lazy) {
+      for (LinkId l : expand_links) {
+        for (const Hop& hop : links[l].flows) {
+          if (hop.mark != epoch) take(hop.flow);
+        }
+      }
+    }
     for (std::size_t i = 0; i < comp_flows.size(); ++i) {
       const Flow& f = flows[comp_flows[i]];
       if (!f.fresh && f.remaining - drained_bytes(f.rate, now - f.last_update) <= std::max(1e-6 * f.bytes, 1e-3)) {
@@ -651,7 +673,7 @@ struct FlowNetwork::Impl {
         if (link.mark == epoch) continue;
         link.mark = epoch;
         comp_links.push_back(ph.link);
-        if (link.saturated) {
+        if (link.saturated && !lazy) {
           for (const Hop& hop : link.flows) {
             if (hop.mark != epoch) take(hop.flow);
           }
@@ -682,9 +704,15 @@ struct FlowNetwork::Impl {
       const Flow& f = flows[slot];
       if (f.state != State::draining) continue;
       for (const Hop& hop : links[f.bottleneck].flows) {
-        if (hop.mark != epoch && hop.rate > f.new_rate * (1 + kRateTolerance)) return false;
+        if (hop.mark != epoch && hop.rate > f.new_rate * (1 + kRateTolerance)) {
+          if (lazy) expand_links.push_back(f.bottleneck);
+          return false;
+        }
       }
     }
+    // Lazy: a flow kept at its rate may have had its bottleneck on a re-solved flow's link; it
+    // still has it where that link is still saturated and no re-solved flow there is now faster.
+    if (lazy && !lazy_check()) return false;
     for (LinkId l : comp_links) {
       Link& link = links[l];
       link.saturated = link.cap_left <= kSaturated * link.bandwidth;
@@ -700,6 +728,39 @@ struct FlowNetwork::Impl {
       f.rate = f.new_rate;
       mirror_rate(f);
       if (f.rate > 0) schedule_drain(slot);
+    }
+    return true;
+  }
+
+  // The lazy partial re-solve's second check (after the filling, before any rate moves): every
+  // flow not re-solved whose bottleneck (the link that froze it last) is one of the re-solved
+  // flows' links keeps it: the link is still saturated and no re-solved flow is faster there
+  // than it. A flow whose bottleneck is elsewhere keeps it untouched (every flow on a changed
+  // saturated link is re-solved). With the first check, every flow then has a bottleneck: the
+  // max-min allocation. Where it fails, the link joins expand_links. O(k) for the k flows on
+  // the re-solved flows' links, plus O(F·P).
+  bool lazy_check() {
+    for (LinkId l : comp_links) links[l].max_new = 0;
+    for (std::uint32_t slot : comp_flows) {
+      const Flow& f = flows[slot];
+      if (f.state != State::draining) continue;
+      for (const PathHop& ph : f.path) {
+        Link& link = links[ph.link];
+        link.max_new = std::max(link.max_new, f.new_rate);
+      }
+    }
+    for (LinkId l : comp_links) {
+      const Link& link = links[l];
+      if (!link.saturated) continue;  // as of the last re-solve: nobody's bottleneck
+      const bool still = link.cap_left <= kSaturated * link.bandwidth;
+      for (const Hop& hop : link.flows) {
+        if (hop.mark == epoch) continue;
+        if (still && hop.rate * (1 + kRateTolerance) >= link.max_new) continue;
+        if (flows[hop.flow].bottleneck == l) {
+          expand_links.push_back(l);
+          return false;
+        }
+      }
     }
     return true;
   }
@@ -978,5 +1039,10 @@ void FlowNetwork::set_drain_epsilon(Time epsilon) {
 }
 
 Time FlowNetwork::drain_epsilon() const { return impl_->drain_epsilon; }
+
+void FlowNetwork::set_lazy_rounds(int rounds) {
+  if (rounds < 0) throw std::invalid_argument("FlowNetwork::set_lazy_rounds: negative rounds");
+  impl_->lazy_rounds = rounds;
+}
 
 }  // namespace ironlaw::engine
