@@ -61,20 +61,23 @@ struct FlowNetwork::Impl {
     std::uint32_t routes = 1;
   };
 
-  struct Link {
+  // One cache line (64 bytes, aligned): a re-solve's scans of a component's links then touch
+  // one line per link.
+  struct alignas(64) Link {
     double bandwidth = 0;
     std::vector<Hop> flows;   // active (draining) flows; swap-remove
-    std::uint32_t load = 0;   // their total weight
     // Re-solve scratch.
     double cap_left = 0;
+    double max_new = 0;           // lazy partial re-solve: the fastest new rate of its re-solved flows
+    std::uint32_t load = 0;       // the active flows' total weight
     std::uint32_t mark = 0;       // == epoch when in the current component
     std::uint32_t unfrozen = 0;   // weight of the flows not yet frozen in this filling
-    double max_new = 0;           // partial re-solve: the fastest new rate of its re-solved flows
     bool dirty = false;
     // As of the last re-solve that covered it: no room left (kSaturated), i.e. possibly the
     // bottleneck of one of its flows.
     bool saturated = false;
   };
+  static_assert(sizeof(Link) == 64);
 
   // The part of a link no re-solve reads.
   struct LinkInfo {
