@@ -251,3 +251,51 @@ TEST_CASE("a re-solve touches only the flows whose rate can move, and falls back
   CHECK(net.rate(fifth) == Approx(1e9));
   CHECK(net.resolves() == 5);
 }
+
+TEST_CASE("lazy partial re-solves stay the global max-min allocation on larger random graphs", "[flow]") {
+  // More links and flows than above, so that a lazy round's check fails and later rounds (or the
+  // closed re-solve) take more flows in: every instant checked against a fresh water-filling.
+  std::mt19937_64 rng(20261202);
+  auto below = [&](std::uint64_t n) { return static_cast<std::size_t>(rng() % n); };
+  for (int trial = 0; trial < 40; ++trial) {
+    Simulator sim;
+    FlowNetwork net(sim);
+    const std::size_t links = 12 + below(13);
+    std::vector<double> capacity(links);
+    for (std::size_t l = 0; l < links; ++l) {
+      capacity[l] = 1e9 * static_cast<double>(1 + below(8));
+      net.add_link(capacity[l], Time::zero());
+    }
+    const std::size_t flows = 20 + below(41);
+    std::vector<std::vector<LinkId>> paths(flows);
+    std::vector<FlowId> ids(flows, 0);
+    std::vector<char> done(flows, 0);
+    for (std::size_t f = 0; f < flows; ++f) {
+      std::vector<LinkId> all(links);
+      for (std::size_t l = 0; l < links; ++l) all[l] = static_cast<LinkId>(l);
+      for (std::size_t l = links; l > 1; --l) std::swap(all[l - 1], all[below(l)]);
+      paths[f].assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(1 + below(5)));
+      const Time at = Time::us(static_cast<std::int64_t>(below(30)));
+      const double bytes = 1e3 * static_cast<double>(1 + below(60));
+      sim.schedule_at(at, [&, f, bytes] { ids[f] = net.start_flow(paths[f], bytes, [&, f](FlowId) { done[f] = 1; }); });
+    }
+    for (int k = 0; k < 80; ++k) {
+      sim.run_until(Time::ns(1000 * k + 500));
+      std::vector<std::size_t> active;
+      std::vector<std::vector<LinkId>> active_paths;
+      for (std::size_t f = 0; f < flows; ++f) {
+        if (ids[f] != 0 && !done[f]) {
+          active.push_back(f);
+          active_paths.push_back(paths[f]);
+        }
+      }
+      const auto expected = water_fill(capacity, active_paths);
+      for (std::size_t i = 0; i < active.size(); ++i) {
+        INFO("trial " << trial << ", t = " << 1000 * k + 500 << " ns, flow " << active[i]);
+        CHECK(net.rate(ids[active[i]]) == Approx(expected[i]).epsilon(1e-9));
+      }
+    }
+    sim.run();
+    for (std::size_t f = 0; f < flows; ++f) CHECK(done[f]);
+  }
+}
