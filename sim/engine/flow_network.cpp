@@ -61,12 +61,15 @@ struct FlowNetwork::Impl {
     std::uint32_t routes = 1;
   };
 
-  struct Link {
+  // One cache line (64 bytes, aligned): a re-solve's scans of a component's links then touch
+  // one line per link.
+  struct alignas(64) Link {
     double bandwidth = 0;
     std::vector<Hop> flows;   // active (draining) flows; swap-remove
-    std::uint32_t load = 0;   // their total weight
     // Re-solve scratch.
     double cap_left = 0;
+    double max_new = 0;           // lazy partial re-solve: the fastest new rate of its re-solved flows
+    std::uint32_t load = 0;       // the active flows' total weight
     std::uint32_t mark = 0;       // == epoch when in the current component
     std::uint32_t unfrozen = 0;   // weight of the flows not yet frozen in this filling
     bool dirty = false;
@@ -74,6 +77,7 @@ struct FlowNetwork::Impl {
     // bottleneck of one of its flows.
     bool saturated = false;
   };
+  static_assert(sizeof(Link) == 64);
 
   // The part of a link no re-solve reads.
   struct LinkInfo {
@@ -178,11 +182,12 @@ struct FlowNetwork::Impl {
   std::uint32_t epoch = 0;
   // Re-solve scratch, reused across calls.
   std::vector<LinkId> comp_links;
+  // Lazy partial re-solve: links whose every flow joins the next round (a round's check failed
+  // there).
+  std::vector<LinkId> expand_links;
+  int lazy_rounds = FlowNetwork::kLazyRounds;
   std::vector<std::uint32_t> comp_flows;
   std::vector<Share> fill_heap;
-  // A multi-route group that the last fill() would have had to freeze on a link that only
-  // some of its routes cross: it must split before the re-solve is run again.
-  std::optional<std::uint32_t> split_slot;
   std::uint64_t split_count = 0;
 
   static FlowId make_id(std::uint32_t slot, std::uint32_t generation) {
@@ -487,9 +492,11 @@ struct FlowNetwork::Impl {
   // every flow on its links). O((F·P + L) log L) for F flows of P hops over L links.
   // A multi-route group is frozen whole, on a link all its routes cross; where the filling
   // reaches it first on a link that only some of its routes cross (those would freeze there,
-  // the others not), it stops: split_slot names the group, and false is returned, the rates
-  // unchanged (the scratch fields are the caller's to discard).
-  bool fill() {
+  // the others not), it splits there into its routes (split_in_fill) and the filling goes on
+  // with them: exactly the filling those parts would have had from the start, since an
+  // unfrozen group and its unfrozen parts weigh the same on every link (the same cap_left,
+  // unfrozen weights and heap), so no re-solve is run again for a split.
+  void fill() {
     std::make_heap(fill_heap.begin(), fill_heap.end(), std::greater<>{});
     while (!fill_heap.empty()) {
       std::pop_heap(fill_heap.begin(), fill_heap.end(), std::greater<>{});
@@ -503,13 +510,16 @@ struct FlowNetwork::Impl {
         std::push_heap(fill_heap.begin(), fill_heap.end(), std::greater<>{});
         continue;
       }
-      for (const Hop& hop : link.flows) {
+      // By index: a split swaps another entry into position i and appends its parts.
+      for (std::size_t i = 0; i < link.flows.size(); ++i) {
+        const Hop hop = link.flows[i];
         if (hop.mark != epoch) continue;
         Flow& f = flows[hop.flow];
         if (f.frozen == epoch) continue;
         if (f.routes > 1 && f.path[hop.hop].weight != f.weight) {
-          split_slot = hop.flow;
-          return false;
+          split(hop.flow, true);
+          --i;  // position i now holds another entry (unsigned wrap-around is undone by ++i)
+          continue;
         }
         f.frozen = epoch;
         f.new_rate = share;
@@ -522,13 +532,14 @@ struct FlowNetwork::Impl {
         if (link.unfrozen == 0) break;  // the rest of its flows are frozen or not re-solved
       }
     }
-    return true;
   }
 
   // Splits the multi-route group in `slot` into one flow group per route, each in the group's
   // state (bytes left, rate, drain entry), so that the re-solve can give the routes their own
-  // rates. Its on_done runs once the last of them has completed. O(hops · routes).
-  void split(std::uint32_t slot) {
+  // rates. Its on_done runs once the last of them has completed. O(hops · routes). Called from
+  // fill() (`in_fill`), on an unfrozen group of the re-solve under way: the parts join it,
+  // unfrozen, in comp_flows (the group's slot there is then free, skipped by the callers).
+  void split(std::uint32_t slot, bool in_fill) {
     ++split_count;
     Flow& g = flows[slot];
     const std::vector<PathHop> hops = g.path;
@@ -565,6 +576,11 @@ struct FlowNetwork::Impl {
       f.on_drained = nullptr;
       ++active;
       ++records;
+      if (in_fill) {
+        f.mark = epoch;
+        f.frozen = epoch - 1;
+        comp_flows.push_back(s);
+      }
       add_to_links(s, true);
       if (pending) {  // the group's drain entry, kept while the re-solve leaves the rate
         Flow& h = flows[s];
@@ -582,14 +598,18 @@ struct FlowNetwork::Impl {
     resolve_event = kNoEvent;
     ++resolve_count;
     resolving = true;
-    // A multi-route group whose routes part splits, and the partial re-solve runs again with its
-    // parts (fresh, so that it takes them): the component is re-solved only where the partial
-    // check fails, not once per split.
-    bool local = partial_resolve();
-    while (!local && split_slot) {
-      split(*std::exchange(split_slot, std::nullopt));
-      local = partial_resolve();
+    // A multi-route group whose routes part splits inside the filling (fill()); the component
+    // is re-solved only where the partial check fails.
+    // Lazy rounds first (no closure through saturated links; each failed check adds its link's
+    // flows), then the closed partial re-solve, then the component.
+    expand_links.clear();
+    bool local = false;
+    for (int round = 0; round < lazy_rounds && !local; ++round) {
+      const std::size_t before = expand_links.size();
+      local = partial_resolve(true);
+      if (!local && expand_links.size() == before) break;  // not a check on a link: no use
     }
+    if (!local) local = partial_resolve(false);
     if (local) {
       for (LinkId l : dirty_links) {
         Link& link = links[l];
@@ -598,7 +618,7 @@ struct FlowNetwork::Impl {
       }
       dirty_links.clear();
     } else {
-      while (!full_resolve()) split(*std::exchange(split_slot, std::nullopt));
+      full_resolve();
     }
     for (std::uint32_t slot : fresh_slots) flows[slot].fresh = false;
     fresh_slots.clear();
@@ -618,7 +638,7 @@ struct FlowNetwork::Impl {
   // nothing on it changed. Returns false, having changed nothing, where that check fails or a
   // re-solved flow is drained up to rounding (the full re-solve finishes those). Cost: O(F·P +
   // k + F log F) for the F re-solved flows, their P hops each and the k flows on their links.
-  bool partial_resolve() {
+  bool partial_resolve(bool lazy) {
     ++epoch;
     comp_links.clear();
     comp_flows.clear();
@@ -639,6 +659,13 @@ struct FlowNetwork::Impl {
         if (hop.mark != epoch) take(hop.flow);
       }
     }
+    if (lazy) {
+      for (LinkId l : expand_links) {
+        for (const Hop& hop : links[l].flows) {
+          if (hop.mark != epoch) take(hop.flow);
+        }
+      }
+    }
     for (std::size_t i = 0; i < comp_flows.size(); ++i) {
       const Flow& f = flows[comp_flows[i]];
       if (!f.fresh && f.remaining - drained_bytes(f.rate, now - f.last_update) <= std::max(1e-6 * f.bytes, 1e-3)) {
@@ -649,7 +676,7 @@ struct FlowNetwork::Impl {
         if (link.mark == epoch) continue;
         link.mark = epoch;
         comp_links.push_back(ph.link);
-        if (link.saturated) {
+        if (link.saturated && !lazy) {
           for (const Hop& hop : link.flows) {
             if (hop.mark != epoch) take(hop.flow);
           }
@@ -673,14 +700,22 @@ struct FlowNetwork::Impl {
       link.unfrozen = weight;
       fill_heap.push_back(make_share(std::max(link.cap_left, 0.0) / weight, l));
     }
-    if (!fill()) return false;
-    // The check: no other flow is faster on a re-solved flow's freezing link.
+    fill();
+    // The check: no other flow is faster on a re-solved flow's freezing link (a group split by
+    // the filling has left a free slot in comp_flows).
     for (std::uint32_t slot : comp_flows) {
       const Flow& f = flows[slot];
+      if (f.state != State::draining) continue;
       for (const Hop& hop : links[f.bottleneck].flows) {
-        if (hop.mark != epoch && hop.rate > f.new_rate * (1 + kRateTolerance)) return false;
+        if (hop.mark != epoch && hop.rate > f.new_rate * (1 + kRateTolerance)) {
+          if (lazy) expand_links.push_back(f.bottleneck);
+          return false;
+        }
       }
     }
+    // Lazy: a flow kept at its rate may have had its bottleneck on a re-solved flow's link; it
+    // still has it where that link is still saturated and no re-solved flow there is now faster.
+    if (lazy && !lazy_check()) return false;
     for (LinkId l : comp_links) {
       Link& link = links[l];
       link.saturated = link.cap_left <= kSaturated * link.bandwidth;
@@ -688,6 +723,7 @@ struct FlowNetwork::Impl {
     // As the full re-solve's step 4: a rate that moved by rounding only keeps its drain event.
     for (std::uint32_t slot : comp_flows) {
       Flow& f = flows[slot];
+      if (f.state != State::draining) continue;
       f.remaining -= drained_bytes(f.rate, now - f.last_update);
       f.last_update = now;
       if (f.drain_pending && std::abs(f.new_rate - f.rate) <= kRateTolerance * f.rate) continue;
@@ -699,10 +735,41 @@ struct FlowNetwork::Impl {
     return true;
   }
 
-  // Full re-solve of the connected component of the changed links. Returns false, with the
-  // component's links marked changed again and no rate moved, where a multi-route group must
-  // split first (split_slot).
-  bool full_resolve() {
+  // The lazy partial re-solve's second check (after the filling, before any rate moves): every
+  // flow not re-solved whose bottleneck (the link that froze it last) is one of the re-solved
+  // flows' links keeps it: the link is still saturated and no re-solved flow is faster there
+  // than it. A flow whose bottleneck is elsewhere keeps it untouched (every flow on a changed
+  // saturated link is re-solved). With the first check, every flow then has a bottleneck: the
+  // max-min allocation. Where it fails, the link joins expand_links. O(k) for the k flows on
+  // the re-solved flows' links, plus O(F·P).
+  bool lazy_check() {
+    for (LinkId l : comp_links) links[l].max_new = 0;
+    for (std::uint32_t slot : comp_flows) {
+      const Flow& f = flows[slot];
+      if (f.state != State::draining) continue;
+      for (const PathHop& ph : f.path) {
+        Link& link = links[ph.link];
+        link.max_new = std::max(link.max_new, f.new_rate);
+      }
+    }
+    for (LinkId l : comp_links) {
+      const Link& link = links[l];
+      if (!link.saturated) continue;  // as of the last re-solve: nobody's bottleneck
+      const bool still = link.cap_left <= kSaturated * link.bandwidth;
+      for (const Hop& hop : link.flows) {
+        if (hop.mark == epoch) continue;
+        if (still && hop.rate * (1 + kRateTolerance) >= link.max_new) continue;
+        if (flows[hop.flow].bottleneck == l) {
+          expand_links.push_back(l);
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+
+  // Full re-solve of the connected component of the changed links.
+  void full_resolve() {
     ++full_count;
     const Time now = sim.now();
     ++epoch;
@@ -759,10 +826,7 @@ struct FlowNetwork::Impl {
       link.unfrozen = link.load;
       if (link.unfrozen > 0) fill_heap.push_back(make_share(link.bandwidth / link.unfrozen, l));
     }
-    if (!fill()) {
-      for (LinkId l : comp_links) mark_dirty(l);
-      return false;
-    }
+    fill();
 
     for (LinkId l : comp_links) {
       Link& link = links[l];
@@ -781,7 +845,13 @@ struct FlowNetwork::Impl {
       mirror_rate(f);
       if (f.rate > 0) schedule_drain(slot);
     }
-    return true;
+    // A split in the filling marked the group's links changed; this re-solve covered them.
+    for (LinkId l : dirty_links) {
+      Link& link = links[l];
+      link.dirty = false;
+      if (link.flows.empty()) link.saturated = false;
+    }
+    dirty_links.clear();
   }
 };
 
@@ -972,5 +1042,10 @@ void FlowNetwork::set_drain_epsilon(Time epsilon) {
 }
 
 Time FlowNetwork::drain_epsilon() const { return impl_->drain_epsilon; }
+
+void FlowNetwork::set_lazy_rounds(int rounds) {
+  if (rounds < 0) throw std::invalid_argument("FlowNetwork::set_lazy_rounds: negative rounds");
+  impl_->lazy_rounds = rounds;
+}
 
 }  // namespace ironlaw::engine

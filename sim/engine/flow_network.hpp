@@ -16,10 +16,14 @@
 /// - Until that re-solve has run, a new flow has rate 0 (rate() returns 0 right after
 ///   start_flow()); it still consumes bandwidth from its start time, since no simulated time
 ///   passes before the re-solve.
-/// - Partial re-solve first: only the flows whose rate can move are re-solved — the flows
-///   started in the batch, those on a changed link that was saturated, and transitively every
-///   flow sharing a saturated link with one of them — over what the other flows leave of each
-///   link; every other flow keeps its rate. The result is checked against the definition of
+/// - Lazy partial re-solve first: only the flows started in the batch and those on a changed
+///   link that was saturated are re-solved, over what the other flows leave of each link; every
+///   other flow keeps its rate. The result is the max-min allocation when, besides the check
+///   below, every kept flow whose bottleneck (the link that froze it last) carries a re-solved
+///   flow keeps it: still saturated, no re-solved flow faster there. Where a check fails on a
+///   link, every flow on that link joins the next round (at most kLazyRounds rounds). Then the
+///   closed partial re-solve: the same seeds and transitively every flow sharing a saturated
+///   link with one of them. The result is checked against the definition of
 ///   max-min fairness (every re-solved flow is frozen on a link where no other flow is faster;
 ///   the others keep their saturated, untouched bottleneck), which makes it the max-min
 ///   allocation itself (unique, so the one a full re-solve gives, up to rounding). Where the
@@ -183,6 +187,12 @@ class FlowNetwork {
   Time drain_epsilon() const;
   /// The default drain epsilon, 10 ns (see the file comment for the argument).
   static constexpr Time kDrainEpsilon = Time::ns(10);
+  /// Lazy rounds of the partial re-solve (see the file comment) before the closed one; 0 gives
+  /// the closed partial re-solve only (for tests). Throws std::invalid_argument for a negative
+  /// count. O(1).
+  void set_lazy_rounds(int rounds);
+  /// The default number of lazy rounds.
+  static constexpr int kLazyRounds = 4;
 
  private:
   struct Impl;
