@@ -15,6 +15,7 @@
 /// that, at its measured pace, could not finish even if its steps were that fast; building the
 /// task graph counts against the limit but is not taken as a pace. Records observe and never schedule: a simulation that finishes is
 /// the same with or without the bound.
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -112,6 +113,9 @@ double projected_step_cpu_s(double used, double ref_cpu, double ref_at, double a
 /// duration (tests/run/cpu_budget_test.cpp checks it over rings, hierarchical rings, trees and
 /// NVLS, stepped and fluid, 8 B .. 1 GiB, 1 .. 16 nodes).
 inline constexpr double kCollectiveFloorFraction = 0.5;
+/// Collectives over fewer ranks raise no floor (their closed form is not worth its O(ranks)
+/// cost: a ring of 64 ranks is at most 2·63·64 flows per channel, within the step's own pace).
+inline constexpr std::size_t kCollectiveFloorMinRanks = 64;
 
 /// Whether this thread runs a simulation whose budget could use a sharper lower bound (a
 /// finite limit and a projection): callers skip computing one otherwise. O(1).

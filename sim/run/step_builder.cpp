@@ -122,7 +122,7 @@ void raise_cpu_floor(const comm::Communicator& comm, const engine::Simulator& si
                      const std::vector<int>& group, double bytes) {
   // The CPU bound's projection (run/cpu_budget.hpp) learns that the step lasts at least until
   // this collective could end: a share of its closed form, which only reads the topology.
-  if (!cpu_budget_wants_floor()) return;
+  if (group.size() < kCollectiveFloorMinRanks || !cpu_budget_wants_floor()) return;
   const Time predicted = comm.predict(op, group, bytes, comm.choose(op, group, bytes));
   if (predicted == Time::max()) return;
   raise_cpu_budget_floor(sim.now(), sim.now() + Time::from_seconds(kCollectiveFloorFraction * predicted.seconds()));
