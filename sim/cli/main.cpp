@@ -11,6 +11,8 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "core/error.hpp"
+#include "output/atomic_file.hpp"
+#include "output/h5_handle.hpp"
 #include "core/time.hpp"
 
 namespace {
@@ -105,6 +107,8 @@ int run_command(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  ironlaw::output::skip_hdf5_exit_cleanup();  // a failed write's half-open file crashed at exit
+  ironlaw::output::install_signal_cleanup();  // an interrupted run leaves no temporary (output/atomic_file.hpp)
   const int status = run_command(argc, argv);
   return ironlaw::cli::finish_stdout(status, argc > 1 ? argv[1] : "");
 }

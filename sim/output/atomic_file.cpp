@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <atomic>
 #include <functional>
 #include <string>
 #include <system_error>
@@ -66,7 +67,68 @@ pid_t temporary_owner(const std::string& name) {
   return static_cast<pid_t>(std::stol(pid));
 }
 
+// The temporaries in use: a slot is 0 (free), 1 (being written) or 2 (holds a path). The
+// signal handler reads only slots at 2 and calls only unlink.
+constexpr std::size_t kPathMax = 4096;
+struct TrackedSlot {
+  std::atomic<int> state{0};
+  char path[kPathMax];
+};
+TrackedSlot g_tracked[kTrackedTemporaries];
+
+void track(const std::filesystem::path& p) {
+  const std::string& s = p.native();
+  if (s.size() >= kPathMax) return;
+  for (auto& slot : g_tracked) {
+    int expected = 0;
+    if (!slot.state.compare_exchange_strong(expected, 1)) continue;
+    std::memcpy(slot.path, s.c_str(), s.size() + 1);
+    slot.state.store(2);
+    return;
+  }
+}
+
+void untrack(const std::filesystem::path& p) {
+  const std::string& s = p.native();
+  for (auto& slot : g_tracked) {
+    if (slot.state.load() != 2 || std::strcmp(slot.path, s.c_str()) != 0) continue;
+    int expected = 2;
+    if (slot.state.compare_exchange_strong(expected, 1)) {
+      slot.path[0] = '\0';
+      slot.state.store(0);
+    }
+    return;
+  }
+}
+
+extern "C" void on_fatal_signal(int sig) {
+  for (auto& slot : g_tracked)
+    if (slot.state.load() == 2) ::unlink(slot.path);
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
 }  // namespace
+
+void install_signal_cleanup() {
+  ::signal(SIGXFSZ, SIG_IGN);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
+    struct sigaction sa {};
+    sa.sa_handler = on_fatal_signal;
+    ::sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND;
+    // A signal the parent ignores (nohup, a shell's background job) stays ignored.
+    struct sigaction old {};
+    if (::sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+    ::sigaction(sig, &sa, nullptr);
+  }
+}
+
+int tracked_temporaries() {
+  int n = 0;
+  for (const auto& slot : g_tracked) n += slot.state.load() == 2 ? 1 : 0;
+  return n;
+}
 
 std::filesystem::path temporary_sibling(const std::filesystem::path& target) {
   const std::size_t thread = std::hash<std::thread::id>{}(std::this_thread::get_id());
@@ -84,7 +146,9 @@ std::filesystem::path temporary_sibling(const std::filesystem::path& target) {
     while (keep > 0 && (static_cast<unsigned char>(name[keep]) & 0xC0) == 0x80) --keep;
     name = name.substr(0, keep) + mark;
   }
-  return target.parent_path() / (name + suffix);
+  std::filesystem::path temporary = target.parent_path() / (name + suffix);
+  track(temporary);
+  return temporary;
 }
 
 void check_output_location(const std::filesystem::path& target) {
@@ -107,9 +171,13 @@ void probe_output(const std::filesystem::path& target) {
   remove_stale_temporaries(parent.empty() ? std::filesystem::path(".") : parent);
   const std::filesystem::path probe = temporary_sibling(target);
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd < 0) fail(target, "cannot create a file in its directory: " + std::string(std::strerror(errno)));
+  if (fd < 0) {
+    const int err = errno;
+    untrack(probe);
+    fail(target, "cannot create a file in its directory: " + std::string(std::strerror(err)));
+  }
   ::close(fd);
-  ::unlink(probe.c_str());
+  discard_temporary(probe);
 }
 
 std::size_t remove_stale_temporaries(const std::filesystem::path& directory) noexcept {
@@ -129,6 +197,10 @@ std::size_t remove_stale_temporaries(const std::filesystem::path& directory) noe
 }
 
 void commit_rename(const std::filesystem::path& temporary, const std::filesystem::path& target) {
+  struct Untrack {
+    const std::filesystem::path& p;
+    ~Untrack() { untrack(p); }
+  } untrack_at_end{temporary};
   try {
     require_regular_or_absent(target);
   } catch (...) {
@@ -145,6 +217,7 @@ void commit_rename(const std::filesystem::path& temporary, const std::filesystem
 void discard_temporary(const std::filesystem::path& temporary) noexcept {
   std::error_code ec;
   std::filesystem::remove(temporary, ec);
+  untrack(temporary);
 }
 
 }  // namespace ironlaw::output

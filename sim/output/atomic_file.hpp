@@ -36,4 +36,17 @@ void commit_rename(const std::filesystem::path& temporary, const std::filesystem
 /// Removes `temporary` if it exists; never throws (used on the error path).
 void discard_temporary(const std::filesystem::path& temporary) noexcept;
 
+/// Every name temporary_sibling() hands out is remembered until commit_rename() or
+/// discard_temporary() ends it (up to kTrackedTemporaries at once, more than any command
+/// writes). install_signal_cleanup() makes SIGINT, SIGTERM, SIGHUP and SIGQUIT remove the
+/// remembered temporaries (unlink only: async-signal-safe) before the process dies of the
+/// signal as it would have, so an interrupted run leaves neither a half output (the target is
+/// only ever renamed into place) nor a temporary; and it ignores SIGXFSZ, so a file past the
+/// size limit (ulimit -f) fails its write with EFBIG, which ends as an IoError (exit 2) naming
+/// the path, not as a kill that leaves the temporary behind. Call once, at start-up.
+inline constexpr int kTrackedTemporaries = 64;
+void install_signal_cleanup();
+/// Temporaries now remembered (for tests). O(kTrackedTemporaries).
+int tracked_temporaries();
+
 }  // namespace ironlaw::output

@@ -8,6 +8,8 @@ namespace ironlaw::output {
 
 void silence_hdf5_errors() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
 
+void skip_hdf5_exit_cleanup() { H5dont_atexit(); }
+
 namespace {
 herr_t take_innermost(unsigned depth, const H5E_error2_t* error, void* client) {
   auto* out = static_cast<std::string*>(client);

@@ -53,6 +53,13 @@ class H5Handle {
 /// setting per thread in thread-safe builds). Cheap; called at every public entry point.
 void silence_hdf5_errors();
 
+/// Tells HDF5 not to close what is still open at exit (H5dont_atexit; call before any other
+/// HDF5 call). A file whose write failed (a full disk, a file past ulimit -f: EFBIG) stays
+/// half-open inside libhdf5, and its exit-time close crashed (SIGSEGV in H5F__close_cb after
+/// the exit status 2 was chosen). Every output is closed and renamed, or discarded, before the
+/// command returns, so nothing is left for that close to do.
+void skip_hdf5_exit_cleanup();
+
 /// The innermost message on the calling thread's HDF5 error stack (where the error was first
 /// detected), e.g. "unable to open file: ... errno = 2, error message = 'No such file or
 /// directory'"; empty if the stack is empty.

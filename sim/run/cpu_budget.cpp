@@ -65,6 +65,19 @@ void SimulationCpuBudget::check(Time reached) const {
                   driver_.empty() ? "" : "; its size is mostly ", driver_.c_str());
     throw CpuLimitReached(text);
   }
+  if (span_end_s_ > at && at > span_at_s_ && used - span_cpu_s_ >= kProjectAfterCpuS) {
+    // A span the simulation must run through (a collective's floor), at its own pace.
+    const double projected = projected_step_cpu_s(used, span_cpu_s_, span_at_s_, at, span_end_s_);
+    if (projected > limit_s_) {
+      std::snprintf(text, sizeof text,
+                    "%s: the step simulation would need about %.3g s of CPU, above the limit of %.0f s: a collective "
+                    "that started at %.3g s of simulated time lasts until at least %.3g s, and its events took %.1f CPU "
+                    "s to reach %.3g s%s%s; reduce it, or raise --step-cpu-limit",
+                    what_.c_str(), projected, limit_s_, span_at_s_, span_end_s_, used - span_cpu_s_, at,
+                    driver_.empty() ? "" : "; its size is mostly ", driver_.c_str());
+      throw CpuLimitReached(text);
+    }
+  }
   if (ref_cpu_s_ < 0) {
     ref_cpu_s_ = used;
     ref_at_s_ = at;
@@ -97,6 +110,26 @@ void poll_cpu_budget(Time reached) {
 
 void check_cpu_budget(Time reached) {
   if (t_budget != nullptr) t_budget->check(reached);
+}
+
+bool cpu_budget_wants_floor() {
+  const SimulationCpuBudget* b = t_budget;
+  return b != nullptr && b->lower_bound_s_ > 0 && b->limit_s_ < std::numeric_limits<double>::infinity();
+}
+
+void raise_cpu_budget_floor(Time now, Time must_reach) {
+  SimulationCpuBudget* b = t_budget;
+  if (b == nullptr || b->lower_bound_s_ <= 0) return;  // no projection for it: nothing to sharpen
+  const double start = now.seconds(), end = must_reach.seconds();
+  if (!std::isfinite(end) || !(end > start)) return;
+  if (end > b->lower_bound_s_) b->lower_bound_s_ = end;
+  if (b->span_end_s_ <= start) {  // no span open (or it has been run through): open one here
+    b->span_cpu_s_ = thread_cpu_s() - b->start_cpu_s_;
+    b->span_at_s_ = start;
+    b->span_end_s_ = end;
+  } else if (end > b->span_end_s_) {
+    b->span_end_s_ = end;
+  }
 }
 
 CpuWatchdog::~CpuWatchdog() { pause(); }

@@ -15,6 +15,7 @@
 /// that, at its measured pace, could not finish even if its steps were that fast; building the
 /// task graph counts against the limit but is not taken as a pace. Records observe and never schedule: a simulation that finishes is
 /// the same with or without the bound.
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -66,6 +67,9 @@ class SimulationCpuBudget {
   SimulationCpuBudget(const SimulationCpuBudget&) = delete;
   SimulationCpuBudget& operator=(const SimulationCpuBudget&) = delete;
 
+  /// The simulated time the simulation must reach at least [s], as raised so far.
+  double lower_bound_s() const { return lower_bound_s_; }
+
   /// Throws CpuLimitReached when the budget is spent at simulated time `reached`, or, once
   /// kProjectAfterCpuS are spent since simulated time first moved, when the pace since then
   /// projects past it (projected_step_cpu_s: building the task graph before the first event is
@@ -76,9 +80,11 @@ class SimulationCpuBudget {
 
  private:
   friend void poll_cpu_budget(Time reached);
+  friend bool cpu_budget_wants_floor();
+  friend void raise_cpu_budget_floor(Time now, Time must_reach);
   friend class CpuWatchdog;
   std::string what_;
-  double lower_bound_s_;
+  mutable double lower_bound_s_;
   std::string driver_;
   double limit_s_;
   double start_cpu_s_;
@@ -86,6 +92,9 @@ class SimulationCpuBudget {
   // simulated time moved; CPU at the first event the watchdog saw (-1: not yet).
   mutable double ref_cpu_s_ = -1, ref_at_s_ = 0;
   mutable double first_event_cpu_s_ = -1;
+  // The stretch of simulated time a collective must run through (raise_cpu_budget_floor): CPU
+  // [s since start] and simulated time [s] when it began, the time it ends at least (-1: none).
+  mutable double span_cpu_s_ = -1, span_at_s_ = 0, span_end_s_ = -1;
   unsigned polls_ = 0;
   SimulationCpuBudget* previous_;
 };
@@ -96,6 +105,31 @@ class SimulationCpuBudget {
 /// it reaches at least: used + (must_reach - at) × (used - ref_cpu) / (at - ref_at), or `used`
 /// once at >= must_reach. NaN when no pace is known (at <= ref_at). Pure, for tests.
 double projected_step_cpu_s(double used, double ref_cpu, double ref_at, double at, double must_reach);
+
+/// Fraction of a collective's closed-form prediction (comm::Communicator::predict of the
+/// algorithm it runs, with nothing else on the network) taken as a lower bound of its simulated
+/// duration. Shared links only slow a collective, and the closed forms match the uncontended
+/// simulation within a few per cent (tests/comm), so half of it is below every simulated
+/// duration (tests/run/cpu_budget_test.cpp checks it over rings, hierarchical rings, trees and
+/// NVLS, stepped and fluid, 8 B .. 1 GiB, 1 .. 16 nodes).
+inline constexpr double kCollectiveFloorFraction = 0.5;
+/// Collectives over fewer ranks raise no floor (their closed form is not worth its O(ranks)
+/// cost: a ring of 64 ranks is at most 2·63·64 flows per channel, within the step's own pace).
+inline constexpr std::size_t kCollectiveFloorMinRanks = 64;
+
+/// Whether this thread runs a simulation whose budget could use a sharper lower bound (a
+/// finite limit and a projection): callers skip computing one otherwise. O(1).
+bool cpu_budget_wants_floor();
+/// Raises the simulated time the current thread's simulation must reach at least to
+/// `must_reach` [absolute simulated time] if that is later than the bound it has: a collective
+/// that starts at t and lasts at least d (kCollectiveFloorFraction × its prediction) ends the
+/// step no earlier than t + d. It also opens a span, [now, must_reach], the simulation must run
+/// through (extended by later raises while it lasts): once kProjectAfterCpuS are spent since it
+/// opened, the span is projected at its own pace as the whole step is (projected_step_cpu_s),
+/// so a collective whose events cost far more than the step before it (a ring or tree over tens
+/// of thousands of ranks) is stopped for its own pace, which the step's average would hide.
+/// `now` is the simulated time of the call. Only read by the projection: no figure changes. O(1).
+void raise_cpu_budget_floor(Time now, Time must_reach);
 
 /// The current thread's budget, if any, checked every 64th call (task completions). O(1).
 void poll_cpu_budget(Time reached);

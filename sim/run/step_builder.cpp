@@ -116,11 +116,26 @@ TaskId StepBuilder::compute(int local, EventKind kind, const TimedOps& ops, std:
   return id;
 }
 
+namespace {
+
+void raise_cpu_floor(const comm::Communicator& comm, const engine::Simulator& sim, comm::CollectiveOp op,
+                     const std::vector<int>& group, double bytes) {
+  // The CPU bound's projection (run/cpu_budget.hpp) learns that the step lasts at least until
+  // this collective could end: a share of its closed form, which only reads the topology.
+  if (group.size() < kCollectiveFloorMinRanks || !cpu_budget_wants_floor()) return;
+  const Time predicted = comm.predict(op, group, bytes, comm.choose(op, group, bytes));
+  if (predicted == Time::max()) return;
+  raise_cpu_budget_floor(sim.now(), sim.now() + Time::from_seconds(kCollectiveFloorFraction * predicted.seconds()));
+}
+
+}  // namespace
+
 TaskId StepBuilder::collective(comm::CollectiveOp op, std::vector<int> group, double bytes, std::uint32_t name,
                                const std::vector<int>& participants, StreamId stream) {
   const TaskId id = graph_.add_task(
       [this, op, group = std::move(group), bytes](TaskGraph& g, TaskId self) {
         comm_begin(self);
+        raise_cpu_floor(w_.comm, w_.sim, op, group, bytes);
         w_.comm.start(op, group, bytes, comm::Algorithm::automatic, [this, &g, self] { comm_end(g, self); });
       },
       stream);
@@ -133,6 +148,7 @@ TaskId StepBuilder::collectives(comm::CollectiveOp op, std::vector<std::vector<i
   const TaskId id = graph_.add_task([this, op, groups = std::move(groups), bytes](TaskGraph& g, TaskId self) {
     comm_begin(self);
     auto left = std::make_shared<std::size_t>(groups.size());
+    for (const auto& members : groups) raise_cpu_floor(w_.comm, w_.sim, op, members, bytes);
     for (const auto& members : groups)
       w_.comm.start(op, members, bytes, comm::Algorithm::automatic, [this, &g, self, left] {
         if (--*left == 0) comm_end(g, self);

@@ -7,6 +7,7 @@
 //   exit: STATUS                   stderr: WORDS (each must appear)
 //   absent: NAME                   (no such file, nor a temporary of it, after the run)
 //   fifo: NAME                     (still a FIFO after the run: never replaced)
+//   file_size_limit: BYTES         (the run's RLIMIT_FSIZE, as ulimit -f: a full disk's EFBIG)
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -97,6 +98,7 @@ TEST_CASE("Every hostile input of the corpus ends with its exit status and a mes
       TempDir tmp;
       std::vector<std::string> args, expect_err, absent, fifos;
       int expect_exit = -1;
+      std::uint64_t file_size_limit = 0;
       std::ifstream in(file);
       std::string line;
       while (std::getline(in, line)) {
@@ -110,10 +112,11 @@ TEST_CASE("Every hostile input of the corpus ends with its exit status and a mes
         else if (key == "stderr") expect_err.push_back(value);
         else if (key == "absent") absent.push_back(value);
         else if (key == "fifo") fifos.push_back(value);
+        else if (key == "file_size_limit") file_size_limit = std::stoull(value);
         else if (line == "arg:") args.emplace_back();
         else FAIL("unknown directive in " << file << ": " << line);
       }
-      const Outcome r = run_ironlaw(args, tmp.path(), kCaseMemoryBytes);
+      const Outcome r = run_ironlaw(args, tmp.path(), kCaseMemoryBytes, file_size_limit);
       INFO(r.err);
       CHECK(r.signal == 0);
       CHECK(r.exit_code == expect_exit);

@@ -102,7 +102,8 @@ fs::path TempDir::write(const std::string& name, const std::string& text) const 
   return target;
 }
 
-Outcome run_ironlaw(const std::vector<std::string>& args, const fs::path& cwd, std::uint64_t memory_limit_bytes) {
+Outcome run_ironlaw(const std::vector<std::string>& args, const fs::path& cwd, std::uint64_t memory_limit_bytes,
+                    std::uint64_t file_size_limit_bytes) {
   const fs::path out_path = capture_file("stdout");
   const fs::path err_path = capture_file("stderr");
   CommandLine command(args);
@@ -123,6 +124,7 @@ Outcome run_ironlaw(const std::vector<std::string>& args, const fs::path& cwd, s
   envp.push_back(nullptr);
   const rlimit address_space{static_cast<rlim_t>(memory_limit_bytes), static_cast<rlim_t>(memory_limit_bytes)};
   const bool limit_address_space = !kAddressSanitizer && memory_limit_bytes > 0;
+  const rlimit file_size{static_cast<rlim_t>(file_size_limit_bytes), static_cast<rlim_t>(file_size_limit_bytes)};
 
   const pid_t pid = ::fork();
   if (pid < 0) throw std::system_error(errno, std::generic_category(), "fork");
@@ -136,6 +138,7 @@ Outcome run_ironlaw(const std::vector<std::string>& args, const fs::path& cwd, s
     ::dup2(out, STDOUT_FILENO);
     ::dup2(err, STDERR_FILENO);
     if (limit_address_space && ::setrlimit(RLIMIT_AS, &address_space) != 0) ::_exit(126);
+    if (file_size_limit_bytes > 0 && ::setrlimit(RLIMIT_FSIZE, &file_size) != 0) ::_exit(126);
     ::execve(argv[0], argv, envp.data());
     ::_exit(127);
   }

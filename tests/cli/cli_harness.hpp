@@ -51,7 +51,11 @@ class TempDir {
 /// allocate without end fails the test instead of exhausting the machine: its address space
 /// (RLIMIT_AS) in a normal build, its resident size (ASan's hard_rss_limit_mb) under
 /// AddressSanitizer, whose shadow memory needs terabytes of address space.
-Outcome run_ironlaw(const std::vector<std::string>& args, const fs::path& cwd, std::uint64_t memory_limit_bytes = 0);
+/// A non-zero `file_size_limit_bytes` is the child's RLIMIT_FSIZE (ulimit -f: a write past it
+/// fails with EFBIG, or kills with SIGXFSZ a process that does not ignore it); it bounds the
+/// captured stdout and stderr too, so keep it above their few kilobytes.
+Outcome run_ironlaw(const std::vector<std::string>& args, const fs::path& cwd, std::uint64_t memory_limit_bytes = 0,
+                    std::uint64_t file_size_limit_bytes = 0);
 
 /// As run_ironlaw, but the child's stderr is the slave side of a fresh pseudo-terminal, so that
 /// what the binary shows only on a terminal (isatty(stderr): progress lines) can be checked.

@@ -111,3 +111,73 @@ TEST_CASE("the CPU projection takes its pace from when simulated time first move
   // No simulated time since the reference: no pace.
   CHECK(std::isnan(run::projected_step_cpu_s(10, 6, 0.5, 0.5, 3.0)));
 }
+
+#include "comm/comm_world.hpp"
+
+TEST_CASE("half a collective's closed-form prediction is below its simulated duration", "[run][hostile]") {
+  // The projection's floor (run::kCollectiveFloorFraction × Communicator::predict of the
+  // algorithm the collective runs) must never exceed what the simulation takes, or the CPU
+  // bound could stop a simulation that would finish. Checked against the simulation itself
+  // (test::CommWorld runs one collective alone, the case the closed forms describe; shared
+  // links only slow it) for every algorithm that applies, stepped and fluid rings, 8 B .. 1 GiB.
+  using comm::Algorithm;
+  using comm::CollectiveOp;
+  double worst = std::numeric_limits<double>::infinity();
+  for (const auto& spec : {test::dgx_h100(), test::dgx_h100_nvls()}) {
+    for (int nodes : {1, 2, 4, 16}) {
+      const int gpus = nodes * spec.node.gpus;
+      std::vector<std::vector<int>> groups{test::iota(0, gpus)};
+      if (nodes > 1) {
+        std::vector<int> rail;  // one GPU per node, as a DP group across tensor-parallel nodes
+        for (int n = 0; n < nodes; ++n) rail.push_back(n * spec.node.gpus);
+        groups.push_back(rail);
+      }
+      for (const auto& ranks : groups) {
+        for (CollectiveOp op : {CollectiveOp::all_reduce, CollectiveOp::reduce_scatter, CollectiveOp::all_gather}) {
+          for (double bytes : {8.0, 65536.0, 8e6, test::GiB}) {
+            for (Algorithm a : {Algorithm::ring, Algorithm::hierarchical, Algorithm::tree, Algorithm::nvls}) {
+              for (bool fluid : {false, true}) {
+                test::CommWorld w(spec, nodes, fluid);
+                const Time predicted = w.comm.predict(op, ranks, bytes, a);
+                if (predicted == Time::max()) continue;  // does not apply
+                const double floor_ns = run::kCollectiveFloorFraction * static_cast<double>(predicted.count_ns());
+                const auto simulated = static_cast<double>(w.time(op, ranks, bytes, a));
+                INFO(nodes << " nodes, " << ranks.size() << " ranks, op " << static_cast<int>(op) << ", " << bytes
+                           << " B, " << comm::algorithm_name(a) << (fluid ? " fluid" : " stepped") << ": floor "
+                           << floor_ns << " ns, simulated " << simulated << " ns");
+                CHECK(floor_ns <= simulated);
+                worst = std::min(worst, simulated / static_cast<double>(predicted.count_ns()));
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  INFO("smallest simulated / predicted " << worst);
+  CHECK(worst >= run::kCollectiveFloorFraction);
+}
+
+TEST_CASE("a raised floor makes the projection stop a simulation its first bound let run", "[run][hostile]") {
+  // The pace is 1 CPU s per simulated second (projected_step_cpu_s): 10 CPU s brought it from
+  // 0 to 10 s. Must reach 20 s: 10 + 10 × 1 = 20 CPU s. Raised to 1000 s: 10 + 990 = 1000 CPU s.
+  CHECK(run::projected_step_cpu_s(10, 0, 0, 10, 20) == Approx(20));
+  CHECK(run::projected_step_cpu_s(10, 0, 0, 10, 1000) == Approx(1000));
+  // Without a budget on this thread, raising does nothing and wants nothing.
+  CHECK_FALSE(run::cpu_budget_wants_floor());
+  run::raise_cpu_budget_floor(Time{}, Time::from_seconds(5));
+  {
+    LimitScope limit(100);
+    run::SimulationCpuBudget budget("t", 2.0, "");
+    CHECK(run::cpu_budget_wants_floor());
+    run::raise_cpu_budget_floor(Time{}, Time::from_seconds(1));  // earlier than the bound: kept
+    CHECK(budget.lower_bound_s() == 2.0);
+    run::raise_cpu_budget_floor(Time{}, Time::from_seconds(7.5));
+    CHECK(budget.lower_bound_s() == Approx(7.5));
+  }
+  {
+    run::SimulationCpuBudget unknown("t", 0, "");  // no bound, no projection: left so
+    run::raise_cpu_budget_floor(Time{}, Time::from_seconds(7.5));
+    CHECK(unknown.lower_bound_s() == 0);
+  }
+}
