@@ -559,7 +559,7 @@ int cmd_plan(const Args& args) {
                      {"top_choice_agreed", res.agreement.top_choice ? 1.0 : 0.0},
                      {"kendall_tau", res.agreement.kendall_tau}});
   writer.commit();
-  if (format == OutputFormat::text) std::printf("# wrote %s\n", out_path.c_str());
+  if (format == OutputFormat::text) std::printf("# wrote %s\n", printable(out_path).c_str());
   return sweep_exit_status(res.failed);
 }
 

@@ -263,7 +263,7 @@ int cmd_plot(const Args& args) {
     throw InputError({}, "OUT.h5", e.what());  // a malformed table: named by the reader
   }
   report::write_svg(out_path, svg);
-  if (!vm.count("quiet")) std::cout << "wrote " << out_path << "\n";
+  if (!vm.count("quiet")) std::cout << "wrote " << printable(out_path) << "\n";
   return kExitOk;
 }
 

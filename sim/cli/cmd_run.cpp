@@ -227,8 +227,8 @@ int cmd_run(const Args& args) {
     std::cout << (vm.count("csv") ? values_csv(values) : values_json(scenario.name, values));
   } else if (!vm.count("quiet")) {
     std::cout << report::format_summary(scenario, result, whole_ptr);
-    std::cout << "\nwrote " << target.string();
-    if (!chrome_path.empty()) std::cout << " and " << chrome_path;
+    std::cout << "\nwrote " << printable(target.string());
+    if (!chrome_path.empty()) std::cout << " and " << printable(chrome_path);
     std::cout << "\n";
   }
   return kExitOk;

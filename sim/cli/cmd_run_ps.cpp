@@ -167,8 +167,8 @@ int run_parameter_server(const config::Scenario& sc, output::H5Writer& writer, r
     std::cout << (print == PsPrint::csv ? values_csv(values) : values_json(sc.name, values));
   } else if (print == PsPrint::text) {
     std::cout << format_ps_summary(sc, r);
-    std::cout << "\nwrote " << target;
-    if (!chrome_path.empty()) std::cout << " and " << chrome_path;
+    std::cout << "\nwrote " << printable(target);
+    if (!chrome_path.empty()) std::cout << " and " << printable(chrome_path);
     std::cout << "\n";
   }
   return kExitOk;

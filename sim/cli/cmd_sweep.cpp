@@ -592,7 +592,7 @@ int cmd_sweep(const Args& args) {
   }
   writer.write_sweep(keys, metric_names, rows);
   writer.commit();
-  if (format == OutputFormat::text) std::printf("# wrote %s\n", out_path.c_str());
+  if (format == OutputFormat::text) std::printf("# wrote %s\n", printable(out_path).c_str());
 
   for (const auto& p : points) {
     if (p.status == "ok") continue;

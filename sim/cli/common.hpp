@@ -72,6 +72,12 @@ double memory_limit(const Limits& limits);
 /// or a run whose simulated time cannot fit the int64-nanosecond clock. O(1).
 void check_scenario_limits(const config::Scenario& scenario, const run::Layout& layout, const Limits& limits);
 
+/// `text` as it may be printed on a terminal: control characters (other than newline and tab),
+/// DEL and bytes that are not valid UTF-8 become \xNN, so that a file name or a scenario value
+/// quoted in a message cannot move the cursor, recolour the terminal or break the line
+/// structure of the output. Valid UTF-8 passes unchanged. O(size).
+std::string printable(const std::string& text);
+
 /// Why `scenario` laid out as `layout` is not to be simulated under `limits`, in one short line
 /// for a table row (a what-if, a point of explain's search); "" when it is within them. The same
 /// verdict as check_scenario_limits (one judge_limits behind both), which throws instead. O(1).

@@ -75,31 +75,31 @@ int run_command(int argc, char** argv) {
       check_collective_args(args);
       return cmd_collective(args);
     }
-    std::cerr << "ironlaw: unknown command \"" << command << "\"\n\n" << kUsage;
+    std::cerr << "ironlaw: unknown command \"" << printable(command) << "\"\n\n" << kUsage;
     return kExitBadInput;
   } catch (const ironlaw::InputError& e) {
-    for (const auto& d : e.diagnostics()) std::cerr << d.str() << "\n";
+    for (const auto& d : e.diagnostics()) std::cerr << printable(d.str()) << "\n";
     return kExitBadInput;
   } catch (const ironlaw::IoError& e) {
-    std::cerr << "ironlaw " << command << ": " << e.what() << "\n";
+    std::cerr << "ironlaw " << printable(command) << ": " << printable(e.what()) << "\n";
     return kExitBadInput;
   } catch (const ironlaw::TimeOverflow& e) {
-    std::cerr << "ironlaw " << command << ": " << e.what()
+    std::cerr << "ironlaw " << printable(command) << ": " << printable(e.what())
               << ": the scenario's durations, sizes or rates put the simulated clock past its limit; "
                  "bring the extreme value back into range\n";
     return kExitBadInput;
   } catch (const std::filesystem::filesystem_error& e) {
-    std::cerr << "ironlaw " << command << ": " << e.what() << "\n";
+    std::cerr << "ironlaw " << printable(command) << ": " << printable(e.what()) << "\n";
     return kExitBadInput;
   } catch (const std::bad_alloc&) {
-    std::cerr << "ironlaw " << command << ": out of memory: the scenario needs more memory than this machine gives; "
+    std::cerr << "ironlaw " << printable(command) << ": out of memory: the scenario needs more memory than this machine gives; "
                  "reduce it (see --max-memory)\n";
     return kExitBadInput;
   } catch (const boost::program_options::error& e) {
-    std::cerr << "ironlaw " << command << ": " << e.what() << "\n";
+    std::cerr << "ironlaw " << printable(command) << ": " << printable(e.what()) << "\n";
     return kExitBadInput;
   } catch (const std::exception& e) {
-    std::cerr << "ironlaw " << command << ": internal error: " << e.what() << "\n";
+    std::cerr << "ironlaw " << printable(command) << ": internal error: " << printable(e.what()) << "\n";
     return kExitInternal;
   }
 }

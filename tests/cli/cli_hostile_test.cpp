@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/common.hpp"
 #include "cli_harness.hpp"
 
 using namespace ironlaw::cli_test;
@@ -129,4 +130,28 @@ TEST_CASE("plan prunes layouts whose simulation would need more host memory than
   const Outcome b = run_ironlaw(bad, tmp.path());
   CHECK(b.exit_code == 2);
   CHECK(b.err.find("--max-memory") != std::string::npos);
+}
+
+TEST_CASE("printable escapes control characters, DEL and invalid UTF-8, and keeps valid UTF-8") {
+  using ironlaw::cli::printable;
+  CHECK(printable("plain name.h5") == "plain name.h5");
+  CHECK(printable("line one\nline\ttwo") == "line one\nline\ttwo");  // the messages' own layout
+  CHECK(printable("a\x1b[31mred") == "a\\x1b[31mred");               // ESC: no terminal control
+  CHECK(printable(std::string("nul\0here", 8)) == "nul\\x00here");
+  CHECK(printable("bell\a del\x7f cr\r") == "bell\\x07 del\\x7f cr\\x0d");
+  CHECK(printable("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x9a\x80") == "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x9a\x80");
+  CHECK(printable("\xff") == "\\xff");                                 // never a UTF-8 byte
+  CHECK(printable("cut \xc3") == "cut \\xc3");                         // a sequence cut short
+  CHECK(printable("\xc0\xaf") == "\\xc0\\xaf");                        // overlong '/'
+  CHECK(printable("\xed\xa0\x80") == "\\xed\\xa0\\x80");               // a UTF-16 surrogate
+  CHECK(printable("\xf4\x90\x80\x80") == "\\xf4\\x90\\x80\\x80");      // above U+10FFFF
+}
+
+TEST_CASE("A path with terminal control characters is quoted escaped in the error message") {
+  TempDir tmp;
+  const Outcome r = run_ironlaw({"run", (tmp / "no\x1b]0;owned\x07such.yaml").string()}, tmp.path());
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find('\x1b') == std::string::npos);
+  CHECK(r.err.find('\x07') == std::string::npos);
+  CHECK(r.err.find("no\\x1b]0;owned\\x07such.yaml") != std::string::npos);
 }
