@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <vector>
 
@@ -59,6 +60,59 @@ std::vector<double> water_fill(const std::vector<double>& capacity, const std::v
     }
   }
   return rate;
+}
+
+/// The shape of a random max-min problem that evolves in time: `links` + below(`link_spread`)
+/// links of 1e9 · (1 + below(`capacity_steps`)) B/s; `flows` + below(`flow_spread`) flows, each
+/// over 1 + below(min(links, `max_path`)) distinct links in random order, starting at a whole
+/// microsecond below `start_us` with 1 + below(`kilobytes`) kB; `checks` instants checked.
+struct RandomProblem {
+  std::size_t links, link_spread, capacity_steps, flows, flow_spread, max_path, start_us, kilobytes;
+  int checks;
+};
+
+/// Runs one random problem of `shape` on `net` (drawing from `below`) and checks, half-way
+/// between whole microseconds, each active flow's rate against the water-filling of the flows
+/// active then — what a fresh global solve gives — and at the end that every flow finished.
+void check_random_max_min(Simulator& sim, FlowNetwork& net, const RandomProblem& shape,
+                          const std::function<std::size_t(std::uint64_t)>& below, int trial) {
+  const std::size_t links = shape.links + below(shape.link_spread);
+  std::vector<double> capacity(links);
+  for (std::size_t l = 0; l < links; ++l) {
+    capacity[l] = 1e9 * static_cast<double>(1 + below(shape.capacity_steps));
+    net.add_link(capacity[l], Time::zero());
+  }
+  const std::size_t flows = shape.flows + below(shape.flow_spread);
+  std::vector<std::vector<LinkId>> paths(flows);
+  std::vector<FlowId> ids(flows, 0);
+  std::vector<char> done(flows, 0);
+  for (std::size_t f = 0; f < flows; ++f) {
+    std::vector<LinkId> all(links);
+    for (std::size_t l = 0; l < links; ++l) all[l] = static_cast<LinkId>(l);
+    for (std::size_t l = links; l > 1; --l) std::swap(all[l - 1], all[below(l)]);
+    paths[f].assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(1 + below(std::min(links, shape.max_path))));
+    const Time at = Time::us(static_cast<std::int64_t>(below(shape.start_us)));
+    const double bytes = 1e3 * static_cast<double>(1 + below(shape.kilobytes));
+    sim.schedule_at(at, [&, f, bytes] { ids[f] = net.start_flow(paths[f], bytes, [&, f](FlowId) { done[f] = 1; }); });
+  }
+  for (int k = 0; k < shape.checks; ++k) {
+    sim.run_until(Time::ns(1000 * k + 500));
+    std::vector<std::size_t> active;
+    std::vector<std::vector<LinkId>> active_paths;
+    for (std::size_t f = 0; f < flows; ++f) {
+      if (ids[f] != 0 && !done[f]) {  // zero latency: started and not done = draining
+        active.push_back(f);
+        active_paths.push_back(paths[f]);
+      }
+    }
+    const auto expected = water_fill(capacity, active_paths);
+    for (std::size_t i = 0; i < active.size(); ++i) {
+      INFO("trial " << trial << ", t = " << 1000 * k + 500 << " ns, flow " << active[i]);
+      CHECK(net.rate(ids[active[i]]) == Approx(expected[i]).epsilon(1e-9));
+    }
+  }
+  sim.run();
+  for (std::size_t f = 0; f < flows; ++f) CHECK(done[f]);
 }
 
 }  // namespace
@@ -153,43 +207,8 @@ TEST_CASE("flow rates stay the global max-min allocation as flows start and end 
     FlowNetwork net(sim);
     const bool lazy = trial % 2 == 0;
     if (!lazy) net.set_lazy_rounds(0);
-    const std::size_t links = 1 + below(8);
-    std::vector<double> capacity(links);
-    for (std::size_t l = 0; l < links; ++l) {
-      capacity[l] = 1e9 * static_cast<double>(1 + below(20));
-      net.add_link(capacity[l], Time::zero());
-    }
-    const std::size_t flows = 1 + below(16);
-    std::vector<std::vector<LinkId>> paths(flows);
-    std::vector<FlowId> ids(flows, 0);
-    std::vector<char> done(flows, 0);
-    for (std::size_t f = 0; f < flows; ++f) {
-      std::vector<LinkId> all(links);
-      for (std::size_t l = 0; l < links; ++l) all[l] = static_cast<LinkId>(l);
-      for (std::size_t l = links; l > 1; --l) std::swap(all[l - 1], all[below(l)]);
-      paths[f].assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(1 + below(std::min<std::size_t>(links, 4))));
-      const Time at = Time::us(static_cast<std::int64_t>(below(40)));
-      const double bytes = 1e3 * static_cast<double>(1 + below(40));  // 1–40 kB: ends while others start
-      sim.schedule_at(at, [&, f, bytes] { ids[f] = net.start_flow(paths[f], bytes, [&, f](FlowId) { done[f] = 1; }); });
-    }
-    for (int k = 0; k < 60; ++k) {
-      sim.run_until(Time::ns(1000 * k + 500));
-      std::vector<std::size_t> active;
-      std::vector<std::vector<LinkId>> active_paths;
-      for (std::size_t f = 0; f < flows; ++f) {
-        if (ids[f] != 0 && !done[f]) {  // zero latency: started and not done = draining
-          active.push_back(f);
-          active_paths.push_back(paths[f]);
-        }
-      }
-      const auto expected = water_fill(capacity, active_paths);
-      for (std::size_t i = 0; i < active.size(); ++i) {
-        INFO("trial " << trial << ", t = " << 1000 * k + 500 << " ns, flow " << active[i]);
-        CHECK(net.rate(ids[active[i]]) == Approx(expected[i]).epsilon(1e-9));
-      }
-    }
-    sim.run();
-    for (std::size_t f = 0; f < flows; ++f) CHECK(done[f]);
+    // 1–40 kB each: flows end while others start.
+    check_random_max_min(sim, net, RandomProblem{1, 8, 20, 1, 16, 4, 40, 40, 60}, below, trial);
     if (!lazy) {
       resolves += net.resolves();
       full += net.full_resolves();
@@ -260,42 +279,6 @@ TEST_CASE("lazy partial re-solves stay the global max-min allocation on larger r
   for (int trial = 0; trial < 40; ++trial) {
     Simulator sim;
     FlowNetwork net(sim);
-    const std::size_t links = 12 + below(13);
-    std::vector<double> capacity(links);
-    for (std::size_t l = 0; l < links; ++l) {
-      capacity[l] = 1e9 * static_cast<double>(1 + below(8));
-      net.add_link(capacity[l], Time::zero());
-    }
-    const std::size_t flows = 20 + below(41);
-    std::vector<std::vector<LinkId>> paths(flows);
-    std::vector<FlowId> ids(flows, 0);
-    std::vector<char> done(flows, 0);
-    for (std::size_t f = 0; f < flows; ++f) {
-      std::vector<LinkId> all(links);
-      for (std::size_t l = 0; l < links; ++l) all[l] = static_cast<LinkId>(l);
-      for (std::size_t l = links; l > 1; --l) std::swap(all[l - 1], all[below(l)]);
-      paths[f].assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(1 + below(5)));
-      const Time at = Time::us(static_cast<std::int64_t>(below(30)));
-      const double bytes = 1e3 * static_cast<double>(1 + below(60));
-      sim.schedule_at(at, [&, f, bytes] { ids[f] = net.start_flow(paths[f], bytes, [&, f](FlowId) { done[f] = 1; }); });
-    }
-    for (int k = 0; k < 80; ++k) {
-      sim.run_until(Time::ns(1000 * k + 500));
-      std::vector<std::size_t> active;
-      std::vector<std::vector<LinkId>> active_paths;
-      for (std::size_t f = 0; f < flows; ++f) {
-        if (ids[f] != 0 && !done[f]) {
-          active.push_back(f);
-          active_paths.push_back(paths[f]);
-        }
-      }
-      const auto expected = water_fill(capacity, active_paths);
-      for (std::size_t i = 0; i < active.size(); ++i) {
-        INFO("trial " << trial << ", t = " << 1000 * k + 500 << " ns, flow " << active[i]);
-        CHECK(net.rate(ids[active[i]]) == Approx(expected[i]).epsilon(1e-9));
-      }
-    }
-    sim.run();
-    for (std::size_t f = 0; f < flows; ++f) CHECK(done[f]);
+    check_random_max_min(sim, net, RandomProblem{12, 13, 8, 20, 41, 5, 30, 60, 80}, below, trial);
   }
 }
