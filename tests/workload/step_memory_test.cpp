@@ -63,6 +63,31 @@ StageMemory gpipe(const config::ModelSpec& model, int microbatches) {
   return out;
 }
 
+/// torchtitan's 405B run of table 5 (benchmarks/llama3_h100_202412_torchtitan.md): sequence
+/// 8,192, compile + Float8 with fp8 all-gather, AdamW, full recompute, fp32 reduce, expandable
+/// segments; FSDP (ZeRO 3) × TP 8 with sequence parallelism × PP 8, microbatches of 4.
+config::TrainingSpec torchtitan_405b_training() {
+  config::TrainingSpec t;
+  t.sequence_length = 8192;
+  t.precision = "fp8";
+  t.framework = "compile";
+  t.optimizer = "adam";
+  t.activation_checkpointing = "full";
+  t.reduce_dtype = "fp32";
+  t.fp8_all_gather = true;
+  t.expandable_segments = true;
+  return t;
+}
+config::ParallelSpec torchtitan_405b_parallel() {
+  config::ParallelSpec par;
+  par.tp = 8;
+  par.pp = 8;
+  par.zero = 3;
+  par.sequence_parallel = true;
+  par.microbatch_size = 4;
+  return par;
+}
+
 }  // namespace
 
 TEST_CASE("the replayed peak of live tensors is memory_per_gpu's sum of terms", "[workload][memory][allocator]") {
@@ -132,21 +157,8 @@ TEST_CASE("the replay reproduces torchtitan's 405B memory gap between 1F1B and i
   // (run::make_schedule(...)->order(0, 8, 8, v)): 1F1B F0…F7 then B0…B7; interleaved F of
   // chunk 0 for microbatches 0…7, then chunk 1, then B of chunk 1, then chunk 0.
   const auto model = llama3_405b();
-  config::TrainingSpec t;
-  t.sequence_length = 8192;
-  t.precision = "fp8";
-  t.framework = "compile";
-  t.optimizer = "adam";
-  t.activation_checkpointing = "full";
-  t.reduce_dtype = "fp32";
-  t.fp8_all_gather = true;
-  t.expandable_segments = true;
-  config::ParallelSpec par;
-  par.tp = 8;
-  par.pp = 8;
-  par.zero = 3;
-  par.sequence_parallel = true;
-  par.microbatch_size = 4;
+  const config::TrainingSpec t = torchtitan_405b_training();
+  const config::ParallelSpec par = torchtitan_405b_parallel();
   // Stage 0 holds the embedding and the first layers (15 for 1F1B, 7 + 8 interleaved: the
   // first and last of the 8 or 16 stages take the shortfall of 126 layers, run::split_layers).
   StageMemory one_f_one_b, interleaved;
@@ -193,21 +205,8 @@ TEST_CASE("the ledger of torchtitan's 405B 1F1B stage 0 at its peak is the hand 
   //   32,768 tokens, and its fresh bf16 gradients 398,462,976 · 2 B;
   // - torch pipelining's 8 gradient receive buffers and 8 kept outputs of 128 MiB each.
   const auto model = llama3_405b();
-  config::TrainingSpec t;
-  t.sequence_length = 8192;
-  t.precision = "fp8";
-  t.framework = "compile";
-  t.optimizer = "adam";
-  t.activation_checkpointing = "full";
-  t.reduce_dtype = "fp32";
-  t.fp8_all_gather = true;
-  t.expandable_segments = true;
-  config::ParallelSpec par;
-  par.tp = 8;
-  par.pp = 8;
-  par.zero = 3;
-  par.sequence_parallel = true;
-  par.microbatch_size = 4;
+  const config::TrainingSpec t = torchtitan_405b_training();
+  const config::ParallelSpec par = torchtitan_405b_parallel();
   StageMemory stage;
   for (int m = 0; m < 8; ++m) stage.passes.push_back({true, m, 0});
   for (int m = 0; m < 8; ++m) stage.passes.push_back({false, m, 0});
