@@ -70,8 +70,10 @@ int cmd_collective(const Args& args) {
       ("topology", po::value(&topology_path), "topology YAML (default: topologies/dgx-h100-leaf-spine.yaml)")
       ("max-memory", po::value(&limits.max_memory),
        "refuse a collective whose estimated memory exceeds this, e.g. \"32 GiB\" (default: half of this machine's RAM)");
+  add_cpu_limit_option(opts, limits.cpu_limit_s);
   po::variables_map vm;
   if (!parse_command_line(args, opts, nullptr, vm)) return kExitOk;
+  apply_command_cpu_limit(limits.cpu_limit_s);
 
   comm::CollectiveOp op;
   try {

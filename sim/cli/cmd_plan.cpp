@@ -317,6 +317,9 @@ int cmd_plan(const Args& args) {
       ("step-cpu-limit", po::value(&limits.step_cpu_limit_s)->default_value(limits.step_cpu_limit_s),
        "CPU seconds one layout's step simulation may use; past it (or once its pace projects past it) the layout's "
        "row says so")
+      ("cpu-limit", po::value(&limits.cpu_limit_s)->default_value(limits.cpu_limit_s),
+       "CPU seconds (user + system, all threads) the whole plan may use, its prediction and every layout's simulation "
+       "together; past it the command stops with exit 2 and writes nothing")
       ("all", "also list the layouts that were predicted but not simulated, and the pruned ones")
       ("output,o", po::value(&out_path), "HDF5 file with /plan (default: outputs/<name>-plan.h5)")
       ("csv", "print the rows as CSV instead of the table")
@@ -326,6 +329,7 @@ int cmd_plan(const Args& args) {
   if (input.empty()) throw InputError({}, "MODEL", "a model card or scenario file is required");
   if (threads < 1 || threads > 1024) throw InputError({}, "-j", "expected 1 to 1024 threads");
   apply_step_cpu_limit(limits.step_cpu_limit_s);
+  apply_command_cpu_limit(limits.cpu_limit_s);
   if (top > 10'000) throw InputError({}, "--top", "expected 0 to 10000 layouts");
   if (vm.count("csv") && vm.count("json")) throw InputError({}, "--csv", "give --csv or --json, not both");
   if (vm.count("days") && vm.count("budget")) throw InputError({}, "--days", "give --days or --budget, not both");

@@ -60,6 +60,8 @@ int run_command(int argc, char** argv) {
     command = args.front();
     args = {"--help"};
   }
+  // One CPU bound for the whole command (--cpu-limit, cli/common.hpp), whatever it runs.
+  start_command_cpu_watchdog(command);
   try {
     check_argument_count(args);
     if (command == "run") return cmd_run(args);
