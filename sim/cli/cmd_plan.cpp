@@ -484,8 +484,10 @@ int cmd_plan(const Args& args) {
     out += "]}\n";
     std::fputs(out.c_str(), stdout);
   } else {
-    std::printf("plan %s: %s on %s (%s, %d GPUs per node); batch %.0f tokens of %d, %.3g tokens\n", base.name.c_str(),
-                base.model.name.c_str(), base.topology.name.c_str(), base.topology.device.name.c_str(),
+    // Names, reasons and layouts quote the inputs: printable on the terminal (the HDF5 /plan and
+    // the CSV and JSON keep them as data).
+    std::printf("plan %s: %s on %s (%s, %d GPUs per node); batch %.0f tokens of %d, %.3g tokens\n", printable(base.name).c_str(),
+                printable(base.model.name).c_str(), printable(base.topology.name).c_str(), printable(base.topology.device.name).c_str(),
                 base.topology.node.gpus, base.training.global_batch_tokens, base.training.sequence_length,
                 base.training.tokens);
     std::printf("question: %s", goal_text(q));
@@ -500,7 +502,7 @@ int cmd_plan(const Args& args) {
     std::vector<std::pair<std::string, std::size_t>> reasons(res.prune_reasons.begin(), res.prune_reasons.end());
     std::stable_sort(reasons.begin(), reasons.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
     for (std::size_t i = 0; i < reasons.size() && i < 6; ++i)
-      std::printf("%s %s %zu", i ? "," : "", reasons[i].first.c_str(), reasons[i].second);
+      std::printf("%s %s %zu", i ? "," : "", printable(reasons[i].first).c_str(), reasons[i].second);
     std::printf("\n\n%4s %6s  %-50s %8s %10s %10s %6s %7s %9s %9s %9s %9s %9s\n", "rank", "GPUs", "layout", "days",
                 "GPU-hours", "cost USD", "MFU", "mem GiB", "step s", "compute", "exp.comm", "bubble", "predicted");
     for (const auto* r : shown) {
@@ -512,7 +514,7 @@ int cmd_plan(const Args& args) {
       }
       if (r->status != "ok") {
         std::printf("%4s %6d  %-50s %s\n", r->predicted_rank ? ("p" + std::to_string(r->predicted_rank)).c_str() : "-",
-                    r->gpus, r->layout().c_str(), r->status.c_str());
+                    r->gpus, printable(r->layout()).c_str(), printable(r->status).c_str());
         continue;
       }
       std::printf("%4d %6d  %-50s %8.2f %10.4g %10s %5.1f%% %7s %9.4f %9.4f %9.4f %9.4f %9.4f%s\n", r->rank, r->gpus,

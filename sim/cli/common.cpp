@@ -166,8 +166,8 @@ double process_cpu_s() {
   run::last_simulation(last, sizeof last);
   char text[1024];
   std::snprintf(text, sizeof text,
-                "ironlaw %s: --cpu-limit: the command used %.0f s of CPU (user + system, all threads), past its limit of "
-                "%.0f s%s%s; no output file was committed; reduce the scenario, or raise --cpu-limit to wait longer\n",
+                "ironlaw %s: --cpu-limit: the command used %.1f s of CPU (user + system, all threads), past its limit of "
+                "%.1f s%s%s; no output file was committed; reduce the scenario, or raise --cpu-limit to wait longer\n",
                 g_command_name, used, limit, last[0] ? "; the simulation begun last: " : "", last);
   const std::string shown = printable(text);
   std::fflush(stdout);
