@@ -152,7 +152,7 @@ void apply_step_cpu_limit(double seconds) {
 namespace {
 
 std::atomic<double> g_command_cpu_limit_s{kDefaultCommandCpuLimitS};
-char g_command_name[64] = "";
+char g_command_name[96] = "";
 
 double process_cpu_s() {
   timespec t{};
@@ -166,7 +166,7 @@ double process_cpu_s() {
   run::last_simulation(last, sizeof last);
   char text[1024];
   std::snprintf(text, sizeof text,
-                "ironlaw %s: --cpu-limit: the command used %.1f s of CPU (user + system, all threads), past its limit of "
+                "%s: --cpu-limit: the command used %.1f s of CPU (user + system, all threads), past its limit of "
                 "%.1f s%s%s; no output file was committed; reduce the scenario, or raise --cpu-limit to wait longer\n",
                 g_command_name, used, limit, last[0] ? "; the simulation begun last: " : "", last);
   const std::string shown = printable(text);
@@ -182,11 +182,11 @@ double process_cpu_s() {
 
 }  // namespace
 
-void start_command_cpu_watchdog(const std::string& command) {
+void start_command_cpu_watchdog(const std::string& who) {
   static std::atomic<bool> started{false};
   if (started.exchange(true)) return;
-  const std::size_t n = std::min(command.size(), sizeof g_command_name - 1);
-  std::memcpy(g_command_name, command.data(), n);
+  const std::size_t n = std::min(who.size(), sizeof g_command_name - 1);
+  std::memcpy(g_command_name, who.data(), n);
   g_command_name[n] = '\0';
   std::thread([] {
     for (;;) {

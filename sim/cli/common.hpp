@@ -60,10 +60,10 @@ inline constexpr double kDefaultCommandCpuLimitS = 7200.0;
 /// reads the process's CPU clock every 20 ms of wall time; past the limit (kDefaultCommandCpuLimitS
 /// until apply_command_cpu_limit changes it) it removes the command's output temporaries
 /// (nothing half-written is ever renamed into place), flushes standard output, prints on stderr
-/// "ironlaw COMMAND: ... past --cpu-limit ..." naming the simulation begun last and the keys
+/// "WHO: --cpu-limit: ..." (WHO: "ironlaw COMMAND") naming the simulation begun last and the keys
 /// behind its size (run::last_simulation), and ends the process with exit status 2. It only
 /// reads: a command that finishes within the bound gives the same outputs with or without it.
-void start_command_cpu_watchdog(const std::string& command);
+void start_command_cpu_watchdog(const std::string& who);
 /// --cpu-limit checked (CPU seconds, finite, >= 0) and made the bound of this command.
 /// Throws InputError naming the flag. O(1).
 void apply_command_cpu_limit(double seconds);

@@ -61,7 +61,7 @@ int run_command(int argc, char** argv) {
     args = {"--help"};
   }
   // One CPU bound for the whole command (--cpu-limit, cli/common.hpp), whatever it runs.
-  start_command_cpu_watchdog(command);
+  start_command_cpu_watchdog("ironlaw " + printable(command));
   try {
     check_argument_count(args);
     if (command == "run") return cmd_run(args);
