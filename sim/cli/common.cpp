@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <system_error>
 #include <thread>
 #include <typeinfo>
 
@@ -188,15 +189,22 @@ void start_command_cpu_watchdog(const std::string& who) {
   const std::size_t n = std::min(who.size(), sizeof g_command_name - 1);
   std::memcpy(g_command_name, who.data(), n);
   g_command_name[n] = '\0';
-  std::thread([] {
-    for (;;) {
-      const timespec pause{0, 20'000'000};
-      ::nanosleep(&pause, nullptr);
-      const double limit = g_command_cpu_limit_s.load();
-      const double used = process_cpu_s();
-      if (used > limit) end_past_command_cpu_limit(used, limit);
-    }
-  }).detach();
+  std::thread watchdog;
+  try {
+    watchdog = std::thread([] {
+      for (;;) {
+        const timespec pause{0, 20'000'000};
+        ::nanosleep(&pause, nullptr);
+        const double limit = g_command_cpu_limit_s.load();
+        const double used = process_cpu_s();
+        if (used > limit) end_past_command_cpu_limit(used, limit);
+      }
+    });
+  } catch (const std::system_error& e) {
+    // No thread, no bound: the command is refused rather than run unbounded.
+    throw InputError({}, "--cpu-limit", std::string("cannot start the thread that bounds the command's CPU time: ") + e.what());
+  }
+  watchdog.detach();
 }
 
 void apply_command_cpu_limit(double seconds) {

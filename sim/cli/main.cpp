@@ -60,9 +60,9 @@ int run_command(int argc, char** argv) {
     command = args.front();
     args = {"--help"};
   }
-  // One CPU bound for the whole command (--cpu-limit, cli/common.hpp), whatever it runs.
-  start_command_cpu_watchdog("ironlaw " + printable(command));
   try {
+    // One CPU bound for the whole command (--cpu-limit, cli/common.hpp), whatever it runs.
+    start_command_cpu_watchdog("ironlaw " + printable(command));
     check_argument_count(args);
     if (command == "run") return cmd_run(args);
     if (command == "sweep") return cmd_sweep(args);
