@@ -70,8 +70,14 @@ int cmd_collective(const Args& args) {
       ("topology", po::value(&topology_path), "topology YAML (default: topologies/dgx-h100-leaf-spine.yaml)")
       ("max-memory", po::value(&limits.max_memory),
        "refuse a collective whose estimated memory exceeds this, e.g. \"32 GiB\" (default: half of this machine's RAM)");
+  opts.add_options()("step-cpu-limit", po::value(&limits.step_cpu_limit_s)->default_value(limits.step_cpu_limit_s),
+                     "CPU seconds one size's simulation may use; past it (or once its pace projects past it: half "
+                     "the collective's closed-form time is a lower bound of its simulated time) exit 2");
+  add_cpu_limit_option(opts, limits.cpu_limit_s);
   po::variables_map vm;
   if (!parse_command_line(args, opts, nullptr, vm)) return kExitOk;
+  apply_step_cpu_limit(limits.step_cpu_limit_s);
+  apply_command_cpu_limit(limits.cpu_limit_s);
 
   comm::CollectiveOp op;
   try {
@@ -100,6 +106,15 @@ int cmd_collective(const Args& args) {
   comm::BenchOptions options;
   options.algorithm = alg;
   options.fluid = granularity == "fluid";
+  // Each size's simulation is bounded in CPU like every step simulation (run/cpu_budget.hpp):
+  // a ring over tens of thousands of ranks stops within seconds once its pace projects past
+  // --step-cpu-limit, naming --nodes.
+  options.run = [](engine::Simulator& sim, Time floor, const std::string& what) {
+    const run::SimulationCpuBudget budget(what, floor.seconds(), "--nodes");
+    run::CpuWatchdog watchdog(sim);
+    watchdog.resume();
+    sim.run();
+  };
 
   if (topology_path.empty()) topology_path = default_topology_path();
   config::TopologySpec topo = config::load_topology(topology_path);

@@ -99,8 +99,9 @@ Explained explain(const config::Scenario& s, double published_hours, bool search
   e.run_mfu = w.simulated_mfu;
   e.waterfall = w;
   if (full) e.ettr = whole.ettr;
-  std::printf("%s: %s, %.4g tokens on %d GPUs (%d x %s, %s)\n", s.name.c_str(), s.model.name.c_str(),
-              s.training.tokens, r.gpus, s.nodes, s.topology.node.name.c_str(), s.topology.device.name.c_str());
+  std::printf("%s: %s, %.4g tokens on %d GPUs (%d x %s, %s)\n", printable(s.name).c_str(), printable(s.model.name).c_str(),
+              s.training.tokens, r.gpus, s.nodes, printable(s.topology.node.name).c_str(),
+              printable(s.topology.device.name).c_str());
   std::printf("layout: tp %d, pp %d%s, dp %d, ep %d, ZeRO %d; batch %.4g tokens; %s at %.1f TFLOP/s peak per GPU\n\n",
               r.layout.tp, r.layout.pp, r.layout.pp > 1 ? (" (" + s.parallel.pp_schedule + ")").c_str() : "",
               r.layout.dp, r.layout.ep, s.parallel.zero, r.tokens_per_step, s.training.precision.c_str(),
@@ -144,7 +145,7 @@ Explained explain(const config::Scenario& s, double published_hours, bool search
   }
   if (search) {
     const auto res = report::inverse_search(s, published_hours, bounds, full ? &whole : nullptr, jobs);
-    std::printf("\n%s", report::format_search(res, bounds, 6).c_str());
+    std::printf("\n%s", printable(report::format_search(res, bounds, 6)).c_str());  // reasons quote values
   }
   return e;
 }
@@ -243,13 +244,13 @@ void print_what_ifs(const std::vector<Explained>& base, const std::vector<std::v
   auto print_row = [&](const std::string& change, const std::vector<const WhatIf*>& w) {
     for (const WhatIf* x : w) {
       if (!x->simulated) {
-        std::printf("  %s\n", x->change.c_str());
+        std::printf("  %s\n", printable(x->change).c_str());
         return;
       }
     }
     const bool wrap = change.size() > 60;  // a long change on its own line, its numbers below
-    if (wrap) std::printf("  %s\n", change.c_str());
-    std::printf("  %-60s%s", wrap ? "" : change.c_str(), cells(base[0], w[0]->step_mfu, w[0]->ettr, w[0]->simulated_hours, true).c_str());
+    if (wrap) std::printf("  %s\n", printable(change).c_str());
+    std::printf("  %-60s%s", wrap ? "" : printable(change).c_str(), cells(base[0], w[0]->step_mfu, w[0]->ettr, w[0]->simulated_hours, true).c_str());
     if (two) {
       std::printf(" |%s | %9.2f", cells(base[1], w[1]->step_mfu, 0, w[1]->simulated_hours, false).c_str(),
                   w[1]->run_mfu / w[0]->run_mfu);
@@ -293,7 +294,7 @@ void print_what_ifs(const std::vector<Explained>& base, const std::vector<std::v
     }
     const double ratio = best[1]->run_mfu / best[0]->run_mfu;
     std::printf("  Closest to the published ratio: %s, a simulated ratio of %.2f; a factor %.2f stays unexplained.\n",
-                best_change.c_str(), ratio, published_ratio / ratio);
+                printable(best_change).c_str(), ratio, published_ratio / ratio);
   }
 }
 

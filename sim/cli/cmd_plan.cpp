@@ -317,6 +317,9 @@ int cmd_plan(const Args& args) {
       ("step-cpu-limit", po::value(&limits.step_cpu_limit_s)->default_value(limits.step_cpu_limit_s),
        "CPU seconds one layout's step simulation may use; past it (or once its pace projects past it) the layout's "
        "row says so")
+      ("cpu-limit", po::value(&limits.cpu_limit_s)->default_value(limits.cpu_limit_s),
+       "CPU seconds (user + system, all threads) the whole plan may use, its prediction and every layout's simulation "
+       "together; past it the command stops with exit 2 and writes nothing")
       ("all", "also list the layouts that were predicted but not simulated, and the pruned ones")
       ("output,o", po::value(&out_path), "HDF5 file with /plan (default: outputs/<name>-plan.h5)")
       ("csv", "print the rows as CSV instead of the table")
@@ -326,6 +329,7 @@ int cmd_plan(const Args& args) {
   if (input.empty()) throw InputError({}, "MODEL", "a model card or scenario file is required");
   if (threads < 1 || threads > 1024) throw InputError({}, "-j", "expected 1 to 1024 threads");
   apply_step_cpu_limit(limits.step_cpu_limit_s);
+  apply_command_cpu_limit(limits.cpu_limit_s);
   if (top > 10'000) throw InputError({}, "--top", "expected 0 to 10000 layouts");
   if (vm.count("csv") && vm.count("json")) throw InputError({}, "--csv", "give --csv or --json, not both");
   if (vm.count("days") && vm.count("budget")) throw InputError({}, "--days", "give --days or --budget, not both");
@@ -480,8 +484,10 @@ int cmd_plan(const Args& args) {
     out += "]}\n";
     std::fputs(out.c_str(), stdout);
   } else {
-    std::printf("plan %s: %s on %s (%s, %d GPUs per node); batch %.0f tokens of %d, %.3g tokens\n", base.name.c_str(),
-                base.model.name.c_str(), base.topology.name.c_str(), base.topology.device.name.c_str(),
+    // Names, reasons and layouts quote the inputs: printable on the terminal (the HDF5 /plan and
+    // the CSV and JSON keep them as data).
+    std::printf("plan %s: %s on %s (%s, %d GPUs per node); batch %.0f tokens of %d, %.3g tokens\n", printable(base.name).c_str(),
+                printable(base.model.name).c_str(), printable(base.topology.name).c_str(), printable(base.topology.device.name).c_str(),
                 base.topology.node.gpus, base.training.global_batch_tokens, base.training.sequence_length,
                 base.training.tokens);
     std::printf("question: %s", goal_text(q));
@@ -496,7 +502,7 @@ int cmd_plan(const Args& args) {
     std::vector<std::pair<std::string, std::size_t>> reasons(res.prune_reasons.begin(), res.prune_reasons.end());
     std::stable_sort(reasons.begin(), reasons.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
     for (std::size_t i = 0; i < reasons.size() && i < 6; ++i)
-      std::printf("%s %s %zu", i ? "," : "", reasons[i].first.c_str(), reasons[i].second);
+      std::printf("%s %s %zu", i ? "," : "", printable(reasons[i].first).c_str(), reasons[i].second);
     std::printf("\n\n%4s %6s  %-50s %8s %10s %10s %6s %7s %9s %9s %9s %9s %9s\n", "rank", "GPUs", "layout", "days",
                 "GPU-hours", "cost USD", "MFU", "mem GiB", "step s", "compute", "exp.comm", "bubble", "predicted");
     for (const auto* r : shown) {
@@ -508,7 +514,7 @@ int cmd_plan(const Args& args) {
       }
       if (r->status != "ok") {
         std::printf("%4s %6d  %-50s %s\n", r->predicted_rank ? ("p" + std::to_string(r->predicted_rank)).c_str() : "-",
-                    r->gpus, r->layout().c_str(), r->status.c_str());
+                    r->gpus, printable(r->layout()).c_str(), printable(r->status).c_str());
         continue;
       }
       std::printf("%4d %6d  %-50s %8.2f %10.4g %10s %5.1f%% %7s %9.4f %9.4f %9.4f %9.4f %9.4f%s\n", r->rank, r->gpus,

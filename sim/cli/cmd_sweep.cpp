@@ -559,14 +559,16 @@ int cmd_sweep(const Args& args) {
   } else {
     // Table to stdout.
     const bool full = base.run.mode == "full";
-    for (const auto& a : axes) std::printf("%-16s ", a.key.c_str());
+    // Keys, values and reasons quote the scenario and the command line: printable (no control
+    // characters or invalid UTF-8 reach the terminal; the HDF5 /sweep keeps them as data).
+    for (const auto& a : axes) std::printf("%-16s ", printable(a.key).c_str());
     for (const auto& m : kShown) std::printf("%22s ", m.c_str());
     std::printf("%12s %14s  %s\n", "days", "gpu_hours", "status");
     for (const auto& p : points) {
-      for (const auto& v : p.values) std::printf("%-16s ", v.c_str());
+      for (const auto& v : p.values) std::printf("%-16s ", printable(v).c_str());
       if (p.status != "ok") {
         for (std::size_t k = 0; k < kShown.size(); ++k) std::printf("%22s ", "-");
-        std::printf("%12s %14s  %s\n", "-", "-", p.status.c_str());
+        std::printf("%12s %14s  %s\n", "-", "-", printable(p.status).c_str());
         continue;
       }
       for (const auto& m : kShown) std::printf("%22.6g ", metric_or_nan(p.metrics, m));
@@ -596,8 +598,8 @@ int cmd_sweep(const Args& args) {
 
   for (const auto& p : points) {
     if (p.status == "ok") continue;
-    std::fprintf(stderr, "ironlaw sweep: point %s: %s\n", describe(axes, p).c_str(),
-                 p.detail.empty() ? p.status.c_str() : p.detail.c_str());
+    std::fprintf(stderr, "ironlaw sweep: point %s: %s\n", printable(describe(axes, p)).c_str(),
+                 printable(p.detail.empty() ? p.status : p.detail).c_str());
   }
   if (failed > 0) std::fprintf(stderr, "ironlaw sweep: %zu of %zu points failed\n", failed, points.size());
   return sweep_exit_status(failed);

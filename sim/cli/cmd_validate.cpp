@@ -28,11 +28,14 @@ int cmd_validate(const Args& args) {
   std::string name;
   int threads = 2;
   double step_cpu_limit = run::kDefaultStepCpuLimitS;
+  double cpu_limit = kDefaultCommandCpuLimitS;
   opts.add_options()("help,h", "show this help")("case", po::value(&name), "one case (default: all)")(
       "jobs,j", po::value(&threads), "simulations run side by side (default 2)")(
       "step-cpu-limit", po::value(&step_cpu_limit)->default_value(step_cpu_limit),
       "CPU seconds one row's step simulation may use; past it (or once its pace projects past it) validate stops "
       "with exit 2 naming the row")(
+      "cpu-limit", po::value(&cpu_limit)->default_value(cpu_limit),
+      "CPU seconds (user + system, all threads) the whole validate may use, every row together; past it, exit 2")(
       "csv", "print one CSV row per figure (case,figure,published,predicted,error,unit,source) instead of the table")(
       "json", "print the cases, their rows and the summary as JSON instead of the table");
   po::variables_map vm;
@@ -51,6 +54,7 @@ int cmd_validate(const Args& args) {
   const OutputFormat format = vm.count("csv") ? OutputFormat::csv : vm.count("json") ? OutputFormat::json : OutputFormat::text;
   if (threads < 1) throw InputError({}, "--jobs", "must be at least 1, got " + std::to_string(threads));
   apply_step_cpu_limit(step_cpu_limit);
+  apply_command_cpu_limit(cpu_limit);
   std::vector<std::string> names = report::validation_case_names();
   if (!name.empty()) {
     bool known = false;

@@ -1,6 +1,10 @@
 #include "cli/common.hpp"
 
+#include <time.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -11,6 +15,8 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <system_error>
+#include <thread>
 #include <typeinfo>
 
 #include "config/units.hpp"
@@ -122,6 +128,7 @@ void add_limit_options(boost::program_options::options_description& opts, Limits
        "with exit 2 (a sweep point, plan layout or search point: a row saying so)")
       ("max-memory", po::value(&limits.max_memory),
        "refuse a scenario whose estimated memory exceeds this, e.g. \"32 GiB\" (default: half of this machine's RAM)");
+  add_cpu_limit_option(opts, limits.cpu_limit_s);
   if (sweep) {
     opts.add_options()("max-points", po::value(&limits.max_points)->default_value(limits.max_points),
                        "refuse a sweep of more points than this");
@@ -143,8 +150,81 @@ void apply_step_cpu_limit(double seconds) {
   run::set_step_cpu_limit(seconds);
 }
 
+namespace {
+
+std::atomic<double> g_command_cpu_limit_s{kDefaultCommandCpuLimitS};
+char g_command_name[96] = "";
+
+double process_cpu_s() {
+  timespec t{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+[[noreturn]] void end_past_command_cpu_limit(double used, double limit) {
+  output::remove_tracked_temporaries();
+  char last[512];
+  run::last_simulation(last, sizeof last);
+  char text[1024];
+  std::snprintf(text, sizeof text,
+                "%s: --cpu-limit: the command used %.1f s of CPU (user + system, all threads), past its limit of "
+                "%.1f s%s%s; no output file was committed; reduce the scenario, or raise --cpu-limit to wait longer\n",
+                g_command_name, used, limit, last[0] ? "; the simulation begun last: " : "", last);
+  const std::string shown = printable(text);
+  std::fflush(stdout);
+  std::size_t off = 0;
+  while (off < shown.size()) {
+    const ssize_t n = ::write(2, shown.data() + off, shown.size() - off);
+    if (n <= 0) break;
+    off += static_cast<std::size_t>(n);
+  }
+  ::_exit(kExitBadInput);
+}
+
+}  // namespace
+
+void start_command_cpu_watchdog(const std::string& who) {
+  static std::atomic<bool> started{false};
+  if (started.exchange(true)) return;
+  const std::size_t n = std::min(who.size(), sizeof g_command_name - 1);
+  std::memcpy(g_command_name, who.data(), n);
+  g_command_name[n] = '\0';
+  std::thread watchdog;
+  try {
+    watchdog = std::thread([] {
+      for (;;) {
+        const timespec pause{0, 20'000'000};
+        ::nanosleep(&pause, nullptr);
+        const double limit = g_command_cpu_limit_s.load();
+        const double used = process_cpu_s();
+        if (used > limit) end_past_command_cpu_limit(used, limit);
+      }
+    });
+  } catch (const std::system_error& e) {
+    // No thread, no bound: the command is refused rather than run unbounded.
+    throw InputError({}, "--cpu-limit", std::string("cannot start the thread that bounds the command's CPU time: ") + e.what());
+  }
+  watchdog.detach();
+}
+
+void apply_command_cpu_limit(double seconds) {
+  if (!(seconds >= 0) || !std::isfinite(seconds))
+    throw InputError({}, "--cpu-limit", "expected a number of CPU seconds >= 0");
+  g_command_cpu_limit_s.store(seconds);
+}
+
+double command_cpu_limit() { return g_command_cpu_limit_s.load(); }
+
+void add_cpu_limit_option(boost::program_options::options_description& opts, double& seconds) {
+  namespace po = boost::program_options;
+  opts.add_options()("cpu-limit", po::value(&seconds)->default_value(seconds),
+                     "CPU seconds (user + system, all threads) the whole command may use, all its simulations, "
+                     "setup and outputs together; past it the command stops with exit 2 and writes nothing");
+}
+
 void check_limit_options(const Limits& limits) {
   apply_step_cpu_limit(limits.step_cpu_limit_s);
+  apply_command_cpu_limit(limits.cpu_limit_s);
   if (limits.max_steps < 1) throw InputError({}, "--max-steps", "expected at least 1");
   if (limits.max_points < 1) throw InputError({}, "--max-points", "expected at least 1");
   memory_limit(limits);

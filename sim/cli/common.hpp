@@ -42,6 +42,36 @@ std::string data_dir();
 /// topologies/dgx-h100-leaf-spine.yaml under data_dir().
 std::string default_topology_path();
 
+/// Default of --cpu-limit [CPU s, user + system, all threads of the process]: the bound of one
+/// whole command, which every simulation it runs draws from (a scenario, its what-ifs, its
+/// search, a sweep's points, a plan's layouts, a whole run's step simulations), and its setup,
+/// memory replays and outputs too. Each step simulation stays bounded by --step-cpu-limit
+/// (600 s); their number is what this bounds. Two CPU-hours: the costliest shipped command,
+/// `explain scenarios/explain/deepseek-v3.yaml` with its search (about 569 + 8 x 285 CPU s,
+/// README "Explaining published runs"), fits; `validate` (about 130 CPU s) fits many times.
+/// Sanitizer builds run 5-20x slower: ten times the default.
+#ifdef IRONLAW_SANITIZED_BUILD
+inline constexpr double kDefaultCommandCpuLimitS = 72000.0;
+#else
+inline constexpr double kDefaultCommandCpuLimitS = 7200.0;
+#endif
+
+/// Starts the command's CPU bound (once, in main, before the command runs): a watchdog thread
+/// reads the process's CPU clock every 20 ms of wall time; past the limit (kDefaultCommandCpuLimitS
+/// until apply_command_cpu_limit changes it) it removes the command's output temporaries
+/// (nothing half-written is ever renamed into place), flushes standard output, prints on stderr
+/// "WHO: --cpu-limit: ..." (WHO: "ironlaw COMMAND") naming the simulation begun last and the keys
+/// behind its size (run::last_simulation), and ends the process with exit status 2. It only
+/// reads: a command that finishes within the bound gives the same outputs with or without it.
+void start_command_cpu_watchdog(const std::string& who);
+/// --cpu-limit checked (CPU seconds, finite, >= 0) and made the bound of this command.
+/// Throws InputError naming the flag. O(1).
+void apply_command_cpu_limit(double seconds);
+/// The command's bound now [CPU s].
+double command_cpu_limit();
+/// Adds --cpu-limit bound to `seconds` (its help names what it bounds).
+void add_cpu_limit_option(boost::program_options::options_description& opts, double& seconds);
+
 /// Bounds on one command's work, each raisable with its flag (README, "Limits").
 struct Limits {
   int max_steps = 10'000;            ///< --max-steps: run.steps at most
@@ -49,13 +79,16 @@ struct Limits {
   std::string max_memory;            ///< --max-memory: estimated peak memory; "" = half of RAM
   /// --step-cpu-limit: CPU seconds one step simulation may use (run/cpu_budget.hpp).
   double step_cpu_limit_s = run::kDefaultStepCpuLimitS;
+  /// --cpu-limit: CPU seconds the whole command may use (start_command_cpu_watchdog).
+  double cpu_limit_s = kDefaultCommandCpuLimitS;
 };
 
 /// --step-cpu-limit checked (a number of CPU seconds ≥ 0, finite) and made the process-wide
 /// bound of every simulation (run::set_step_cpu_limit). Throws InputError naming the flag.
 void apply_step_cpu_limit(double seconds);
 
-/// Adds --max-steps and --max-memory (and --max-points when `sweep`) bound to `limits`.
+/// Adds --max-steps, --step-cpu-limit, --cpu-limit and --max-memory (and --max-points when
+/// `sweep`) bound to `limits`.
 void add_limit_options(boost::program_options::options_description& opts, Limits& limits, bool sweep);
 
 /// Checks the limit flags themselves (--max-steps and --max-points at least 1, --max-memory a

@@ -61,6 +61,8 @@ int run_command(int argc, char** argv) {
     args = {"--help"};
   }
   try {
+    // One CPU bound for the whole command (--cpu-limit, cli/common.hpp), whatever it runs.
+    start_command_cpu_watchdog("ironlaw " + printable(command));
     check_argument_count(args);
     if (command == "run") return cmd_run(args);
     if (command == "sweep") return cmd_sweep(args);

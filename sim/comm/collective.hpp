@@ -289,6 +289,11 @@ struct BenchOptions {
   Algorithm algorithm = Algorithm::automatic;
   int flows_per_connection = 0;  ///< 0: the topology's comm.flows_per_connection
   bool fluid = false;            ///< Communicator::set_fluid_rings (the run layer's default)
+  /// Runs one row's simulation instead of sim.run() when set (the command line bounds it in CPU
+  /// time, run/cpu_budget.hpp): `floor` is half the collective's closed-form time
+  /// (Communicator::predict of the algorithm it runs), a lower bound of its simulated duration,
+  /// or zero when none is known; `what` names the row. Only reads: no figure changes.
+  std::function<void(engine::Simulator& sim, Time floor, const std::string& what)> run;
 };
 /// As above, with every option.
 std::vector<BenchRow> bench_collective(const config::TopologySpec& topology, int nodes, CollectiveOp op,

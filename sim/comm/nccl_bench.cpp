@@ -1,4 +1,5 @@
 // The nccl-tests-style table: one collective over every GPU of a fresh cluster per size.
+#include <cstdio>
 #include <stdexcept>
 #include <vector>
 
@@ -39,7 +40,17 @@ std::vector<BenchRow> bench_collective(const config::TopologySpec& topology, int
     for (int i = 0; i < cluster.gpus(); ++i) ranks[static_cast<std::size_t>(i)] = i;
     Time end;
     comm.start(op, ranks, size, options.algorithm, [&] { end = sim.now(); });
-    sim.run();
+    if (options.run) {
+      Time floor = Time::zero();
+      const Algorithm chosen = options.algorithm == Algorithm::automatic ? comm.choose(op, ranks, size) : options.algorithm;
+      const Time predicted = comm.predict(op, ranks, size, chosen);
+      if (predicted != Time::max()) floor = Time::from_seconds(0.5 * predicted.seconds());
+      char what[160];
+      std::snprintf(what, sizeof what, "collective %s of %.0f B over %d ranks", op_name(op), size, cluster.gpus());
+      options.run(sim, floor, what);
+    } else {
+      sim.run();
+    }
     BenchRow row;
     row.bytes = size;
     row.time_us = end.seconds() * 1e6;

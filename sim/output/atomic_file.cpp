@@ -124,6 +124,11 @@ void install_signal_cleanup() {
   }
 }
 
+void remove_tracked_temporaries() noexcept {
+  for (auto& slot : g_tracked)
+    if (slot.state.load() == 2) ::unlink(slot.path);
+}
+
 int tracked_temporaries() {
   int n = 0;
   for (const auto& slot : g_tracked) n += slot.state.load() == 2 ? 1 : 0;

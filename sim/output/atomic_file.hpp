@@ -46,6 +46,9 @@ void discard_temporary(const std::filesystem::path& temporary) noexcept;
 /// the path, not as a kill that leaves the temporary behind. Call once, at start-up.
 inline constexpr int kTrackedTemporaries = 64;
 void install_signal_cleanup();
+/// Unlinks every remembered temporary (what the signal handler does), for a command that ends
+/// the process itself (the command CPU bound, cli/common.hpp). Async-signal-safe. Never throws.
+void remove_tracked_temporaries() noexcept;
 /// Temporaries now remembered (for tests). O(kTrackedTemporaries).
 int tracked_temporaries();
 

@@ -4,10 +4,13 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
+#include <mutex>
 
 namespace ironlaw::run {
 
@@ -22,7 +25,29 @@ double thread_cpu_s() {
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
+// The simulation begun last (last_simulation): a fixed buffer, so that reading it from the
+// command's watchdog thread never allocates and never sees a string being destroyed.
+std::mutex g_last_mutex;
+char g_last[512] = "";
+
+void note_simulation(const std::string& what, const std::string& driver) {
+  std::string text = what;
+  if (!driver.empty()) text += " (its size is mostly " + driver + ")";
+  const std::lock_guard<std::mutex> lock(g_last_mutex);
+  const std::size_t n = std::min(text.size(), sizeof g_last - 1);
+  std::memcpy(g_last, text.data(), n);
+  g_last[n] = '\0';
+}
+
 }  // namespace
+
+void last_simulation(char* out, std::size_t size) {
+  if (size == 0) return;
+  const std::lock_guard<std::mutex> lock(g_last_mutex);
+  const std::size_t n = std::min(std::strlen(g_last), size - 1);
+  std::memcpy(out, g_last, n);
+  out[n] = '\0';
+}
 
 void set_step_cpu_limit(double seconds) { g_limit_s.store(seconds); }
 double step_cpu_limit() { return g_limit_s.load(); }
@@ -35,6 +60,7 @@ SimulationCpuBudget::SimulationCpuBudget(std::string what, double lower_bound_s,
       start_cpu_s_(thread_cpu_s()),
       previous_(t_budget) {
   t_budget = this;
+  note_simulation(what_, driver_);
 }
 
 SimulationCpuBudget::~SimulationCpuBudget() { t_budget = previous_; }

@@ -52,6 +52,12 @@ class CpuLimitReached : public InputError {
   CpuLimitReached(const std::string& message) : InputError(SourceLoc{}, "--step-cpu-limit", message) {}
 };
 
+/// The simulation begun last in this process, for the command's CPU bound (cli/common.hpp,
+/// --cpu-limit) to name when it stops the command: "NAME (its size is mostly KEYS)", or "" if
+/// none began. Written by each SimulationCpuBudget; read from another thread into `out`
+/// (at most `size` bytes with its NUL), without allocating. O(1).
+void last_simulation(char* out, std::size_t size);
+
 /// Sets the process-wide limit [CPU s of the simulating thread per simulation]; +inf = none.
 /// Not negative, not NaN (the command line checks its option).
 void set_step_cpu_limit(double seconds);

@@ -155,3 +155,18 @@ TEST_CASE("A path with terminal control characters is quoted escaped in the erro
   CHECK(r.err.find('\x07') == std::string::npos);
   CHECK(r.err.find("no\\x1b]0;owned\\x07such.yaml") != std::string::npos);
 }
+
+TEST_CASE("A sweep value with terminal control characters is printed escaped in the table and the reasons") {
+  // The reason column quotes the value raw ("got \"...\""); the table and stderr pass it through
+  // cli::printable. The HDF5 /sweep keeps the bytes as data.
+  TempDir tmp;
+  const Outcome r = run_ironlaw({"sweep", repo_path("scenarios/gpt2-ddp-1node.yaml"), "--vary",
+                                 "parallel.pp_schedule=1f1b,\x1b[31mevil\x07", "-o", (tmp / "s.h5").string()},
+                                tmp.path());
+  CHECK(r.exit_code == 11);  // one point of two failed
+  CHECK(r.out.find('\x1b') == std::string::npos);
+  CHECK(r.err.find('\x1b') == std::string::npos);
+  CHECK(r.out.find('\x07') == std::string::npos);
+  CHECK(r.out.find("got \"\\x1b[31mevil\\x07\"") != std::string::npos);
+  CHECK(r.err.find("\\x1b[31mevil\\x07") != std::string::npos);
+}

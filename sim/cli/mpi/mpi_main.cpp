@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/common.hpp"
 #include "cli/ranks.hpp"
 #include "core/error.hpp"
 
@@ -72,7 +73,10 @@ int main(int argc, char** argv) {
   }
   const Args args(argv + 2, argv + argc);
   const std::string who = "ironlaw-mpi " + command;
+  // The command's CPU bound (--cpu-limit, cli/common.hpp) on each rank's process: past it the
+  // rank exits 2 without MPI_Finalize, which ends the whole job under mpirun.
   try {
+    start_command_cpu_watchdog(who);
     return command == "plan" ? cmd_plan(args) : cmd_sweep(args);
   } catch (const ironlaw::InputError& e) {
     // Bad input is found by every rank alike before any point runs: each returns, rank 0 says why.
