@@ -213,8 +213,6 @@ void apply_command_cpu_limit(double seconds) {
   g_command_cpu_limit_s.store(seconds);
 }
 
-double command_cpu_limit() { return g_command_cpu_limit_s.load(); }
-
 void add_cpu_limit_option(boost::program_options::options_description& opts, double& seconds) {
   namespace po = boost::program_options;
   opts.add_options()("cpu-limit", po::value(&seconds)->default_value(seconds),

@@ -67,8 +67,6 @@ void start_command_cpu_watchdog(const std::string& who);
 /// --cpu-limit checked (CPU seconds, finite, >= 0) and made the bound of this command.
 /// Throws InputError naming the flag. O(1).
 void apply_command_cpu_limit(double seconds);
-/// The command's bound now [CPU s].
-double command_cpu_limit();
 /// Adds --cpu-limit bound to `seconds` (its help names what it bounds).
 void add_cpu_limit_option(boost::program_options::options_description& opts, double& seconds);
 
