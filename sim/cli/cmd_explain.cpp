@@ -405,6 +405,7 @@ int cmd_explain(const Args& args) {
   po::variables_map vm;
   if (!parse_command_line(args, opts, "scenario", vm)) return kExitOk;
   if (scenario_path.empty()) throw InputError({}, "SCENARIO", "a scenario file is required");
+  note_command_input(scenario_path);
   report::SearchBounds bounds;
   bounds.node_factors = factors("--search-nodes", search_nodes);
   bounds.batch_factors = factors("--search-batch", search_batch);

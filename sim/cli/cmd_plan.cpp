@@ -327,6 +327,7 @@ int cmd_plan(const Args& args) {
   po::variables_map vm;
   if (!parse_command_line(args, opts, "input", vm)) return kExitOk;
   if (input.empty()) throw InputError({}, "MODEL", "a model card or scenario file is required");
+  note_command_input(input);
   if (threads < 1 || threads > 1024) throw InputError({}, "-j", "expected 1 to 1024 threads");
   apply_step_cpu_limit(limits.step_cpu_limit_s);
   apply_command_cpu_limit(limits.cpu_limit_s);

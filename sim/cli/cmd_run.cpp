@@ -135,6 +135,7 @@ int cmd_run(const Args& args) {
   po::variables_map vm;
   if (!parse_command_line(args, opts, "scenario", vm)) return kExitOk;
   if (scenario_path.empty()) throw InputError({}, "SCENARIO", "a scenario file is required");
+  note_command_input(scenario_path);
   check_limit_options(limits);
   if (vm.count("output") && out_path.empty()) throw InputError({}, "-o", "the output path is empty");
   if (vm.count("chrome-trace") && chrome_path.empty()) throw InputError({}, "--chrome-trace", "the output path is empty");

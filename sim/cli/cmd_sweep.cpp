@@ -356,6 +356,7 @@ int cmd_sweep(const Args& args) {
   po::variables_map vm;
   if (!parse_command_line(args, opts, "scenario", vm)) return kExitOk;
   if (scenario_path.empty()) throw InputError({}, "SCENARIO", "a scenario file is required");
+  note_command_input(scenario_path);
   if (varies.empty()) throw InputError({}, "--vary", "at least one --vary KEY=V1,V2,... is required");
   check_limit_options(limits);
   if (threads < 1 || threads > 1024) throw InputError({}, "-j", "expected 1 to 1024 threads");

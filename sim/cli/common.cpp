@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <system_error>
@@ -154,6 +155,9 @@ namespace {
 
 std::atomic<double> g_command_cpu_limit_s{kDefaultCommandCpuLimitS};
 char g_command_name[96] = "";
+// Written once by the command's own thread before it loads anything, read by the watchdog.
+std::mutex g_input_mutex;
+char g_command_input[256] = "";
 
 double process_cpu_s() {
   timespec t{};
@@ -165,11 +169,17 @@ double process_cpu_s() {
   output::remove_tracked_temporaries();
   char last[512];
   run::last_simulation(last, sizeof last);
-  char text[1024];
+  char input[sizeof g_command_input];
+  {
+    const std::lock_guard<std::mutex> lock(g_input_mutex);
+    std::memcpy(input, g_command_input, sizeof input);
+  }
+  char text[1400];
   std::snprintf(text, sizeof text,
-                "%s: --cpu-limit: the command used %.1f s of CPU (user + system, all threads), past its limit of "
-                "%.1f s%s%s; no output file was committed; reduce the scenario, or raise --cpu-limit to wait longer\n",
-                g_command_name, used, limit, last[0] ? "; the simulation begun last: " : "", last);
+                "%s%s%s: --cpu-limit: the command used %.2f s of CPU (user + system, all threads), past its limit of "
+                "%.2f s%s%s; no output file was committed; reduce the scenario, or raise --cpu-limit to wait longer\n",
+                g_command_name, input[0] ? " " : "", input, used, limit,
+                last[0] ? "; the simulation begun last: " : "; no simulation had begun", last);
   const std::string shown = printable(text);
   std::fflush(stdout);
   std::size_t off = 0;
@@ -211,6 +221,13 @@ void apply_command_cpu_limit(double seconds) {
   if (!(seconds >= 0) || !std::isfinite(seconds))
     throw InputError({}, "--cpu-limit", "expected a number of CPU seconds >= 0");
   g_command_cpu_limit_s.store(seconds);
+}
+
+void note_command_input(const std::string& path) {
+  const std::lock_guard<std::mutex> lock(g_input_mutex);
+  const std::size_t n = std::min(path.size(), sizeof g_command_input - 1);
+  std::memcpy(g_command_input, path.data(), n);
+  g_command_input[n] = '\0';
 }
 
 void add_cpu_limit_option(boost::program_options::options_description& opts, double& seconds) {

@@ -60,13 +60,18 @@ inline constexpr double kDefaultCommandCpuLimitS = 7200.0;
 /// reads the process's CPU clock every 20 ms of wall time; past the limit (kDefaultCommandCpuLimitS
 /// until apply_command_cpu_limit changes it) it removes the command's output temporaries
 /// (nothing half-written is ever renamed into place), flushes standard output, prints on stderr
-/// "WHO: --cpu-limit: ..." (WHO: "ironlaw COMMAND") naming the simulation begun last and the keys
-/// behind its size (run::last_simulation), and ends the process with exit status 2. It only
+/// "WHO INPUT: --cpu-limit: ..." (WHO: "ironlaw COMMAND"; INPUT: note_command_input's file) naming
+/// the simulation begun last and the keys behind its size (run::last_simulation), or that none had
+/// begun, and ends the process with exit status 2. It only
 /// reads: a command that finishes within the bound gives the same outputs with or without it.
 void start_command_cpu_watchdog(const std::string& who);
 /// --cpu-limit checked (CPU seconds, finite, >= 0) and made the bound of this command.
 /// Throws InputError naming the flag. O(1).
 void apply_command_cpu_limit(double seconds);
+/// Names the file the command works on (its scenario or model card) in the --cpu-limit message,
+/// so that a command stopped before its first simulation began still says what it was reading.
+/// O(1); the name is cut at 255 bytes.
+void note_command_input(const std::string& path);
 /// Adds --cpu-limit bound to `seconds` (its help names what it bounds).
 void add_cpu_limit_option(boost::program_options::options_description& opts, double& seconds);
 
