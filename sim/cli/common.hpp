@@ -49,12 +49,8 @@ std::string default_topology_path();
 /// (600 s); their number is what this bounds. Two CPU-hours: the costliest shipped command,
 /// `explain scenarios/explain/deepseek-v3.yaml` with its search (about 569 + 8 x 285 CPU s,
 /// README "Explaining published runs"), fits; `validate` (about 130 CPU s) fits many times.
-/// Sanitizer builds run 5-20x slower: ten times the default.
-#ifdef IRONLAW_SANITIZED_BUILD
-inline constexpr double kDefaultCommandCpuLimitS = 72000.0;
-#else
-inline constexpr double kDefaultCommandCpuLimitS = 7200.0;
-#endif
+/// Sanitizer builds run 5-20x slower: kSanitizerSlowdown times the default (core/sanitizer.hpp).
+inline constexpr double kDefaultCommandCpuLimitS = 7200.0 * kSanitizerSlowdown;
 
 /// Starts the command's CPU bound (once, in main, before the command runs): a watchdog thread
 /// reads the process's CPU clock every 20 ms of wall time; past the limit (kDefaultCommandCpuLimitS

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/records.hpp"
+#include "core/sanitizer.hpp"
 #include "output/h5_handle.hpp"
 #include "output/tables.hpp"
 
@@ -20,26 +21,13 @@ namespace ironlaw::output {
 /// object; nothing is printed.
 class H5Reader;
 
-/// Sanitizer builds run 5-20x slower (as run/cpu_budget.hpp's CPU bounds say): the probe's
-/// bounds are ten times larger there, or an op-level trace of the test suite, read under ASan on
-/// a loaded 2-core machine, passes the wall-clock backstop and reads as damaged.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-inline constexpr int kSanitizerSlowdown = 10;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(undefined_behavior_sanitizer)
-inline constexpr int kSanitizerSlowdown = 10;
-#else
-inline constexpr int kSanitizerSlowdown = 1;
-#endif
-#else
-inline constexpr int kSanitizerSlowdown = 1;
-#endif
-
 /// Bounds on the child process of probe_h5_file. A legitimate ironlaw file is read by the probe
 /// in milliseconds of CPU and a few MiB; the bounds are what a damaged file may cost at most.
 struct H5ProbeLimits {
   /// CPU seconds of the child (RLIMIT_CPU: counts only the child's own CPU time, so a loaded
   /// machine does not make a good file fail).
+  /// Sanitizer builds: kSanitizerSlowdown times larger (core/sanitizer.hpp), or an op-level trace
+  /// of the test suite, read under ASan on a loaded 2-core machine, reads as damaged.
   int cpu_seconds = kSanitizerSlowdown * 10;
   /// Bytes by which the child's address space may grow past its size at the fork (RLIMIT_AS).
   std::uint64_t memory_bytes = std::uint64_t{512} << 20;

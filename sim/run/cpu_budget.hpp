@@ -20,6 +20,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/sanitizer.hpp"
 #include "core/time.hpp"
 
 namespace ironlaw::run {
@@ -31,19 +32,9 @@ inline constexpr double kProjectAfterCpuS = 5.0;
 /// README "Explaining published runs"); the next are ~21 s (the GPT-3 175B ZeRO-3 validation row
 /// on 1,536 GPUs) and below. 600 s keeps every shipped scenario, `make bench` and `validate`
 /// within it with twice DeepSeek's cost to spare, and the projection (kProjectAfterCpuS) stops
-/// most larger inputs after 5 CPU s. Sanitizer builds run 5-20x slower: ten times the default.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define IRONLAW_SANITIZED_BUILD 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(undefined_behavior_sanitizer)
-#define IRONLAW_SANITIZED_BUILD 1
-#endif
-#endif
-#ifdef IRONLAW_SANITIZED_BUILD
-inline constexpr double kDefaultStepCpuLimitS = 6000.0;
-#else
-inline constexpr double kDefaultStepCpuLimitS = 600.0;
-#endif
+/// most larger inputs after 5 CPU s. Sanitizer builds run 5-20x slower: kSanitizerSlowdown times the
+/// default (core/sanitizer.hpp).
+inline constexpr double kDefaultStepCpuLimitS = 600.0 * kSanitizerSlowdown;
 
 /// Thrown when a simulation passes the limit (or its projection does). An InputError keyed
 /// `--step-cpu-limit`: exit 2 on the command line, a row saying so in sweeps, plans and searches.
