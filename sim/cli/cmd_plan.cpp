@@ -317,13 +317,11 @@ int cmd_plan(const Args& args) {
       ("step-cpu-limit", po::value(&limits.step_cpu_limit_s)->default_value(limits.step_cpu_limit_s),
        "CPU seconds one layout's step simulation may use; past it (or once its pace projects past it) the layout's "
        "row says so")
-      ("cpu-limit", po::value(&limits.cpu_limit_s)->default_value(limits.cpu_limit_s),
-       "CPU seconds (user + system, all threads) the whole plan may use, its prediction and every layout's simulation "
-       "together; past it the command stops with exit 2 and writes nothing")
       ("all", "also list the layouts that were predicted but not simulated, and the pruned ones")
       ("output,o", po::value(&out_path), "HDF5 file with /plan (default: outputs/<name>-plan.h5)")
       ("csv", "print the rows as CSV instead of the table")
       ("json", "print the plan as JSON instead of the table");
+  add_cpu_limit_option(opts, limits.cpu_limit_s, "its prediction and every layout's simulation together");
   po::variables_map vm;
   if (!parse_command_line(args, opts, "input", vm)) return kExitOk;
   if (input.empty()) throw InputError({}, "MODEL", "a model card or scenario file is required");

@@ -34,10 +34,9 @@ int cmd_validate(const Args& args) {
       "step-cpu-limit", po::value(&step_cpu_limit)->default_value(step_cpu_limit),
       "CPU seconds one row's step simulation may use; past it (or once its pace projects past it) validate stops "
       "with exit 2 naming the row")(
-      "cpu-limit", po::value(&cpu_limit)->default_value(cpu_limit),
-      "CPU seconds (user + system, all threads) the whole validate may use, every row together; past it, exit 2")(
       "csv", "print one CSV row per figure (case,figure,published,predicted,error,unit,source) instead of the table")(
       "json", "print the cases, their rows and the summary as JSON instead of the table");
+  add_cpu_limit_option(opts, cpu_limit, "every row's simulation together");
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(opts).run(), vm);
   if (vm.count("help")) {

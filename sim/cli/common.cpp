@@ -230,11 +230,12 @@ void note_command_input(const std::string& path) {
   g_command_input[n] = '\0';
 }
 
-void add_cpu_limit_option(boost::program_options::options_description& opts, double& seconds) {
+void add_cpu_limit_option(boost::program_options::options_description& opts, double& seconds, const char* covers) {
   namespace po = boost::program_options;
   opts.add_options()("cpu-limit", po::value(&seconds)->default_value(seconds),
-                     "CPU seconds (user + system, all threads) the whole command may use, all its simulations, "
-                     "setup and outputs together; past it the command stops with exit 2 and writes nothing");
+                     (std::string("CPU seconds (user + system, all threads) the whole command may use, ") + covers +
+                      "; past it the command stops with exit 2 and commits no output file")
+                         .c_str());
 }
 
 void check_limit_options(const Limits& limits) {

@@ -68,8 +68,9 @@ void apply_command_cpu_limit(double seconds);
 /// so that a command stopped before its first simulation began still says what it was reading.
 /// O(1); the name is cut at 255 bytes.
 void note_command_input(const std::string& path);
-/// Adds --cpu-limit bound to `seconds` (its help names what it bounds).
-void add_cpu_limit_option(boost::program_options::options_description& opts, double& seconds);
+/// Adds --cpu-limit bound to `seconds`; its help says what the bound `covers` in this command.
+void add_cpu_limit_option(boost::program_options::options_description& opts, double& seconds,
+                          const char* covers = "all its simulations, setup and outputs together");
 
 /// Bounds on one command's work, each raisable with its flag (README, "Limits").
 struct Limits {
