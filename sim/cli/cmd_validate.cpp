@@ -2,6 +2,8 @@
 // and the error, case by case; then the median and maximum |error| over the measured rows.
 // The jobs of all cases run side by side on `-j` threads (default 2); what is printed does not
 // depend on the thread count or on which job ends first.
+#include <unistd.h>
+
 #include <boost/program_options.hpp>
 #include <atomic>
 #include <cmath>
@@ -83,6 +85,9 @@ int cmd_validate(const Args& args) {
   std::atomic<std::size_t> next{0};
   std::size_t done = 0;
   std::mutex progress;
+  // The progress line rewrites itself (carriage return, erase to end of line): only on a
+  // terminal, never into a log file (as sweep's).
+  const bool show_progress = format == OutputFormat::text && ::isatty(STDERR_FILENO);
   auto worker = [&] {
     for (std::size_t i = next++; i < slots.size(); i = next++) {
       const auto& job = plans[slots[i].plan].jobs[slots[i].job];
@@ -97,7 +102,7 @@ int cmd_validate(const Args& args) {
       }
       const std::lock_guard<std::mutex> lock(progress);
       ++done;
-      if (format == OutputFormat::text) {
+      if (show_progress) {
         std::fprintf(stderr, "\rvalidate: %zu/%zu done (%s)\x1b[K", done, slots.size(), job.label.c_str());
         std::fflush(stderr);
       }
@@ -107,7 +112,7 @@ int cmd_validate(const Args& args) {
   const std::size_t n_threads = std::min<std::size_t>(static_cast<std::size_t>(threads), slots.size());
   for (std::size_t t = 0; t < n_threads; ++t) pool.emplace_back(worker);
   for (auto& t : pool) t.join();
-  if (!slots.empty() && format == OutputFormat::text) std::fprintf(stderr, "\n");
+  if (!slots.empty() && show_progress) std::fprintf(stderr, "\n");
   for (const auto& f : failures)
     if (f) std::rethrow_exception(f);
 
