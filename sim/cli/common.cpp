@@ -1,5 +1,6 @@
 #include "cli/common.hpp"
 
+#include <pthread.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -154,6 +155,17 @@ void apply_step_cpu_limit(double seconds) {
 namespace {
 
 std::atomic<double> g_command_cpu_limit_s{kDefaultCommandCpuLimitS};
+// Held by the watchdog while it is awake (reading the clock, or ending the process) and by a
+// thread that forks, from just before the fork to just after (pthread_atfork): a child is never
+// forked while the watchdog is inside the C library or a sanitizer's runtime, so the child
+// inherits no lock the watchdog held (the HDF5 probe child of analyze and plot hung under ASan
+// when forked beside a running watchdog). The watchdog sleeps without it.
+pthread_mutex_t g_watchdog_gate = PTHREAD_MUTEX_INITIALIZER;
+// Set by the watchdog once it runs its own code: start_command_cpu_watchdog returns only then,
+// so no fork can overlap the thread's start-up inside the C library or a sanitizer's runtime
+// (under ASan the probe child of `plot` hung in the allocator's lock about one run in ten when
+// forked a few milliseconds after the thread was created).
+std::atomic<bool> g_watchdog_running{false};
 char g_command_name[96] = "";
 // Written once by the command's own thread before it loads anything, read by the watchdog.
 std::mutex g_input_mutex;
@@ -199,15 +211,28 @@ void start_command_cpu_watchdog(const std::string& who) {
   const std::size_t n = std::min(who.size(), sizeof g_command_name - 1);
   std::memcpy(g_command_name, who.data(), n);
   g_command_name[n] = '\0';
+  // Registered before the thread exists, so no fork can come between them. The child unlocks
+  // its copy of the gate: it is the forking thread's, and the child has no watchdog.
+  const int registered = ::pthread_atfork([] { ::pthread_mutex_lock(&g_watchdog_gate); },
+                                          [] { ::pthread_mutex_unlock(&g_watchdog_gate); },
+                                          [] { ::pthread_mutex_unlock(&g_watchdog_gate); });
+  if (registered != 0) {
+    throw InputError({}, "--cpu-limit",
+                     std::string("cannot make the command's CPU bound safe to fork beside: ") + std::strerror(registered));
+  }
   std::thread watchdog;
   try {
     watchdog = std::thread([] {
+      g_watchdog_running.store(true);
+      g_watchdog_running.notify_all();
       for (;;) {
         const timespec pause{0, 20'000'000};
         ::nanosleep(&pause, nullptr);
+        ::pthread_mutex_lock(&g_watchdog_gate);
         const double limit = g_command_cpu_limit_s.load();
         const double used = process_cpu_s();
-        if (used > limit) end_past_command_cpu_limit(used, limit);
+        if (used > limit) end_past_command_cpu_limit(used, limit);  // ends the process, gate held
+        ::pthread_mutex_unlock(&g_watchdog_gate);
       }
     });
   } catch (const std::system_error& e) {
@@ -215,6 +240,7 @@ void start_command_cpu_watchdog(const std::string& who) {
     throw InputError({}, "--cpu-limit", std::string("cannot start the thread that bounds the command's CPU time: ") + e.what());
   }
   watchdog.detach();
+  g_watchdog_running.wait(false);
 }
 
 void apply_command_cpu_limit(double seconds) {

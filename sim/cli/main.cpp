@@ -61,11 +61,9 @@ int run_command(int argc, char** argv) {
     args = {"--help"};
   }
   try {
-    // One CPU bound for the whole command (--cpu-limit, cli/common.hpp). Not for analyze and
-    // plot: they read a file first in a forked probe child bounded on its own (10 CPU s, 512 MiB,
-    // 25 s wall; output/h5_reader.hpp), and a fork beside the watchdog thread hung that child
-    // under ASan (make test-sanitize: the analyze tests read as "did not end within 250 s").
-    if (command != "analyze" && command != "plot") start_command_cpu_watchdog("ironlaw " + printable(command));
+    // One CPU bound for the whole command (--cpu-limit, cli/common.hpp), analyze's and plot's
+    // forked HDF5 probe included (the watchdog is parked across every fork).
+    start_command_cpu_watchdog("ironlaw " + printable(command));
     check_argument_count(args);
     if (command == "run") return cmd_run(args);
     if (command == "sweep") return cmd_sweep(args);
