@@ -60,6 +60,8 @@ inline constexpr double kDefaultCommandCpuLimitS = 7200.0 * kSanitizerSlowdown;
 /// the simulation begun last and the keys behind its size (run::last_simulation), or that none had
 /// begun, and ends the process with exit status 2. It only
 /// reads: a command that finishes within the bound gives the same outputs with or without it.
+/// Fork-safe: it returns once the thread runs its own code, and the thread is parked across every
+/// fork (pthread_atfork), so a child (the HDF5 probe) inherits no lock it held.
 void start_command_cpu_watchdog(const std::string& who);
 /// --cpu-limit checked (CPU seconds, finite, >= 0) and made the bound of this command.
 /// Throws InputError naming the flag. O(1).
