@@ -85,9 +85,11 @@ int cmd_validate(const Args& args) {
   std::atomic<std::size_t> next{0};
   std::size_t done = 0;
   std::mutex progress;
-  // The progress line rewrites itself (carriage return, erase to end of line): only on a
-  // terminal, never into a log file (as sweep's).
-  const bool show_progress = format == OutputFormat::text && ::isatty(STDERR_FILENO);
+  // Progress on stderr with the text table: on a terminal one line that rewrites itself
+  // (carriage return, erase to end of line); elsewhere (a log file) one plain line per finished
+  // row, no escape codes.
+  const bool show_progress = format == OutputFormat::text;
+  const bool terminal = ::isatty(STDERR_FILENO) != 0;
   auto worker = [&] {
     for (std::size_t i = next++; i < slots.size(); i = next++) {
       const auto& job = plans[slots[i].plan].jobs[slots[i].job];
@@ -103,7 +105,8 @@ int cmd_validate(const Args& args) {
       const std::lock_guard<std::mutex> lock(progress);
       ++done;
       if (show_progress) {
-        std::fprintf(stderr, "\rvalidate: %zu/%zu done (%s)\x1b[K", done, slots.size(), job.label.c_str());
+        std::fprintf(stderr, terminal ? "\rvalidate: %zu/%zu done (%s)\x1b[K" : "validate: %zu/%zu done (%s)\n", done,
+                     slots.size(), job.label.c_str());
         std::fflush(stderr);
       }
     }
@@ -112,7 +115,7 @@ int cmd_validate(const Args& args) {
   const std::size_t n_threads = std::min<std::size_t>(static_cast<std::size_t>(threads), slots.size());
   for (std::size_t t = 0; t < n_threads; ++t) pool.emplace_back(worker);
   for (auto& t : pool) t.join();
-  if (!slots.empty() && show_progress) std::fprintf(stderr, "\n");
+  if (!slots.empty() && show_progress && terminal) std::fprintf(stderr, "\n");
   for (const auto& f : failures)
     if (f) std::rethrow_exception(f);
 
