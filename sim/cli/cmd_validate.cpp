@@ -152,7 +152,9 @@ int cmd_validate(const Args& args) {
     }
     out += "], \"summary\": {\"rows\": " + std::to_string(s.rows) + ", \"median_abs_error\": " +
            json_number(s.median_abs_error) + ", \"max_abs_error\": " + json_number(s.max_abs_error) +
-           ", \"too_fast\": " + std::to_string(s.positive) + ", \"too_slow\": " + std::to_string(s.negative) + "}}\n";
+           ", \"too_fast\": " + std::to_string(s.positive) + ", \"too_slow\": " + std::to_string(s.negative) +
+           ", \"memory_over\": " + std::to_string(s.memory_over) + ", \"memory_under\": " +
+           std::to_string(s.memory_under) + "}}\n";
     std::fputs(out.c_str(), stdout);
     return kExitOk;
   }
@@ -173,8 +175,9 @@ int cmd_validate(const Args& args) {
     std::printf("\n");
   }
   std::printf("summary over %d published rows with a prediction (seed003 arithmetic excluded):\n", s.rows);
-  std::printf("  median |error| %.2f%%, max |error| %.2f%%, %d too fast (+), %d too slow (-)\n",
-              100 * s.median_abs_error, 100 * s.max_abs_error, s.positive, s.negative);
+  std::printf("  median |error| %.2f%%, max |error| %.2f%%; speed rows %d too fast, %d too slow; memory rows %d over, "
+              "%d under\n",
+              100 * s.median_abs_error, 100 * s.max_abs_error, s.positive, s.negative, s.memory_over, s.memory_under);
   return kExitOk;
 }
 

@@ -229,7 +229,7 @@ ValidationPlan torchtitan_plan(const std::string& data_dir) {
                            if (!std::filesystem::exists(path)) {
                              return std::vector<ValidationRow>{
                                  {label + " tokens/s (no scenario)", row.tokens_per_gpu, nan, "tok/s/GPU", src},
-                                 {label + " memory (no scenario)", row.memory_gib, nan, "GiB", src}};
+                                 {label + " memory (no scenario)", row.memory_gib, nan, "GiB", src, false, true}};
                            }
                            const config::Scenario s = config::load_scenario(path, {"run.steps=1"});
                            NullSink sink;
@@ -241,7 +241,7 @@ ValidationPlan torchtitan_plan(const std::string& data_dir) {
                              // simulated, never bent into another layout.
                              return std::vector<ValidationRow>{
                                  {label + " tokens/s (layout not simulated)", row.tokens_per_gpu, nan, "tok/s/GPU", src},
-                                 {label + " memory (layout not simulated)", row.memory_gib, nan, "GiB", src}};
+                                 {label + " memory (layout not simulated)", row.memory_gib, nan, "GiB", src, false, true}};
                            }
                            const double gib = 1024.0 * 1024 * 1024;
                            std::vector<ValidationRow> rows;
@@ -251,7 +251,7 @@ ValidationPlan torchtitan_plan(const std::string& data_dir) {
                              rows.push_back({label + " tokens/s", row.tokens_per_gpu,
                                              s.training.global_batch_tokens / r.step_time_s / r.gpus, "tok/s/GPU", src});
                            }
-                           rows.push_back({label + " memory (reserved)", row.memory_gib, r.memory_reserved / gib, "GiB", src});
+                           rows.push_back({label + " memory (reserved)", row.memory_gib, r.memory_reserved / gib, "GiB", src, false, true});
                            return rows;
                          }});
   }
@@ -538,6 +538,11 @@ ValidationSummary summarize(const std::vector<ValidationCase>& cases) {
       if (!std::isfinite(r.predicted) || r.published == 0) continue;
       const double e = r.error();
       errors.push_back(std::abs(e));
+      if (r.memory) {
+        if (e > 0) ++s.memory_over;
+        if (e < 0) ++s.memory_under;
+        continue;
+      }
       const double faster = r.duration ? -e : e;  // a shorter iteration time is a faster step
       if (faster > 0) ++s.positive;
       if (faster < 0) ++s.negative;

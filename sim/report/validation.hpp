@@ -21,6 +21,9 @@ struct ValidationRow {
   /// Whether the figure is a duration (an iteration time): a prediction below the published one
   /// is then too fast, where for a rate (TFLOP/s, tokens/s, bandwidth) it is too slow.
   bool duration = false;
+  /// Whether the figure is a memory footprint (peak GiB per GPU): counted in the summary's median
+  /// and maximum |error|, and as over or under, never as too fast or too slow.
+  bool memory = false;
   /// (predicted − published) / published.
   double error() const { return published != 0 ? (predicted - published) / published : 0; }
 };
@@ -57,14 +60,17 @@ std::vector<std::string> validation_long_case_names();
 /// scenarios/. Throws std::invalid_argument for an unknown name.
 ValidationCase run_validation(const std::string& name, const std::string& data_dir);
 
-/// Median and maximum |error| over the measured rows that have a prediction, and how many
-/// of them are too fast (error > 0, or < 0 for a duration) and too slow (the other sign).
+/// Median and maximum |error| over the measured rows that have a prediction; how many of the
+/// speed rows (rates and durations) are too fast (error > 0, or < 0 for a duration) and too slow
+/// (the other sign); how many memory rows are over and under their published figure.
 struct ValidationSummary {
   int rows = 0;
   double median_abs_error = 0;
   double max_abs_error = 0;
-  int positive = 0;
-  int negative = 0;
+  int positive = 0;      ///< speed rows too fast
+  int negative = 0;      ///< speed rows too slow
+  int memory_over = 0;   ///< memory rows predicted above the published peak
+  int memory_under = 0;  ///< memory rows predicted below it
 };
 ValidationSummary summarize(const std::vector<ValidationCase>& cases);
 

@@ -159,6 +159,34 @@ TEST_CASE("a duration row predicted below its published figure counts as too fas
   CHECK(s.negative == 1);  // the low rate
 }
 
+TEST_CASE("a memory row counts as over or under its published peak, never as fast or slow", "[validation]") {
+  // 66 GiB against a published 82.5 GiB is −20 %: in the median and maximum with the speed
+  // rows, counted as under, and neither too fast nor too slow; 90 against 80 is over.
+  report::ValidationRow low{"m1", 82.5, 66.0, "GiB", "", false, true};
+  report::ValidationRow high{"m2", 80.0, 90.0, "GiB", "", false, true};
+  report::ValidationRow rate{"r", 100, 110, "tok/s/GPU", ""};
+  const auto s = report::summarize({{"m", "", {low, high, rate}, true}});
+  CHECK(s.rows == 3);
+  CHECK(s.max_abs_error == Approx(0.20));
+  CHECK(s.median_abs_error == Approx(0.125));  // 0.10, 0.125, 0.20
+  CHECK(s.positive == 1);
+  CHECK(s.negative == 0);
+  CHECK(s.memory_under == 1);
+  CHECK(s.memory_over == 1);
+}
+
+TEST_CASE("the torchtitan case marks its memory rows as memory", "[validation]") {
+  const auto plan = report::plan_validation("torchtitan", kRepo);
+  REQUIRE_FALSE(plan.jobs.empty());
+  // Planning is cheap; the rows' kinds are fixed by the job that builds them, so the first
+  // (smallest, 8 GPUs) job is run: a tokens/s row, then a memory row.
+  const auto rows = plan.jobs.front().run();
+  REQUIRE(rows.size() == 2);
+  CHECK_FALSE(rows[0].memory);
+  CHECK(rows[1].memory);
+  CHECK(rows[1].unit == "GiB");
+}
+
 namespace {
 const std::vector<std::string> kKorthikantiFiles{"01-gpt-22b-full",      "02-gpt-22b-selective", "03-gpt-175b-full",
                                                  "04-gpt-175b-selective", "05-gpt-530b-full",     "06-gpt-530b-selective",
