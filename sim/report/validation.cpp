@@ -321,6 +321,55 @@ ValidationPlan korthikanti_plan(const std::string& data_dir) {
   return plan;
 }
 
+/// Megatron-Turing NLG 530B (Smith et al. 2022, arXiv:2201.11990, §2.4): the iteration time at
+/// global batch 1,920 on 280, 350 and 420 DGX A100 servers of Selene (TP 8 × PP 35, DeepSpeed's
+/// pipeline engine), as quoted by cli99/llm-analysis. Added out of sample in round 11: the
+/// predictions were recorded before the rows entered `ironlaw validate`, nothing was set from them.
+struct MtNlgRow {
+  const char* file;   ///< scenarios/validation/mt-nlg/<file>.yaml
+  int nodes;          ///< DGX A100 servers
+  double seconds;     ///< published iteration time [s]
+};
+
+constexpr MtNlgRow kMtNlg[] = {{"530b-280nodes", 280, 60.1}, {"530b-350nodes", 350, 50.2}, {"530b-420nodes", 420, 44.4}};
+
+ValidationPlan mt_nlg_plan(const std::string& data_dir) {
+  ValidationPlan plan{{"mt-nlg",
+                       "Megatron-Turing NLG 530B on Selene's DGX A100, DeepSpeed + Megatron (Smith et al. 2022): "
+                       "iteration time at global batch 1,920, out of sample",
+                       {}, true},
+                      {}};
+  const std::string src =
+      "Smith et al. 2022 (arXiv:2201.11990) section 2.4, as quoted by cli99/llm-analysis "
+      "examples/megatron-turing-nlg/README.md (60.1 / 50.2 / 44.4 s, 126 / 121 / 113 TFLOP/s) and run_train.sh "
+      "(TP 8, PP 35, full recompute); scenarios/validation/mt-nlg/";
+  for (const auto& row : kMtNlg) {
+    const std::string path = data_dir + "/scenarios/validation/mt-nlg/" + row.file + ".yaml";
+    plan.jobs.push_back({row.file, [row, path, src] {
+                           const double nan = std::numeric_limits<double>::quiet_NaN();
+                           const std::string label = "MT-NLG 530B, TP 8 PP 35 DP " + std::to_string(row.nodes * 8 / 280) +
+                                                     ", " + std::to_string(row.nodes * 8) + " GPUs, iteration time";
+                           if (!std::filesystem::exists(path)) {
+                             return std::vector<ValidationRow>{{label + " (no scenario)", row.seconds, nan, "s", src, true}};
+                           }
+                           const config::Scenario s = config::load_scenario(path, {"run.steps=1"});
+                           // The scenario must be the published run: a drifted file would validate something else.
+                           if (s.model.layers != 105 || s.model.hidden != 20480 || s.model.heads != 128 ||
+                               s.parallel.tp != 8 || s.parallel.pp != 35 || s.gpus() != row.nodes * 8 ||
+                               s.training.sequence_length != 2048 || s.training.global_batch_tokens != 1920.0 * 2048 ||
+                               s.training.activation_checkpointing != "full") {
+                             throw std::logic_error(path + " does not match MT-NLG's " + std::to_string(row.nodes) +
+                                                    "-server run");
+                           }
+                           NullSink sink;
+                           const auto r = run::simulate(s, sink, run::TraceLevel::none);
+                           if (r.out_of_memory) return std::vector<ValidationRow>{oom_row(label, r, row.seconds, "s", src, true)};
+                           return std::vector<ValidationRow>{{label, row.seconds, r.step_time_s, "s", src, true}};
+                         }});
+  }
+  return plan;
+}
+
 /// BLOOM-176B as BigScience trained it (bigscience-workshop/bigscience train/tr11-176B-ml/):
 /// the iteration time their log shows at full batch, against the simulated step of the
 /// scenario that holds the slurm script's settings and marks its a-priori choices. Added out of
@@ -498,7 +547,8 @@ ValidationPlan llama3_paper_plan(const std::string& data_dir) {
 }  // namespace
 
 std::vector<std::string> validation_case_names() {
-  return {"seed003", "nccl-h100", "megatron-2021", "korthikanti-2022", "torchtitan", "bigscience", "nemo-h100"};
+  return {"seed003",    "nccl-h100",  "megatron-2021", "korthikanti-2022",
+          "torchtitan", "bigscience", "mt-nlg",        "nemo-h100"};
 }
 
 std::vector<std::string> validation_long_case_names() { return {"llama3-paper"}; }
@@ -513,6 +563,7 @@ ValidationPlan plan_validation(const std::string& name, const std::string& data_
   if (name == "korthikanti-2022") return korthikanti_plan(data_dir);
   if (name == "torchtitan") return torchtitan_plan(data_dir);
   if (name == "bigscience") return bigscience_plan(data_dir);
+  if (name == "mt-nlg") return mt_nlg_plan(data_dir);
   if (name == "nemo-h100") return nemo_plan(data_dir);
   // A long case (validation_long_case_names): its 16,384-GPU 8K row costs minutes of CPU (see
   // llama3_paper_plan), beyond validate's two-minute budget, so only --case runs it.

@@ -15,6 +15,8 @@
 // finite positive prediction, the published figures are the paper's, and the prediction is the
 // paper's FLOP formula over the simulated step time. Rows 1–2 only (≈4 s); row 3 takes ≈12 s
 // and row 4 minutes, because of the data-parallel all-reduce flows.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cmath>
@@ -127,6 +129,28 @@ TEST_CASE("megatron-2021 is a known validation case", "[validation][megatron]") 
   CHECK(std::find(names.begin(), names.end(), "nccl-h100") != names.end());
   CHECK(std::find(names.begin(), names.end(), "torchtitan") != names.end());
   CHECK(std::find(names.begin(), names.end(), "korthikanti-2022") != names.end());
+  CHECK(std::find(names.begin(), names.end(), "mt-nlg") != names.end());
+}
+
+TEST_CASE("the mt-nlg case gives MT-NLG's three published iteration times as durations", "[validation]") {
+  // Smith et al. 2022 section 2.4: 60.1 / 50.2 / 44.4 s on 280 / 350 / 420 DGX A100 servers. A data
+  // directory without the scenarios keeps the test cheap: each row is then "(no scenario)".
+  const fs::path dir = fs::temp_directory_path() / ("ironlaw-mtnlg-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto c = report::run_validation("mt-nlg", dir.string());
+  fs::remove_all(dir);
+  REQUIRE(c.rows.size() == 3);
+  const std::vector<double> published{60.1, 50.2, 44.4};
+  for (std::size_t i = 0; i < 3; ++i) {
+    CHECK(c.rows[i].published == published[i]);
+    CHECK(c.rows[i].duration);
+    CHECK(c.rows[i].unit == "s");
+    CHECK(std::isnan(c.rows[i].predicted));
+  }
+  // With the shipped scenarios, each names its row's layout (the plan checks the file against it).
+  const auto plan = report::plan_validation("mt-nlg", kRepo);
+  REQUIRE(plan.jobs.size() == 3);
+  CHECK(plan.jobs[2].label == "530b-420nodes");
 }
 
 TEST_CASE("the summary gives the median and maximum |error| of the measured rows", "[validation]") {
