@@ -159,6 +159,18 @@ std::string format_memory_table(const run::SimulationResult& r) {
   row("total", r.memory.total());
   row("reserved", r.memory_reserved);
   row("HBM", r.hbm_bytes);
+  if (r.memory_peak_stage >= 0 && !r.memory_peak_ledger.empty()) {
+    // The terms above are each at its own peak; the replay's ledger is what is alive together.
+    double live = 0;
+    for (const auto& [kind, bytes] : r.memory_peak_ledger) live += bytes;
+    out += "live at the replay's peak (pipeline stage " + std::to_string(r.memory_peak_stage) + " of " +
+           std::to_string(r.layout.pp) + ", " + bytes_gib(live) + "):\n";
+    for (const auto& [kind, bytes] : r.memory_peak_ledger) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "  %-26s %12s\n", kind.c_str(), bytes_gib(bytes).c_str());
+      out += buf;
+    }
+  }
   return out;
 }
 

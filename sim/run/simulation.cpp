@@ -146,7 +146,11 @@ SimulationResult simulate_memory(const config::Scenario& s) {
     for (int stage = 0; stage < lay.pp; ++stage) {
       const auto peaks = workload::replay_step_memory(s.model, per_rank, s.parallel, zero_ranks,
                                                       stage_memory(s, *schedule, lay, stage), allocator);
-      res.memory_reserved = std::max(res.memory_reserved, peaks.reserved);
+      if (res.memory_peak_stage < 0 || peaks.reserved > res.memory_reserved) {
+        res.memory_reserved = peaks.reserved;
+        res.memory_peak_stage = stage;
+        res.memory_peak_ledger = peaks.ledger;
+      }
       res.memory_allocated_peak = std::max(res.memory_allocated_peak, peaks.allocated);
     }
   }

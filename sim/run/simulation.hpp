@@ -14,6 +14,7 @@
 /// - this file: memory, FLOPs, the step loop and the means.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/spec.hpp"
@@ -81,6 +82,12 @@ struct SimulationResult : StepBreakdown {
   /// terms placed in time, with the allocator's block rounding.
   double memory_allocated_peak = 0;
   bool out_of_memory = false;        ///< memory_reserved > hbm_bytes: nothing was simulated
+  /// The pipeline stage whose replay reserved memory_reserved (the first such), −1 where nothing
+  /// was replayed.
+  int memory_peak_stage = -1;
+  /// That stage's live tensors at its allocated peak, by kind, in name order [B]
+  /// (workload::StepMemoryPeaks::ledger): what fills the memory when it is fullest.
+  std::vector<std::pair<std::string, double>> memory_peak_ledger;
 
   std::vector<StepRecord> steps;
   /// Means over the simulated steps and ranks; the breakdown's parts sum to step_time_s on

@@ -1,6 +1,7 @@
 // `ironlaw run`, `sweep` and `analyze` end to end: determinism of the written files, the OOM
 // exit, the Chrome trace, and the analysis tables read back from a recorded run.
 #include <catch2/catch.hpp>
+#include <cstdio>
 
 #include <algorithm>
 #include <cmath>
@@ -22,6 +23,13 @@ const std::string kLlama8b = repo_path("scenarios/llama3-8b-fsdp-128.yaml");
 const char* const kSameSpeed = "cluster.topology.device.speed_variation_cv=0";
 
 /// The value column of the memory table line that starts with `term` (e.g. "weights"), in GiB.
+/// "X.XX" as the run command's out-of-memory message prints a GiB figure (two decimals).
+std::string fmt_gib(double gib) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", gib);
+  return buf;
+}
+
 double memory_gib(const std::string& text, const std::string& term) {
   for (const auto& line : lines_of(text)) {
     const auto w = words_of(line);
@@ -112,6 +120,29 @@ TEST_CASE("Llama 3 8B with plain DDP on one node runs out of memory: exit 1, a p
   CHECK(memory_gib(text, "total") == Approx(weights + gradients + optimizer + activations).margin(0.02));
   CHECK(memory_gib(text, "total") > memory_gib(text, "HBM"));
   CHECK(memory_gib(text, "HBM") == Approx(80e9 / (1 << 30)).margin(0.005));  // H100 SXM5 80 GB
+  // What is alive together at the allocator replay's peak (one stage: pp 1), kind by kind: the
+  // lines add up to the header's figure, which is at most what the replay reserved; the weights
+  // are held for good, so all of them (the same 2 B x N) are alive there.
+  const auto at = text.find("live at the replay's peak (pipeline stage 0 of 1, ");
+  REQUIRE(at != std::string::npos);
+  const std::size_t from = at + std::string("live at the replay's peak (pipeline stage 0 of 1, ").size();
+  const double live = number(text.substr(from, text.find(" GiB", from) - from));
+  double sum = 0;
+  bool in_ledger = false;
+  for (const auto& line : lines_of(text.substr(at))) {
+    const auto w = words_of(line);
+    if (!in_ledger) {
+      in_ledger = true;  // the header line
+      continue;
+    }
+    if (w.size() < 3 || w.back() != "GiB") break;
+    sum += number(w[w.size() - 2]);
+    if (w.size() == 3 && w[0] == "weights") CHECK(number(w[1]) == Approx(weights).margin(0.01));
+  }
+  CHECK(sum == Approx(live).margin(0.05));
+  CHECK(live <= memory_gib(text, "reserved") + 0.005);
+  // The message quotes the figure the check compared: the replay's reserved peak.
+  CHECK(text.find("needs " + fmt_gib(memory_gib(text, "reserved"))) != std::string::npos);
 }
 
 TEST_CASE("run --chrome-trace writes a JSON timeline of complete events", "[cli][run][chrome]") {
