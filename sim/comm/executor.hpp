@@ -183,6 +183,10 @@ struct Ring {
   Time step_latency;       // before each step (the protocol's, over this ring's links)
   std::vector<int> started, sent, received, pending;
   std::vector<char> armed, done;
+  // Fluid: each position's connection entry, looked up when it armed, and the route cache's
+  // generation then (the entry is looked up again if the cache was emptied since).
+  std::vector<const RouteCache::Entry*> entry;
+  std::vector<std::uint64_t> entry_generation;
   std::vector<std::vector<std::pair<int, int>>> dependents;  // per position: (ring, position)
 
   Ring(std::vector<int> members, int step_count, double step_bytes, std::uint64_t flow_hash)
@@ -266,6 +270,13 @@ class Collective : public std::enable_shared_from_this<Collective> {
   /// as the separate groups end.
   void set_merge_routes(bool merge) { merge_routes_ = merge; }
 
+  /// The list in which a launched collective keeps its owning pointer until it finishes (the
+  /// Communicator's; its collectives left unfinished go with it). The fluid rings' callbacks
+  /// then hold a plain pointer, small enough for std::function's inline buffer: no heap
+  /// allocation per connection. Without one, they hold the owning pointer as the other
+  /// callbacks do.
+  void set_registry(std::vector<std::shared_ptr<Collective>>* live) { live_ = live; }
+
   /// A ring whose steps each wait the collective's step latency.
   int add_ring(std::vector<int> gpus, int steps, double bytes, std::uint64_t hash) {
     return add_ring(std::move(gpus), steps, bytes, hash, step_latency_);
@@ -317,6 +328,10 @@ class Collective : public std::enable_shared_from_this<Collective> {
       finish();
       return;
     }
+    if (live_ != nullptr) {
+      live_index_ = live_->size();
+      live_->push_back(shared_from_this());
+    }
     for (int r = 0; r < static_cast<int>(rings_.size()); ++r) {
       for (int i = 0; i < rings_[r].size(); ++i) {
         if (rings_[r].pending[i] == 0) arm(r, i);
@@ -357,24 +372,28 @@ class Collective : public std::enable_shared_from_this<Collective> {
   /// as one flow group (FlowNetwork::start_flow_group), which the flow network solves exactly
   /// as the separate flows. `weight` identical connections run as one (every group `weight`
   /// times heavier). `done` runs once, after the last flow completed.
-  void connect(int src, int dst, double bytes, std::uint64_t hash, std::function<void()> done,
-               std::uint32_t weight = 1) {
+  template <class Done>
+  void connect(int src, int dst, double bytes, std::uint64_t hash, Done done, std::uint32_t weight = 1) {
     connect_on(routes_->lookup(src, dst, hash, queue_pairs(src, dst)), src, dst, bytes, std::move(done), weight);
   }
 
   /// connect() over the connection's cache entry `entry` (RouteCache::lookup of src, dst, its
-  /// hash and queue_pairs(src, dst)).
-  void connect_on(const RouteCache::Entry& entry, int src, int dst, double bytes, std::function<void()> done,
-                  std::uint32_t weight = 1) {
+  /// hash and queue_pairs(src, dst)). `done` is any callable; the flow's callback holds it
+  /// as it is (one heap allocation at most, none where it fits std::function's inline buffer).
+  template <class Done>
+  void connect_on(const RouteCache::Entry& entry, int src, int dst, double bytes, Done done, std::uint32_t weight = 1) {
     const Time start = sim_.now();
     const int k = queue_pairs(src, dst);
-    auto self = shared_from_this();
     const auto& routes = entry.routes;
     if (routes.size() == 1) {
       const std::uint32_t members = routes.front().members * weight;
       const double share = bytes / k;
+      if (!trace_.on_flow) {  // nothing to trace
+        net_.start_flow_group(routes.front().path, share, members, [done = std::move(done)](engine::FlowId) { done(); });
+        return;
+      }
       net_.start_flow_group(routes.front().path, share, members,
-                            [self, src, dst, share, start, members, done = std::move(done)](engine::FlowId) {
+                            [self = shared_from_this(), src, dst, share, start, members, done = std::move(done)](engine::FlowId) {
                               for (std::uint32_t m = 0; m < members; ++m) self->traced(src, dst, share, start);
                               done();
                             });
@@ -391,6 +410,7 @@ class Collective : public std::enable_shared_from_this<Collective> {
         return;
       }
     }
+    auto self = shared_from_this();
     auto left = std::make_shared<std::size_t>(routes.size());
     auto shared_done = std::make_shared<std::function<void()>>(std::move(done));
     for (const auto& route : routes) {
@@ -555,22 +575,30 @@ class Collective : public std::enable_shared_from_this<Collective> {
       // the connection starts (looked up again only if the cache was emptied meanwhile).
       const RouteCache::Entry* entry =
           &routes_->lookup(ring.gpus[i], ring.gpus[j], ring.hash, queue_pairs(ring.gpus[i], ring.gpus[j]));
-      const std::uint64_t generation = routes_->generation();
       if (ring.steps > 1) wait += entry->latency * (ring.steps - 1);
-      sim_.schedule_in(wait, [self = shared_from_this(), r, i, entry, generation] {
-        const Ring& g = self->rings_[r];
-        const int src = g.gpus[i], dst = g.gpus[g.next(i)];
-        const RouteCache::Entry& e = self->routes_->generation() == generation
-                                         ? *entry
-                                         : self->routes_->lookup(src, dst, g.hash, self->queue_pairs(src, dst));
-        self->connect_on(e, src, dst, g.bytes * g.steps, [self, r, i] {
-          Ring& h = self->rings_[r];
-          const int nj = h.next(i);
-          h.sent[i] = h.steps;
-          h.received[nj] = h.steps;
-          self->check_done(r, i);
-          self->check_done(r, nj);
+      if (live_ == nullptr) {
+        const std::uint64_t generation = routes_->generation();
+        sim_.schedule_in(wait, [self = shared_from_this(), r, i, entry, generation] {
+          self->start_fluid(r, i, entry, generation, [self, r, i] { self->fluid_sent(r, i); });
         });
+        return;
+      }
+      // Registered (set_registry): plain pointers. The registry owns this collective until it
+      // finishes, which is after every position's connection has completed; the completion
+      // takes an owning pointer for its own duration, since it may finish the collective.
+      if (ring.entry.empty()) {
+        ring.entry.assign(ring.gpus.size(), nullptr);
+        ring.entry_generation.assign(ring.gpus.size(), 0);
+      }
+      ring.entry[static_cast<std::size_t>(i)] = entry;
+      ring.entry_generation[static_cast<std::size_t>(i)] = routes_->generation();
+      sim_.schedule_in(wait, [c = this, r, i] {
+        const Ring& g = c->rings_[r];
+        c->start_fluid(r, i, g.entry[static_cast<std::size_t>(i)], g.entry_generation[static_cast<std::size_t>(i)],
+                       [c, r, i] {
+                         const auto hold = c->shared_from_this();
+                         c->fluid_sent(r, i);
+                       });
       });
       return;
     }
@@ -585,6 +613,27 @@ class Collective : public std::enable_shared_from_this<Collective> {
     } else {
       sim_.schedule_in(ring.step_latency, std::move(step));
     }
+  }
+
+  /// A fluid ring position's connection, over `entry` while the route cache is at `generation`.
+  template <class Done>
+  void start_fluid(int r, int i, const RouteCache::Entry* entry, std::uint64_t generation, Done done) {
+    const Ring& g = rings_[r];
+    const int src = g.gpus[i], dst = g.gpus[g.next(i)];
+    const RouteCache::Entry& e =
+        routes_->generation() == generation ? *entry : routes_->lookup(src, dst, g.hash, queue_pairs(src, dst));
+    connect_on(e, src, dst, g.bytes * g.steps, std::move(done));
+  }
+
+  /// A fluid ring position's connection has completed: it has sent all its steps and its
+  /// successor has received them.
+  void fluid_sent(int r, int i) {
+    Ring& h = rings_[r];
+    const int nj = h.next(i);
+    h.sent[i] = h.steps;
+    h.received[nj] = h.steps;
+    check_done(r, i);
+    check_done(r, nj);
   }
 
   void ring_sent(int r, int i) {
@@ -657,9 +706,23 @@ class Collective : public std::enable_shared_from_this<Collective> {
     unit_done();
   }
 
+  /// Runs the completion callback and leaves the registry; a caller that may get here holds an
+  /// owning pointer of its own, so this collective outlives the call.
   void finish() {
     auto done = std::move(on_done_);
     on_done_ = nullptr;
+    if (live_ != nullptr && live_index_ < live_->size() && (*live_)[live_index_].get() == this) {
+      std::vector<std::shared_ptr<Collective>>& live = *live_;
+      std::shared_ptr<Collective> mine = std::move(live[live_index_]);
+      if (live_index_ + 1 != live.size()) {
+        live[live_index_] = std::move(live.back());
+        live[live_index_]->live_index_ = live_index_;
+      }
+      live.pop_back();
+      live_ = nullptr;
+      if (done) done();
+      return;  // `mine` goes here; the caller's pointer keeps this alive
+    }
     if (done) done();
   }
 
@@ -679,6 +742,8 @@ class Collective : public std::enable_shared_from_this<Collective> {
   std::vector<Nvls> nvls_;
   bool direct_stepped_ = true;
   std::size_t units_left_ = 0;
+  std::vector<std::shared_ptr<Collective>>* live_ = nullptr;  // set_registry
+  std::size_t live_index_ = 0;                                  // where launch() put this in *live_
 };
 
 }  // namespace ironlaw::comm::detail
