@@ -176,30 +176,27 @@ class RouteCache {
 /// Position i starts step k when it is armed (its dependencies on earlier rings finished), its
 /// own step k−1 send has completed and it has received step k−1 from position i−1.
 struct Ring {
+  /// One position's state, all in one array (one allocation per ring).
+  struct Position {
+    int started = 0, sent = 0, received = 0;
+    int pending = 0;          // dependencies not yet finished
+    int first_dependent = -1;  // its dependents: a list in Collective's dependency table, in
+    int last_dependent = -1;   // the order they were added
+    char armed = 0, done = 0;
+    // Fluid: its connection's cache entry, looked up when it armed, and the route cache's
+    // generation then (the entry is looked up again if the cache was emptied since).
+    const RouteCache::Entry* entry = nullptr;
+    std::uint64_t entry_generation = 0;
+  };
   std::vector<int> gpus;
   int steps = 0;
   double bytes = 0;
   std::uint64_t hash = 0;  // ECMP flow hash base of this ring's flows
   Time step_latency;       // before each step (the protocol's, over this ring's links)
-  std::vector<int> started, sent, received, pending;
-  std::vector<char> armed, done;
-  // Fluid: each position's connection entry, looked up when it armed, and the route cache's
-  // generation then (the entry is looked up again if the cache was emptied since).
-  std::vector<const RouteCache::Entry*> entry;
-  std::vector<std::uint64_t> entry_generation;
-  std::vector<std::vector<std::pair<int, int>>> dependents;  // per position: (ring, position)
+  std::vector<Position> at;
 
   Ring(std::vector<int> members, int step_count, double step_bytes, std::uint64_t flow_hash)
-      : gpus(std::move(members)), steps(step_count), bytes(step_bytes), hash(flow_hash) {
-    const std::size_t n = gpus.size();
-    started.assign(n, 0);
-    sent.assign(n, 0);
-    received.assign(n, 0);
-    pending.assign(n, 0);
-    armed.assign(n, 0);
-    done.assign(n, 0);
-    dependents.resize(n);
-  }
+      : gpus(std::move(members)), steps(step_count), bytes(step_bytes), hash(flow_hash), at(gpus.size()) {}
   int size() const { return static_cast<int>(gpus.size()); }
   int next(int i) const { return i + 1 == size() ? 0 : i + 1; }
 };
@@ -290,8 +287,16 @@ class Collective : public std::enable_shared_from_this<Collective> {
   }
   /// Position (after_ring, after_pos) may start only once (before_ring, before_pos) finished.
   void add_dependency(int before_ring, int before_pos, int after_ring, int after_pos) {
-    rings_[before_ring].dependents[before_pos].emplace_back(after_ring, after_pos);
-    ++rings_[after_ring].pending[after_pos];
+    const int index = static_cast<int>(dependencies_.size());
+    dependencies_.push_back(Dependency{after_ring, after_pos, -1});
+    Ring::Position& before = rings_[before_ring].at[before_pos];
+    if (before.last_dependent < 0) {
+      before.first_dependent = index;
+    } else {
+      dependencies_[static_cast<std::size_t>(before.last_dependent)].next = index;
+    }
+    before.last_dependent = index;
+    ++rings_[after_ring].at[after_pos].pending;
   }
   void add_tree(Tree tree) {
     if (tree.gpus.size() < 2) return;
@@ -334,7 +339,7 @@ class Collective : public std::enable_shared_from_this<Collective> {
     }
     for (int r = 0; r < static_cast<int>(rings_.size()); ++r) {
       for (int i = 0; i < rings_[r].size(); ++i) {
-        if (rings_[r].pending[i] == 0) arm(r, i);
+        if (rings_[r].at[i].pending == 0) arm(r, i);
       }
     }
     for (int t = 0; t < static_cast<int>(trees_.size()); ++t) {
@@ -558,16 +563,17 @@ class Collective : public std::enable_shared_from_this<Collective> {
 
   // Rings.
   void arm(int r, int i) {
-    rings_[r].armed[i] = 1;
+    rings_[r].at[i].armed = 1;
     advance(r, i);
   }
 
   void advance(int r, int i) {
     Ring& ring = rings_[r];
-    const int k = ring.started[i];
+    Ring::Position& at = ring.at[i];
+    const int k = at.started;
     if (fluid_) {
-      if (!ring.armed[i] || k > 0) return;
-      ring.started[i] = ring.steps;
+      if (!at.armed || k > 0) return;
+      at.started = ring.steps;
       // steps × (step latency + path latency), less the path latency the flow itself adds.
       const int j = ring.next(i);
       Time wait = ring.step_latency * ring.steps;
@@ -586,15 +592,11 @@ class Collective : public std::enable_shared_from_this<Collective> {
       // Registered (set_registry): plain pointers. The registry owns this collective until it
       // finishes, which is after every position's connection has completed; the completion
       // takes an owning pointer for its own duration, since it may finish the collective.
-      if (ring.entry.empty()) {
-        ring.entry.assign(ring.gpus.size(), nullptr);
-        ring.entry_generation.assign(ring.gpus.size(), 0);
-      }
-      ring.entry[static_cast<std::size_t>(i)] = entry;
-      ring.entry_generation[static_cast<std::size_t>(i)] = routes_->generation();
+      at.entry = entry;
+      at.entry_generation = routes_->generation();
       sim_.schedule_in(wait, [c = this, r, i] {
-        const Ring& g = c->rings_[r];
-        c->start_fluid(r, i, g.entry[static_cast<std::size_t>(i)], g.entry_generation[static_cast<std::size_t>(i)],
+        const Ring::Position& p = c->rings_[r].at[i];
+        c->start_fluid(r, i, p.entry, p.entry_generation,
                        [c, r, i] {
                          const auto hold = c->shared_from_this();
                          c->fluid_sent(r, i);
@@ -602,8 +604,8 @@ class Collective : public std::enable_shared_from_this<Collective> {
       });
       return;
     }
-    if (!ring.armed[i] || k >= ring.steps || ring.sent[i] != k || ring.received[i] < k) return;
-    ++ring.started[i];
+    if (!at.armed || k >= ring.steps || at.sent != k || at.received < k) return;
+    ++at.started;
     auto step = [self = shared_from_this(), r, i] {
       const Ring& g = self->rings_[r];
       self->connect(g.gpus[i], g.gpus[g.next(i)], g.bytes, g.hash, [self, r, i] { self->ring_sent(r, i); });
@@ -630,8 +632,8 @@ class Collective : public std::enable_shared_from_this<Collective> {
   void fluid_sent(int r, int i) {
     Ring& h = rings_[r];
     const int nj = h.next(i);
-    h.sent[i] = h.steps;
-    h.received[nj] = h.steps;
+    h.at[i].sent = h.steps;
+    h.at[nj].received = h.steps;
     check_done(r, i);
     check_done(r, nj);
   }
@@ -639,8 +641,8 @@ class Collective : public std::enable_shared_from_this<Collective> {
   void ring_sent(int r, int i) {
     Ring& ring = rings_[r];
     const int j = ring.next(i);
-    ++ring.sent[i];
-    ++ring.received[j];
+    ++ring.at[i].sent;
+    ++ring.at[j].received;
     check_done(r, i);
     check_done(r, j);
     advance(r, i);
@@ -649,10 +651,13 @@ class Collective : public std::enable_shared_from_this<Collective> {
 
   void check_done(int r, int i) {
     Ring& ring = rings_[r];
-    if (ring.done[i] || ring.sent[i] != ring.steps || ring.received[i] != ring.steps) return;
-    ring.done[i] = 1;
-    for (const auto& [dr, di] : ring.dependents[i]) {
-      if (--rings_[dr].pending[di] == 0) arm(dr, di);
+    Ring::Position& at = ring.at[i];
+    if (at.done || at.sent != ring.steps || at.received != ring.steps) return;
+    at.done = 1;
+    for (int d = at.first_dependent; d >= 0;) {
+      const Dependency dep = dependencies_[static_cast<std::size_t>(d)];
+      if (--rings_[dep.ring].at[dep.pos].pending == 0) arm(dep.ring, dep.pos);
+      d = dep.next;
     }
     unit_done();
   }
@@ -737,6 +742,12 @@ class Collective : public std::enable_shared_from_this<Collective> {
   bool merge_routes_ = true;
   std::function<void()> on_done_;
   std::vector<Ring> rings_;
+  // Ring positions' dependents (add_dependency): (ring, position) and the next of the same
+  // position's list, -1 at its end.
+  struct Dependency {
+    int ring, pos, next;
+  };
+  std::vector<Dependency> dependencies_;
   std::vector<Tree> trees_;
   std::vector<DirectSend> directs_;
   std::vector<Nvls> nvls_;
