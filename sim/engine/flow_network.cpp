@@ -187,8 +187,7 @@ struct FlowNetwork::Impl {
   std::vector<LinkId> expand_links;
   int lazy_rounds = FlowNetwork::kLazyRounds;
   std::vector<std::uint32_t> comp_flows;
-  std::vector<Share> fill_heap;      // the filling's seeds (see fill())
-  std::vector<Share> fill_requeued;  // the filling's re-queued links, a min-heap
+  std::vector<Share> fill_heap;
   std::uint64_t split_count = 0;
 
   static FlowId make_id(std::uint32_t slot, std::uint32_t generation) {
@@ -497,34 +496,23 @@ struct FlowNetwork::Impl {
   // with them: exactly the filling those parts would have had from the start, since an
   // unfrozen group and its unfrozen parts weigh the same on every link (the same cap_left,
   // unfrozen weights and heap), so no re-solve is run again for a split.
-  // The queue is the seeds sorted once plus a heap of the re-queued links: the next link is
-  // the least of the two in the total order of (share, link), as a single heap would pop it
-  // (each link is queued at most once at a time, so no two entries tie), at the cost of a sort
-  // where most seeds are popped once (re-queues are a few percent of the pops). The filling
-  // ends once no seeded link has an unfrozen flow left (every later pop would be skipped):
-  // `left` is the links' unfrozen weights summed, which a freeze lowers by its path's weights
-  // and a split leaves as it is (its parts weigh what the group weighed on every link).
+  // The filling ends once no seeded link has an unfrozen flow left (every later pop would be
+  // skipped): `left` is the links' unfrozen weights summed, which a freeze lowers by its path's
+  // weights and a split leaves as it is (its parts weigh what the group weighed on every link).
   void fill() {
-    std::sort(fill_heap.begin(), fill_heap.end(), [](const Share& a, const Share& b) { return b > a; });
-    fill_requeued.clear();
     std::uint64_t left = 0;
     for (const Share& s : fill_heap) left += links[s.link].unfrozen;
-    std::size_t next = 0;
-    while (left > 0 && (next < fill_heap.size() || !fill_requeued.empty())) {
-      Share top;
-      if (!fill_requeued.empty() && (next == fill_heap.size() || fill_heap[next] > fill_requeued.front())) {
-        std::pop_heap(fill_requeued.begin(), fill_requeued.end(), std::greater<>{});
-        top = fill_requeued.back();
-        fill_requeued.pop_back();
-      } else {
-        top = fill_heap[next++];
-      }
+    std::make_heap(fill_heap.begin(), fill_heap.end(), std::greater<>{});
+    while (left > 0 && !fill_heap.empty()) {
+      std::pop_heap(fill_heap.begin(), fill_heap.end(), std::greater<>{});
+      const Share top = fill_heap.back();
+      fill_heap.pop_back();
       Link& link = links[top.link];
       if (link.unfrozen == 0) continue;
       const double share = std::max(link.cap_left, 0.0) / link.unfrozen;
       if (share > top.share * (1 + 1e-12)) {  // grew since queued: not the minimum yet
-        fill_requeued.push_back(make_share(share, top.link));
-        std::push_heap(fill_requeued.begin(), fill_requeued.end(), std::greater<>{});
+        fill_heap.push_back(make_share(share, top.link));
+        std::push_heap(fill_heap.begin(), fill_heap.end(), std::greater<>{});
         continue;
       }
       // By index: a split swaps another entry into position i and appends its parts.
