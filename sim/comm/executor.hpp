@@ -5,12 +5,12 @@
 /// Collective; Communicator launches it.
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <limits>
 #include <memory>
 #include <span>
 #include <stdexcept>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -105,15 +105,38 @@ class RouteCache {
  private:
   static constexpr std::size_t kMaxEntries = 1 << 20;
 
+  struct Key {
+    int src, dst;
+    std::uint64_t hash;
+    int queue_pairs;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    std::size_t operator()(const Key& k) const {
+      std::uint64_t h = k.hash * 0x9e3779b97f4a7c15ull;
+      h ^= (static_cast<std::uint64_t>(static_cast<std::uint32_t>(k.src)) << 32 |
+            static_cast<std::uint32_t>(k.dst)) + 0x7f4a7c15ull + (h << 6) + (h >> 2);
+      h ^= static_cast<std::uint64_t>(k.queue_pairs) + (h << 6) + (h >> 2);
+      return static_cast<std::size_t>(h);
+    }
+  };
+
   Entry& entry(int src, int dst, std::uint64_t hash, int queue_pairs) {
     if (entries_.size() > kMaxEntries) {  // bound memory: start over
       entries_.clear();
+      slots_.clear();
       ++generation_;
     }
     const Key key{src, dst, hash, queue_pairs};
-    auto [it, fresh] = entries_.try_emplace(key);
-    if (!fresh) return it->second;
-    std::vector<Route>& routes = it->second.routes;
+    if (2 * (entries_.size() + 1) > slots_.size()) grow();
+    const std::size_t mask = slots_.size() - 1;
+    std::size_t at = slot_of(key, mask);
+    for (; slots_[at].index != kEmpty; at = (at + 1) & mask) {
+      if (slots_[at].key == key) return entries_[slots_[at].index];
+    }
+    slots_[at] = Slot{key, static_cast<std::uint32_t>(entries_.size())};
+    Entry& fresh = entries_.emplace_back();
+    std::vector<Route>& routes = fresh.routes;
     std::vector<engine::LinkId> path;
     for (int q = 0; q < queue_pairs; ++q) {
       cluster_.route(src, dst, hash * 1024 + static_cast<std::uint64_t>(q), path);
@@ -124,9 +147,32 @@ class RouteCache {
         routes.push_back(Route{path, 1});
       }
     }
-    merge(routes, it->second.merged);
-    for (auto link : routes.front().path) it->second.latency += net_.link_latency(link);
-    return it->second;
+    merge(routes, fresh.merged);
+    for (auto link : routes.front().path) fresh.latency += net_.link_latency(link);
+    return fresh;
+  }
+
+  // The first slot to probe for `key`: its hash, finalised (MurmurHash3's fmix64) so that the
+  // low bits the mask keeps depend on every bit of the key.
+  static std::size_t slot_of(const Key& key, std::size_t mask) {
+    std::uint64_t h = KeyHash{}(key);
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return static_cast<std::size_t>(h) & mask;
+  }
+
+  // Doubles the table (at least 1,024 slots) and puts every entry back.
+  void grow() {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(std::max<std::size_t>(1024, 2 * old.size()), Slot{});
+    const std::size_t mask = slots_.size() - 1;
+    for (const Slot& s : old) {
+      if (s.index == kEmpty) continue;
+      std::size_t at = slot_of(s.key, mask);
+      while (slots_[at].index != kEmpty) at = (at + 1) & mask;
+      slots_[at] = s;
+    }
   }
 
   // The routes' links, each once with the routes crossing it; left empty unless 2 to
@@ -151,24 +197,18 @@ class RouteCache {
     }
   }
 
-  struct Key {
-    int src, dst;
-    std::uint64_t hash;
-    int queue_pairs;
-    bool operator==(const Key&) const = default;
-  };
-  struct KeyHash {
-    std::size_t operator()(const Key& k) const {
-      std::uint64_t h = k.hash * 0x9e3779b97f4a7c15ull;
-      h ^= (static_cast<std::uint64_t>(static_cast<std::uint32_t>(k.src)) << 32 |
-            static_cast<std::uint32_t>(k.dst)) + 0x7f4a7c15ull + (h << 6) + (h >> 2);
-      h ^= static_cast<std::uint64_t>(k.queue_pairs) + (h << 6) + (h >> 2);
-      return static_cast<std::size_t>(h);
-    }
+  // An open-addressing table (linear probing, at most half full) of keys and their entries'
+  // indices: a look-up reads one slot where a node-based map read a bucket and a node. The
+  // entries live in a deque, so references stay valid while entries are added.
+  static constexpr std::uint32_t kEmpty = 0xffffffffu;
+  struct Slot {
+    Key key{};
+    std::uint32_t index = kEmpty;
   };
   const hardware::Cluster& cluster_;
   const engine::FlowNetwork& net_;
-  std::unordered_map<Key, Entry, KeyHash> entries_;
+  std::deque<Entry> entries_;
+  std::vector<Slot> slots_;  // size a power of two
   std::uint64_t generation_ = 0;
 };
 
