@@ -165,6 +165,7 @@ void Communicator::start(CollectiveOp op, const std::vector<int>& ranks, double 
                                                  flows_per_connection_, std::move(on_done));
   collective->set_fluid(fluid_rings_);
   collective->set_merge_routes(merge_routes_);
+  collective->set_registry(&live_);
   CollectiveCall call(op, ranks, bytes, cluster_, net_);
   call.aggregate = aggregate_all_to_all_;
   const AlgorithmUnit& unit = unit_for(call, algorithm);

@@ -20,6 +20,7 @@ namespace ironlaw::comm {
 
 namespace detail {
 class RouteCache;
+class Collective;
 }
 
 enum class CollectiveOp { all_reduce, reduce_scatter, all_gather, all_to_all };
@@ -262,6 +263,9 @@ class Communicator {
   bool aggregate_all_to_all_ = true;
   bool merge_routes_ = true;
   mutable std::vector<char> seen_;  // check_ranks' scratch: one mark per GPU, all 0 between calls
+  // The collectives launched and not finished (Collective::set_registry): they own themselves
+  // through this list, so that their ring callbacks can hold plain pointers.
+  std::vector<std::shared_ptr<detail::Collective>> live_;
 };
 
 /// One row of an nccl-tests-style table.

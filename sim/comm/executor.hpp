@@ -5,12 +5,12 @@
 /// Collective; Communicator launches it.
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <limits>
 #include <memory>
 #include <span>
 #include <stdexcept>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -105,15 +105,38 @@ class RouteCache {
  private:
   static constexpr std::size_t kMaxEntries = 1 << 20;
 
+  struct Key {
+    int src, dst;
+    std::uint64_t hash;
+    int queue_pairs;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    std::size_t operator()(const Key& k) const {
+      std::uint64_t h = k.hash * 0x9e3779b97f4a7c15ull;
+      h ^= (static_cast<std::uint64_t>(static_cast<std::uint32_t>(k.src)) << 32 |
+            static_cast<std::uint32_t>(k.dst)) + 0x7f4a7c15ull + (h << 6) + (h >> 2);
+      h ^= static_cast<std::uint64_t>(k.queue_pairs) + (h << 6) + (h >> 2);
+      return static_cast<std::size_t>(h);
+    }
+  };
+
   Entry& entry(int src, int dst, std::uint64_t hash, int queue_pairs) {
     if (entries_.size() > kMaxEntries) {  // bound memory: start over
       entries_.clear();
+      slots_.clear();
       ++generation_;
     }
     const Key key{src, dst, hash, queue_pairs};
-    auto [it, fresh] = entries_.try_emplace(key);
-    if (!fresh) return it->second;
-    std::vector<Route>& routes = it->second.routes;
+    if (2 * (entries_.size() + 1) > slots_.size()) grow();
+    const std::size_t mask = slots_.size() - 1;
+    std::size_t at = slot_of(key, mask);
+    for (; slots_[at].index != kEmpty; at = (at + 1) & mask) {
+      if (slots_[at].key == key) return entries_[slots_[at].index];
+    }
+    slots_[at] = Slot{key, static_cast<std::uint32_t>(entries_.size())};
+    Entry& fresh = entries_.emplace_back();
+    std::vector<Route>& routes = fresh.routes;
     std::vector<engine::LinkId> path;
     for (int q = 0; q < queue_pairs; ++q) {
       cluster_.route(src, dst, hash * 1024 + static_cast<std::uint64_t>(q), path);
@@ -124,9 +147,32 @@ class RouteCache {
         routes.push_back(Route{path, 1});
       }
     }
-    merge(routes, it->second.merged);
-    for (auto link : routes.front().path) it->second.latency += net_.link_latency(link);
-    return it->second;
+    merge(routes, fresh.merged);
+    for (auto link : routes.front().path) fresh.latency += net_.link_latency(link);
+    return fresh;
+  }
+
+  // The first slot to probe for `key`: its hash, finalised (MurmurHash3's fmix64) so that the
+  // low bits the mask keeps depend on every bit of the key.
+  static std::size_t slot_of(const Key& key, std::size_t mask) {
+    std::uint64_t h = KeyHash{}(key);
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return static_cast<std::size_t>(h) & mask;
+  }
+
+  // Doubles the table (at least 1,024 slots) and puts every entry back.
+  void grow() {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(std::max<std::size_t>(1024, 2 * old.size()), Slot{});
+    const std::size_t mask = slots_.size() - 1;
+    for (const Slot& s : old) {
+      if (s.index == kEmpty) continue;
+      std::size_t at = slot_of(s.key, mask);
+      while (slots_[at].index != kEmpty) at = (at + 1) & mask;
+      slots_[at] = s;
+    }
   }
 
   // The routes' links, each once with the routes crossing it; left empty unless 2 to
@@ -151,24 +197,18 @@ class RouteCache {
     }
   }
 
-  struct Key {
-    int src, dst;
-    std::uint64_t hash;
-    int queue_pairs;
-    bool operator==(const Key&) const = default;
-  };
-  struct KeyHash {
-    std::size_t operator()(const Key& k) const {
-      std::uint64_t h = k.hash * 0x9e3779b97f4a7c15ull;
-      h ^= (static_cast<std::uint64_t>(static_cast<std::uint32_t>(k.src)) << 32 |
-            static_cast<std::uint32_t>(k.dst)) + 0x7f4a7c15ull + (h << 6) + (h >> 2);
-      h ^= static_cast<std::uint64_t>(k.queue_pairs) + (h << 6) + (h >> 2);
-      return static_cast<std::size_t>(h);
-    }
+  // An open-addressing table (linear probing, at most half full) of keys and their entries'
+  // indices: a look-up reads one slot where a node-based map read a bucket and a node. The
+  // entries live in a deque, so references stay valid while entries are added.
+  static constexpr std::uint32_t kEmpty = 0xffffffffu;
+  struct Slot {
+    Key key{};
+    std::uint32_t index = kEmpty;
   };
   const hardware::Cluster& cluster_;
   const engine::FlowNetwork& net_;
-  std::unordered_map<Key, Entry, KeyHash> entries_;
+  std::deque<Entry> entries_;
+  std::vector<Slot> slots_;  // size a power of two
   std::uint64_t generation_ = 0;
 };
 
@@ -176,26 +216,27 @@ class RouteCache {
 /// Position i starts step k when it is armed (its dependencies on earlier rings finished), its
 /// own step k−1 send has completed and it has received step k−1 from position i−1.
 struct Ring {
+  /// One position's state, all in one array (one allocation per ring).
+  struct Position {
+    int started = 0, sent = 0, received = 0;
+    int pending = 0;          // dependencies not yet finished
+    int first_dependent = -1;  // its dependents: a list in Collective's dependency table, in
+    int last_dependent = -1;   // the order they were added
+    char armed = 0, done = 0;
+    // Fluid: its connection's cache entry, looked up when it armed, and the route cache's
+    // generation then (the entry is looked up again if the cache was emptied since).
+    const RouteCache::Entry* entry = nullptr;
+    std::uint64_t entry_generation = 0;
+  };
   std::vector<int> gpus;
   int steps = 0;
   double bytes = 0;
   std::uint64_t hash = 0;  // ECMP flow hash base of this ring's flows
   Time step_latency;       // before each step (the protocol's, over this ring's links)
-  std::vector<int> started, sent, received, pending;
-  std::vector<char> armed, done;
-  std::vector<std::vector<std::pair<int, int>>> dependents;  // per position: (ring, position)
+  std::vector<Position> at;
 
   Ring(std::vector<int> members, int step_count, double step_bytes, std::uint64_t flow_hash)
-      : gpus(std::move(members)), steps(step_count), bytes(step_bytes), hash(flow_hash) {
-    const std::size_t n = gpus.size();
-    started.assign(n, 0);
-    sent.assign(n, 0);
-    received.assign(n, 0);
-    pending.assign(n, 0);
-    armed.assign(n, 0);
-    done.assign(n, 0);
-    dependents.resize(n);
-  }
+      : gpus(std::move(members)), steps(step_count), bytes(step_bytes), hash(flow_hash), at(gpus.size()) {}
   int size() const { return static_cast<int>(gpus.size()); }
   int next(int i) const { return i + 1 == size() ? 0 : i + 1; }
 };
@@ -266,6 +307,13 @@ class Collective : public std::enable_shared_from_this<Collective> {
   /// as the separate groups end.
   void set_merge_routes(bool merge) { merge_routes_ = merge; }
 
+  /// The list in which a launched collective keeps its owning pointer until it finishes (the
+  /// Communicator's; its collectives left unfinished go with it). The fluid rings' callbacks
+  /// then hold a plain pointer, small enough for std::function's inline buffer: no heap
+  /// allocation per connection. Without one, they hold the owning pointer as the other
+  /// callbacks do.
+  void set_registry(std::vector<std::shared_ptr<Collective>>* live) { live_ = live; }
+
   /// A ring whose steps each wait the collective's step latency.
   int add_ring(std::vector<int> gpus, int steps, double bytes, std::uint64_t hash) {
     return add_ring(std::move(gpus), steps, bytes, hash, step_latency_);
@@ -279,8 +327,16 @@ class Collective : public std::enable_shared_from_this<Collective> {
   }
   /// Position (after_ring, after_pos) may start only once (before_ring, before_pos) finished.
   void add_dependency(int before_ring, int before_pos, int after_ring, int after_pos) {
-    rings_[before_ring].dependents[before_pos].emplace_back(after_ring, after_pos);
-    ++rings_[after_ring].pending[after_pos];
+    const int index = static_cast<int>(dependencies_.size());
+    dependencies_.push_back(Dependency{after_ring, after_pos, -1});
+    Ring::Position& before = rings_[before_ring].at[before_pos];
+    if (before.last_dependent < 0) {
+      before.first_dependent = index;
+    } else {
+      dependencies_[static_cast<std::size_t>(before.last_dependent)].next = index;
+    }
+    before.last_dependent = index;
+    ++rings_[after_ring].at[after_pos].pending;
   }
   void add_tree(Tree tree) {
     if (tree.gpus.size() < 2) return;
@@ -317,9 +373,13 @@ class Collective : public std::enable_shared_from_this<Collective> {
       finish();
       return;
     }
+    if (live_ != nullptr) {
+      live_index_ = live_->size();
+      live_->push_back(shared_from_this());
+    }
     for (int r = 0; r < static_cast<int>(rings_.size()); ++r) {
       for (int i = 0; i < rings_[r].size(); ++i) {
-        if (rings_[r].pending[i] == 0) arm(r, i);
+        if (rings_[r].at[i].pending == 0) arm(r, i);
       }
     }
     for (int t = 0; t < static_cast<int>(trees_.size()); ++t) {
@@ -357,24 +417,28 @@ class Collective : public std::enable_shared_from_this<Collective> {
   /// as one flow group (FlowNetwork::start_flow_group), which the flow network solves exactly
   /// as the separate flows. `weight` identical connections run as one (every group `weight`
   /// times heavier). `done` runs once, after the last flow completed.
-  void connect(int src, int dst, double bytes, std::uint64_t hash, std::function<void()> done,
-               std::uint32_t weight = 1) {
+  template <class Done>
+  void connect(int src, int dst, double bytes, std::uint64_t hash, Done done, std::uint32_t weight = 1) {
     connect_on(routes_->lookup(src, dst, hash, queue_pairs(src, dst)), src, dst, bytes, std::move(done), weight);
   }
 
   /// connect() over the connection's cache entry `entry` (RouteCache::lookup of src, dst, its
-  /// hash and queue_pairs(src, dst)).
-  void connect_on(const RouteCache::Entry& entry, int src, int dst, double bytes, std::function<void()> done,
-                  std::uint32_t weight = 1) {
+  /// hash and queue_pairs(src, dst)). `done` is any callable; the flow's callback holds it
+  /// as it is (one heap allocation at most, none where it fits std::function's inline buffer).
+  template <class Done>
+  void connect_on(const RouteCache::Entry& entry, int src, int dst, double bytes, Done done, std::uint32_t weight = 1) {
     const Time start = sim_.now();
     const int k = queue_pairs(src, dst);
-    auto self = shared_from_this();
     const auto& routes = entry.routes;
     if (routes.size() == 1) {
       const std::uint32_t members = routes.front().members * weight;
       const double share = bytes / k;
+      if (!trace_.on_flow) {  // nothing to trace
+        net_.start_flow_group(routes.front().path, share, members, [done = std::move(done)](engine::FlowId) { done(); });
+        return;
+      }
       net_.start_flow_group(routes.front().path, share, members,
-                            [self, src, dst, share, start, members, done = std::move(done)](engine::FlowId) {
+                            [self = shared_from_this(), src, dst, share, start, members, done = std::move(done)](engine::FlowId) {
                               for (std::uint32_t m = 0; m < members; ++m) self->traced(src, dst, share, start);
                               done();
                             });
@@ -391,6 +455,7 @@ class Collective : public std::enable_shared_from_this<Collective> {
         return;
       }
     }
+    auto self = shared_from_this();
     auto left = std::make_shared<std::size_t>(routes.size());
     auto shared_done = std::make_shared<std::function<void()>>(std::move(done));
     for (const auto& route : routes) {
@@ -538,16 +603,17 @@ class Collective : public std::enable_shared_from_this<Collective> {
 
   // Rings.
   void arm(int r, int i) {
-    rings_[r].armed[i] = 1;
+    rings_[r].at[i].armed = 1;
     advance(r, i);
   }
 
   void advance(int r, int i) {
     Ring& ring = rings_[r];
-    const int k = ring.started[i];
+    Ring::Position& at = ring.at[i];
+    const int k = at.started;
     if (fluid_) {
-      if (!ring.armed[i] || k > 0) return;
-      ring.started[i] = ring.steps;
+      if (!at.armed || k > 0) return;
+      at.started = ring.steps;
       // steps × (step latency + path latency), less the path latency the flow itself adds.
       const int j = ring.next(i);
       Time wait = ring.step_latency * ring.steps;
@@ -555,27 +621,31 @@ class Collective : public std::enable_shared_from_this<Collective> {
       // the connection starts (looked up again only if the cache was emptied meanwhile).
       const RouteCache::Entry* entry =
           &routes_->lookup(ring.gpus[i], ring.gpus[j], ring.hash, queue_pairs(ring.gpus[i], ring.gpus[j]));
-      const std::uint64_t generation = routes_->generation();
       if (ring.steps > 1) wait += entry->latency * (ring.steps - 1);
-      sim_.schedule_in(wait, [self = shared_from_this(), r, i, entry, generation] {
-        const Ring& g = self->rings_[r];
-        const int src = g.gpus[i], dst = g.gpus[g.next(i)];
-        const RouteCache::Entry& e = self->routes_->generation() == generation
-                                         ? *entry
-                                         : self->routes_->lookup(src, dst, g.hash, self->queue_pairs(src, dst));
-        self->connect_on(e, src, dst, g.bytes * g.steps, [self, r, i] {
-          Ring& h = self->rings_[r];
-          const int nj = h.next(i);
-          h.sent[i] = h.steps;
-          h.received[nj] = h.steps;
-          self->check_done(r, i);
-          self->check_done(r, nj);
+      if (live_ == nullptr) {
+        const std::uint64_t generation = routes_->generation();
+        sim_.schedule_in(wait, [self = shared_from_this(), r, i, entry, generation] {
+          self->start_fluid(r, i, entry, generation, [self, r, i] { self->fluid_sent(r, i); });
         });
+        return;
+      }
+      // Registered (set_registry): plain pointers. The registry owns this collective until it
+      // finishes, which is after every position's connection has completed; the completion
+      // takes an owning pointer for its own duration, since it may finish the collective.
+      at.entry = entry;
+      at.entry_generation = routes_->generation();
+      sim_.schedule_in(wait, [c = this, r, i] {
+        const Ring::Position& p = c->rings_[r].at[i];
+        c->start_fluid(r, i, p.entry, p.entry_generation,
+                       [c, r, i] {
+                         const auto hold = c->shared_from_this();
+                         c->fluid_sent(r, i);
+                       });
       });
       return;
     }
-    if (!ring.armed[i] || k >= ring.steps || ring.sent[i] != k || ring.received[i] < k) return;
-    ++ring.started[i];
+    if (!at.armed || k >= ring.steps || at.sent != k || at.received < k) return;
+    ++at.started;
     auto step = [self = shared_from_this(), r, i] {
       const Ring& g = self->rings_[r];
       self->connect(g.gpus[i], g.gpus[g.next(i)], g.bytes, g.hash, [self, r, i] { self->ring_sent(r, i); });
@@ -587,11 +657,32 @@ class Collective : public std::enable_shared_from_this<Collective> {
     }
   }
 
+  /// A fluid ring position's connection, over `entry` while the route cache is at `generation`.
+  template <class Done>
+  void start_fluid(int r, int i, const RouteCache::Entry* entry, std::uint64_t generation, Done done) {
+    const Ring& g = rings_[r];
+    const int src = g.gpus[i], dst = g.gpus[g.next(i)];
+    const RouteCache::Entry& e =
+        routes_->generation() == generation ? *entry : routes_->lookup(src, dst, g.hash, queue_pairs(src, dst));
+    connect_on(e, src, dst, g.bytes * g.steps, std::move(done));
+  }
+
+  /// A fluid ring position's connection has completed: it has sent all its steps and its
+  /// successor has received them.
+  void fluid_sent(int r, int i) {
+    Ring& h = rings_[r];
+    const int nj = h.next(i);
+    h.at[i].sent = h.steps;
+    h.at[nj].received = h.steps;
+    check_done(r, i);
+    check_done(r, nj);
+  }
+
   void ring_sent(int r, int i) {
     Ring& ring = rings_[r];
     const int j = ring.next(i);
-    ++ring.sent[i];
-    ++ring.received[j];
+    ++ring.at[i].sent;
+    ++ring.at[j].received;
     check_done(r, i);
     check_done(r, j);
     advance(r, i);
@@ -600,10 +691,13 @@ class Collective : public std::enable_shared_from_this<Collective> {
 
   void check_done(int r, int i) {
     Ring& ring = rings_[r];
-    if (ring.done[i] || ring.sent[i] != ring.steps || ring.received[i] != ring.steps) return;
-    ring.done[i] = 1;
-    for (const auto& [dr, di] : ring.dependents[i]) {
-      if (--rings_[dr].pending[di] == 0) arm(dr, di);
+    Ring::Position& at = ring.at[i];
+    if (at.done || at.sent != ring.steps || at.received != ring.steps) return;
+    at.done = 1;
+    for (int d = at.first_dependent; d >= 0;) {
+      const Dependency dep = dependencies_[static_cast<std::size_t>(d)];
+      if (--rings_[dep.ring].at[dep.pos].pending == 0) arm(dep.ring, dep.pos);
+      d = dep.next;
     }
     unit_done();
   }
@@ -657,9 +751,23 @@ class Collective : public std::enable_shared_from_this<Collective> {
     unit_done();
   }
 
+  /// Runs the completion callback and leaves the registry; a caller that may get here holds an
+  /// owning pointer of its own, so this collective outlives the call.
   void finish() {
     auto done = std::move(on_done_);
     on_done_ = nullptr;
+    if (live_ != nullptr && live_index_ < live_->size() && (*live_)[live_index_].get() == this) {
+      std::vector<std::shared_ptr<Collective>>& live = *live_;
+      std::shared_ptr<Collective> mine = std::move(live[live_index_]);
+      if (live_index_ + 1 != live.size()) {
+        live[live_index_] = std::move(live.back());
+        live[live_index_]->live_index_ = live_index_;
+      }
+      live.pop_back();
+      live_ = nullptr;
+      if (done) done();
+      return;  // `mine` goes here; the caller's pointer keeps this alive
+    }
     if (done) done();
   }
 
@@ -674,11 +782,19 @@ class Collective : public std::enable_shared_from_this<Collective> {
   bool merge_routes_ = true;
   std::function<void()> on_done_;
   std::vector<Ring> rings_;
+  // Ring positions' dependents (add_dependency): (ring, position) and the next of the same
+  // position's list, -1 at its end.
+  struct Dependency {
+    int ring, pos, next;
+  };
+  std::vector<Dependency> dependencies_;
   std::vector<Tree> trees_;
   std::vector<DirectSend> directs_;
   std::vector<Nvls> nvls_;
   bool direct_stepped_ = true;
   std::size_t units_left_ = 0;
+  std::vector<std::shared_ptr<Collective>>* live_ = nullptr;  // set_registry
+  std::size_t live_index_ = 0;                                  // where launch() put this in *live_
 };
 
 }  // namespace ironlaw::comm::detail
