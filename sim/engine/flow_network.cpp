@@ -34,8 +34,9 @@ double drained_bytes(double rate, Time dt) {
 }  // namespace
 
 // A map of time buckets (≥ 0) to instant indices: open addressing with linear probing, at
-// most half full, backward-shift deletion. One slot read per look-up where a node-based map
-// reads a bucket and a node.
+// most three quarters full (half full took 3 % more memory on a plan layout, no less time),
+// backward-shift deletion. One slot read per look-up where a node-based map reads a bucket
+// and a node.
 class BucketMap {
  public:
   static constexpr std::uint32_t kAbsent = 0xffffffffu;
@@ -55,7 +56,7 @@ class BucketMap {
   }
   /// Adds `key` (absent) with `value`.
   void insert(std::int64_t key, std::uint32_t value) {
-    if (2 * (size_ + 1) > slots_.size()) grow();
+    if (4 * (size_ + 1) > 3 * slots_.size()) grow();
     std::size_t i = home(key);
     while (slots_[i].key != kEmpty) i = (i + 1) & mask_;
     slots_[i] = Slot{key, value};
