@@ -343,6 +343,14 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
     for (auto& [key, h] : head_inputs) r.release(h);
     r.release(root);
     r.release(root_grad);
+    if (stage.torch_pipelining && stage.last) {
+      // The schedule's step() returns the last stage's outputs merged (_merge_outputs: one
+      // torch.cat of output_chunks, torch 2.5-2.6, before the return_outputs flag of 2025);
+      // torchtitan drops the result (train.py: pp_schedule.step(...) unused), so it is alive
+      // only beside the kept outputs it copies, before the optimizer step.
+      int merged = r.alloc(logits * bpe * stage.microbatches, kCompute, "pp merged outputs");
+      r.release(merged);
+    }
     optimizer_step(step == 0);
   }
   StepMemoryPeaks out;

@@ -43,7 +43,9 @@
 ///   the first layer's input, so that layer saves nothing beyond it under full recompute; every
 ///   forward's output, held in output_chunks until the next step's clear_runtime_states (a
 ///   chunk's output is not saved by its last layer); every backward's input gradient, held as
-///   the receive buffer's .grad until the same clear_runtime_states.
+///   the receive buffer's .grad until the same clear_runtime_states; on the last stage, after
+///   the step's last backward, step()'s merged copy of all kept outputs (_merge_outputs, a
+///   torch.cat; torchtitan drops it at once).
 /// - torch.optim (training.framework eager or compile): the optimizer's moments are created in
 ///   the first step() after that step's backward (the master weights exist from the start), and
 ///   foreach AdamW's square roots of every second moment are alive together during each step();

@@ -310,6 +310,26 @@ TEST_CASE("torch pipelining holds a receive buffer per microbatch, every output 
   CHECK(peak(false, true, true) - peak(false, true, false) == Approx(2 * 2 * kLogits).epsilon(1e-9));
 }
 
+TEST_CASE("torch pipelining's step() merges the last stage's outputs: one more copy of every microbatch's logits",
+          "[workload][memory][allocator]") {
+  // torch 2.5-2.6 PipelineScheduleSingle.step returns _merge_outputs(output_chunks) on the last
+  // stage (a torch.cat of the kept outputs); torchtitan drops it. At that moment (every backward
+  // done) the last stage holds its model state, a receive buffer (A) and a kept input gradient
+  // (A) per microbatch, the kept bf16 logits (2 B · V·s) per microbatch and their merged copy
+  // (2 B · V·s more): per microbatch 4·V·s + 2A bytes. With 7 or more microbatches that is the
+  // peak (the first backward holds the kept logits, 12 B per logit of loss buffers for one
+  // microbatch and a few A: 2·m·V·s + 12·V·s + O(m·A)), so one microbatch more adds exactly
+  // 4·V·s + 2A; without the merge it would add 2·V·s + 2A.
+  const auto model = llama3_8b();
+  const auto t = bf16_sgd("full");
+  const auto par = pipeline_of(4);
+  auto peak = [&](int microbatches) {
+    return replay_step_memory(model, t, par, 1, pipeline_rank(2, false, true, microbatches, true), byte_granular()).allocated;
+  };
+  CHECK(peak(8) - peak(7) == Approx(4 * kLogits + 2 * kBoundary).epsilon(1e-9));
+  CHECK(peak(9) - peak(8) == Approx(4 * kLogits + 2 * kBoundary).epsilon(1e-9));
+}
+
 TEST_CASE("FSDP with pipeline parallelism keeps the root unit gathered and its gradients unsharded",
           "[workload][memory][allocator]") {
   // torchtitan wraps each stage's model in fully_shard with reshard_after_forward = not
