@@ -129,7 +129,8 @@ int cmd_run(const Args& args) {
       ("seed", po::value(&seed_text), "root random seed, 0 … 2^64-1 (default: the scenario's seed)")
       ("quiet,q", "print nothing on success")
       ("csv", "print the summary metrics as CSV (name,value,unit) instead of the text summary")
-      ("json", "print the summary metrics as JSON ({\"scenario\", \"metrics\": {name: {value, unit}}})");
+      ("json", "print the summary metrics as JSON ({\"scenario\", \"metrics\": {name: {value, unit}}, and where the "
+               "allocator was replayed \"memory_at_peak\": {\"stage\", \"bytes\": {kind: B}}})");
   Limits limits;
   add_limit_options(opts, limits, false);
   po::variables_map vm;
@@ -229,7 +230,22 @@ int cmd_run(const Args& args) {
   if (vm.count("csv") || vm.count("json")) {
     std::vector<NamedValue> values;
     for (const auto& m : metrics) values.push_back({m.name, m.value, m.unit});
-    std::cout << (vm.count("csv") ? values_csv(values) : values_json(scenario.name, values));
+    if (vm.count("csv")) {
+      std::cout << values_csv(values);
+    } else {
+      std::string json = values_json(scenario.name, values);
+      if (result.memory_peak_stage >= 0) {
+        // What the text summary's "live at the replay's peak" lists: {"stage", "bytes": {kind: B}}.
+        json.erase(json.size() - 2);  // the closing "}\n" of values_json's object
+        json += ", \"memory_at_peak\": {\"stage\": " + std::to_string(result.memory_peak_stage) + ", \"bytes\": {";
+        for (std::size_t i = 0; i < result.memory_peak_ledger.size(); ++i) {
+          const auto& [kind, bytes] = result.memory_peak_ledger[i];
+          json += (i ? ", " : "") + json_string(kind) + ": " + json_number(bytes);
+        }
+        json += "}}}\n";
+      }
+      std::cout << json;
+    }
   } else if (!vm.count("quiet")) {
     std::cout << report::format_summary(scenario, result, whole_ptr);
     std::cout << "\nwrote " << printable(target.string());

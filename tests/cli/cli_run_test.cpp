@@ -145,6 +145,36 @@ TEST_CASE("Llama 3 8B with plain DDP on one node runs out of memory: exit 1, a p
   CHECK(text.find("needs " + fmt_gib(memory_gib(text, "reserved"))) != std::string::npos);
 }
 
+TEST_CASE("run --json gives what is alive at the replay's peak, kind by kind, as the text summary does",
+          "[cli][run][json]") {
+  TempDir dir;
+  const Outcome text = run_ironlaw({"run", kGpt2, "-o", "t.h5"}, dir.path());
+  const Outcome json = run_ironlaw({"run", kGpt2, "-o", "j.h5", "--json"}, dir.path());
+  INFO(text.out << json.out);
+  REQUIRE(text.exit_code == 0);
+  REQUIRE(json.exit_code == 0);
+  const auto at = json.out.find("\"memory_at_peak\": {\"stage\": 0, \"bytes\": {");
+  REQUIRE(at != std::string::npos);
+  // Each "kind": bytes pair of the JSON is the text's line for that kind, in GiB to 0.01.
+  const auto table = text.out.substr(text.out.find("live at the replay's peak"));
+  std::size_t pos = json.out.find('{', json.out.find("\"bytes\"", at)) + 1;
+  int kinds = 0;
+  while (json.out[pos] == '"') {
+    const std::size_t end = json.out.find('"', pos + 1);
+    const std::string kind = json.out.substr(pos + 1, end - pos - 1);
+    const double bytes = number(json.out.substr(end + 3, json.out.find_first_of(",}", end) - end - 3));
+    const auto line = table.find("  " + kind + " ");
+    REQUIRE(line != std::string::npos);
+    const auto words = words_of(table.substr(line, table.find('\n', line) - line));
+    CHECK(number(words[words.size() - 2]) == Approx(bytes / (1024.0 * 1024 * 1024)).margin(0.006));
+    ++kinds;
+    pos = json.out.find_first_of(",}", end);
+    if (json.out[pos] == '}') break;
+    pos += 2;
+  }
+  CHECK(kinds >= 4);  // weights, gradients, optimizer state, saved activations at least
+}
+
 TEST_CASE("run --chrome-trace writes a JSON timeline of complete events", "[cli][run][chrome]") {
   TempDir dir;
   const Outcome r = run_ironlaw({"run", kGpt2, "--trace", "op", "-o", "run.h5", "--chrome-trace", "trace.json"}, dir.path());
