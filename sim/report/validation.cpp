@@ -111,6 +111,31 @@ ValidationRow oom_row(const std::string& label, const run::SimulationResult& r, 
           source, duration};
 }
 
+/// The row of one published figure (`label`, `published` in `unit`, from `source`; a duration
+/// when `duration`) against one step of the scenario at `path`, simulated untraced: a row
+/// "(no scenario)" without a prediction when the file is absent (the tests run a subset that
+/// way); std::logic_error "PATH does not match RUN" when `matches` refuses the loaded scenario
+/// (a drifted file would validate something else); oom_row when the layout does not fit; else
+/// `predict(scenario, result)`. Nothing is fitted per row.
+std::vector<ValidationRow> simulated_row(const std::string& label, double published, const std::string& unit,
+                                         const std::string& source, bool duration, const std::string& path,
+                                         const std::function<bool(const config::Scenario&)>& matches,
+                                         const std::string& run,
+                                         const std::function<double(const config::Scenario&, const run::SimulationResult&)>& predict) {
+  if (!std::filesystem::exists(path)) {
+    return {{label + " (no scenario)", published, std::numeric_limits<double>::quiet_NaN(), unit, source, duration}};
+  }
+  const config::Scenario s = config::load_scenario(path, {"run.steps=1"});
+  if (!matches(s)) throw std::logic_error(path + " does not match " + run);
+  NullSink sink;
+  const auto r = run::simulate(s, sink, run::TraceLevel::none);
+  if (r.out_of_memory) return {oom_row(label, r, published, unit, source, duration)};
+  return {{label, published, predict(s, r), unit, source, duration}};
+}
+
+/// The simulated step time [s]: the prediction of a published iteration time.
+double step_time(const config::Scenario&, const run::SimulationResult& r) { return r.step_time_s; }
+
 /// FLOPs of one iteration as Narayanan et al. (SC'21, §5.1) count them:
 /// 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)), B sequences of s tokens, l layers, hidden h, vocab V.
 /// It includes the recomputation forward of full activation checkpointing (4 passes of the
@@ -137,30 +162,26 @@ ValidationPlan megatron_plan(const std::string& data_dir) {
                            const std::string src =
                                "Narayanan et al. SC'21 Table 1 (../shared/reference/calibration.md); run settings: "
                                "NVIDIA/Megatron-LM examples/sc21/run_table_1.sh";
-                           const double nan = std::numeric_limits<double>::quiet_NaN();
-                           std::string label = std::string("GPT ") + row.params + "B, TP " + std::to_string(row.tp) +
-                                               " PP " + std::to_string(row.pp) + ", " + std::to_string(row.gpus) +
-                                               " GPUs";
-                           if (!std::filesystem::exists(path)) {
-                             return std::vector<ValidationRow>{{label + " (no scenario)", row.tflops, nan, "TFLOP/s", src}};
-                           }
-                           const config::Scenario s = config::load_scenario(path, {"run.steps=1"});
-                           const double seq = s.training.sequence_length;
-                           const double batch = s.training.global_batch_tokens / seq;
-                           // The scenario must be the table's row: a drifted file would validate something else.
-                           if (s.model.layers != row.layers || s.model.hidden != row.hidden ||
-                               s.model.heads != row.heads || s.parallel.tp != row.tp || s.parallel.pp != row.pp ||
-                               s.gpus() != row.gpus || batch != row.batch || seq != 2048 || s.model.vocab != 51200) {
-                             throw std::logic_error(path + " does not match row " + row.file +
-                                                    " of Narayanan et al. Table 1");
-                           }
-                           NullSink sink;
-                           const auto r = run::simulate(s, sink, run::TraceLevel::none);
-                           if (r.out_of_memory) return std::vector<ValidationRow>{oom_row(label, r, row.tflops, "TFLOP/s", src, false)};
-                           const double flops =
-                               megatron_iteration_flops(batch, seq, s.model.layers, s.model.hidden, s.model.vocab);
-                           return std::vector<ValidationRow>{
-                               {label, row.tflops, flops / (r.step_time_s * r.gpus) / 1e12, "TFLOP/s", src}};
+                           const std::string label = std::string("GPT ") + row.params + "B, TP " +
+                                                     std::to_string(row.tp) + " PP " + std::to_string(row.pp) + ", " +
+                                                     std::to_string(row.gpus) + " GPUs";
+                           auto batch_of = [](const config::Scenario& s) {
+                             return s.training.global_batch_tokens / s.training.sequence_length;
+                           };
+                           return simulated_row(
+                               label, row.tflops, "TFLOP/s", src, false, path,
+                               [&](const config::Scenario& s) {
+                                 return s.model.layers == row.layers && s.model.hidden == row.hidden &&
+                                        s.model.heads == row.heads && s.parallel.tp == row.tp && s.parallel.pp == row.pp &&
+                                        s.gpus() == row.gpus && batch_of(s) == row.batch &&
+                                        s.training.sequence_length == 2048 && s.model.vocab == 51200;
+                               },
+                               std::string("row ") + row.file + " of Narayanan et al. Table 1",
+                               [&](const config::Scenario& s, const run::SimulationResult& r) {
+                                 const double flops = megatron_iteration_flops(batch_of(s), s.training.sequence_length,
+                                                                               s.model.layers, s.model.hidden, s.model.vocab);
+                                 return flops / (r.step_time_s * r.gpus) / 1e12;
+                               });
                          }});
   }
   return plan;
@@ -294,28 +315,19 @@ ValidationPlan korthikanti_plan(const std::string& data_dir) {
   for (const auto& row : kKorthikanti) {
     const std::string path = data_dir + "/scenarios/validation/korthikanti-2022/" + row.file + ".yaml";
     plan.jobs.push_back({row.file, [row, path, src] {
-                           const double nan = std::numeric_limits<double>::quiet_NaN();
-                           const std::string label = row.label;
-                           if (!std::filesystem::exists(path)) {
-                             return std::vector<ValidationRow>{{label + " (no scenario)", row.seconds, nan, "s", src, true}};
-                           }
-                           const config::Scenario s = config::load_scenario(path, {"run.steps=1"});
-                           const double seq = s.training.sequence_length;
-                           // The scenario must be the table's row: a drifted file would validate something else.
-                           if (s.model.layers != row.layers || s.model.hidden != row.hidden ||
-                               s.model.heads != row.heads || s.parallel.tp != 8 || s.parallel.pp != row.pp ||
-                               s.gpus() != row.gpus || seq != 2048 ||
-                               s.training.global_batch_tokens / seq != row.batch ||
-                               s.parallel.microbatch_size != row.microbatch ||
-                               s.parallel.sequence_parallel != row.selective ||
-                               s.training.activation_checkpointing != (row.selective ? "selective" : "full")) {
-                             throw std::logic_error(path + " does not match row " + row.file +
-                                                    " of Korthikanti et al. 2022");
-                           }
-                           NullSink sink;
-                           const auto r = run::simulate(s, sink, run::TraceLevel::none);
-                           if (r.out_of_memory) return std::vector<ValidationRow>{oom_row(label, r, row.seconds, "s", src, true)};
-                           return std::vector<ValidationRow>{{label, row.seconds, r.step_time_s, "s", src, true}};
+                           return simulated_row(
+                               row.label, row.seconds, "s", src, true, path,
+                               [&](const config::Scenario& s) {
+                                 const double seq = s.training.sequence_length;
+                                 return s.model.layers == row.layers && s.model.hidden == row.hidden &&
+                                        s.model.heads == row.heads && s.parallel.tp == 8 && s.parallel.pp == row.pp &&
+                                        s.gpus() == row.gpus && seq == 2048 &&
+                                        s.training.global_batch_tokens / seq == row.batch &&
+                                        s.parallel.microbatch_size == row.microbatch &&
+                                        s.parallel.sequence_parallel == row.selective &&
+                                        s.training.activation_checkpointing == (row.selective ? "selective" : "full");
+                               },
+                               std::string("row ") + row.file + " of Korthikanti et al. 2022", step_time);
                          }});
   }
   return plan;
@@ -346,25 +358,18 @@ ValidationPlan mt_nlg_plan(const std::string& data_dir) {
   for (const auto& row : kMtNlg) {
     const std::string path = data_dir + "/scenarios/validation/mt-nlg/" + row.file + ".yaml";
     plan.jobs.push_back({row.file, [row, path, src] {
-                           const double nan = std::numeric_limits<double>::quiet_NaN();
                            const std::string label = "MT-NLG 530B, TP 8 PP 35 DP " + std::to_string(row.nodes * 8 / 280) +
                                                      ", " + std::to_string(row.nodes * 8) + " GPUs, iteration time";
-                           if (!std::filesystem::exists(path)) {
-                             return std::vector<ValidationRow>{{label + " (no scenario)", row.seconds, nan, "s", src, true}};
-                           }
-                           const config::Scenario s = config::load_scenario(path, {"run.steps=1"});
-                           // The scenario must be the published run: a drifted file would validate something else.
-                           if (s.model.layers != 105 || s.model.hidden != 20480 || s.model.heads != 128 ||
-                               s.parallel.tp != 8 || s.parallel.pp != 35 || s.gpus() != row.nodes * 8 ||
-                               s.training.sequence_length != 2048 || s.training.global_batch_tokens != 1920.0 * 2048 ||
-                               s.training.activation_checkpointing != "full") {
-                             throw std::logic_error(path + " does not match MT-NLG's " + std::to_string(row.nodes) +
-                                                    "-server run");
-                           }
-                           NullSink sink;
-                           const auto r = run::simulate(s, sink, run::TraceLevel::none);
-                           if (r.out_of_memory) return std::vector<ValidationRow>{oom_row(label, r, row.seconds, "s", src, true)};
-                           return std::vector<ValidationRow>{{label, row.seconds, r.step_time_s, "s", src, true}};
+                           return simulated_row(
+                               label, row.seconds, "s", src, true, path,
+                               [&](const config::Scenario& s) {
+                                 return s.model.layers == 105 && s.model.hidden == 20480 && s.model.heads == 128 &&
+                                        s.parallel.tp == 8 && s.parallel.pp == 35 && s.gpus() == row.nodes * 8 &&
+                                        s.training.sequence_length == 2048 &&
+                                        s.training.global_batch_tokens == 1920.0 * 2048 &&
+                                        s.training.activation_checkpointing == "full";
+                               },
+                               "MT-NLG's " + std::to_string(row.nodes) + "-server run", step_time);
                          }});
   }
   return plan;
@@ -388,23 +393,15 @@ ValidationPlan bigscience_plan(const std::string& data_dir) {
   const std::string path = data_dir + "/scenarios/validation/bloom/bloom-176b-384gpu.yaml";
   constexpr double kSeconds = 105.22;
   plan.jobs.push_back({"bloom-176b-384gpu", [path, src] {
-                         const double nan = std::numeric_limits<double>::quiet_NaN();
-                         const std::string label = "BLOOM-176B, TP 4 PP 12 DP 8, 384 GPUs, iteration time";
-                         if (!std::filesystem::exists(path)) {
-                           return std::vector<ValidationRow>{{label + " (no scenario)", kSeconds, nan, "s", src, true}};
-                         }
-                         const config::Scenario s = config::load_scenario(path, {"run.steps=1"});
-                         // The scenario must be the logged run: a drifted file would validate something else.
-                         if (s.model.layers != 70 || s.model.hidden != 14336 || s.model.heads != 112 ||
-                             s.model.vocab != 250880 || s.parallel.tp != 4 || s.parallel.pp != 12 || s.gpus() != 384 ||
-                             s.training.sequence_length != 2048 || s.parallel.microbatch_size != 2 ||
-                             s.training.global_batch_tokens != 2048.0 * 2048) {
-                           throw std::logic_error(path + " does not match BigScience's tr11-176B-ml run");
-                         }
-                         NullSink sink;
-                         const auto r = run::simulate(s, sink, run::TraceLevel::none);
-                         if (r.out_of_memory) return std::vector<ValidationRow>{oom_row(label, r, kSeconds, "s", src, true)};
-                         return std::vector<ValidationRow>{{label, kSeconds, r.step_time_s, "s", src, true}};
+                         return simulated_row(
+                             "BLOOM-176B, TP 4 PP 12 DP 8, 384 GPUs, iteration time", kSeconds, "s", src, true, path,
+                             [](const config::Scenario& s) {
+                               return s.model.layers == 70 && s.model.hidden == 14336 && s.model.heads == 112 &&
+                                      s.model.vocab == 250880 && s.parallel.tp == 4 && s.parallel.pp == 12 &&
+                                      s.gpus() == 384 && s.training.sequence_length == 2048 &&
+                                      s.parallel.microbatch_size == 2 && s.training.global_batch_tokens == 2048.0 * 2048;
+                             },
+                             "BigScience's tr11-176B-ml run", step_time);
                        }});
   return plan;
 }
@@ -454,28 +451,20 @@ ValidationPlan nemo_plan(const std::string& data_dir) {
                                " performance summary, DGX-H100 (NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md, "
                                "performance-summary-archive.md; docs.nvidia.com/nemo-framework performance_summary); "
                                "scenarios/validation/nemo/";
-                           const double nan = std::numeric_limits<double>::quiet_NaN();
-                           const std::string label = row.label;
-                           if (!std::filesystem::exists(path)) {
-                             return std::vector<ValidationRow>{{label + " (no scenario)", row.tokens_per_gpu, nan, "tok/s/GPU", src}};
-                           }
-                           const config::Scenario s = config::load_scenario(path, {"run.steps=1"});
-                           const double seq = s.training.sequence_length;
-                           // The scenario must be the table's row: a drifted file would validate something else.
-                           if (s.gpus() != row.gpus || s.parallel.tp != row.tp || s.parallel.pp != row.pp ||
-                               s.parallel.cp != row.cp || s.parallel.virtual_stages != row.vp || seq != row.seq ||
-                               s.training.global_batch_tokens / seq != row.gbs || s.parallel.microbatch_size != row.mbs ||
-                               s.training.precision != "fp8" || s.training.framework != "fused") {
-                             throw std::logic_error(path + " does not match the NeMo row " + row.file);
-                           }
-                           NullSink sink;
-                           const auto r = run::simulate(s, sink, run::TraceLevel::none);
-                           if (r.out_of_memory) {
-                             return std::vector<ValidationRow>{oom_row(label, r, row.tokens_per_gpu, "tok/s/GPU", src, false)};
-                           }
-                           return std::vector<ValidationRow>{{label, row.tokens_per_gpu,
-                                                              s.training.global_batch_tokens / r.step_time_s / r.gpus,
-                                                              "tok/s/GPU", src}};
+                           return simulated_row(
+                               row.label, row.tokens_per_gpu, "tok/s/GPU", src, false, path,
+                               [&](const config::Scenario& s) {
+                                 const double seq = s.training.sequence_length;
+                                 return s.gpus() == row.gpus && s.parallel.tp == row.tp && s.parallel.pp == row.pp &&
+                                        s.parallel.cp == row.cp && s.parallel.virtual_stages == row.vp && seq == row.seq &&
+                                        s.training.global_batch_tokens / seq == row.gbs &&
+                                        s.parallel.microbatch_size == row.mbs && s.training.precision == "fp8" &&
+                                        s.training.framework == "fused";
+                               },
+                               std::string("the NeMo row ") + row.file,
+                               [](const config::Scenario& s, const run::SimulationResult& r) {
+                                 return s.training.global_batch_tokens / r.step_time_s / r.gpus;
+                               });
                          }});
   }
   return plan;

@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <string>
 #include <vector>
@@ -130,6 +131,26 @@ TEST_CASE("megatron-2021 is a known validation case", "[validation][megatron]") 
   CHECK(std::find(names.begin(), names.end(), "torchtitan") != names.end());
   CHECK(std::find(names.begin(), names.end(), "korthikanti-2022") != names.end());
   CHECK(std::find(names.begin(), names.end(), "mt-nlg") != names.end());
+}
+
+TEST_CASE("a validation scenario that drifted from its published row is refused before it is simulated", "[validation]") {
+  // BLOOM's logged run has 70 layers: a file with 71 would validate something else.
+  const fs::path dir = fs::temp_directory_path() / ("ironlaw-drift-" + std::to_string(::getpid()));
+  fs::create_directories(dir / "scenarios" / "validation" / "bloom");
+  fs::create_directory_symlink(fs::path(kRepo) / "topologies", dir / "topologies");
+  std::ifstream in(fs::path(kRepo) / "scenarios/validation/bloom/bloom-176b-384gpu.yaml");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto at = text.find("  layers: 70\n");
+  REQUIRE(at != std::string::npos);
+  text.replace(at, std::string("  layers: 70\n").size(), "  layers: 71\n");
+  std::ofstream(dir / "scenarios/validation/bloom/bloom-176b-384gpu.yaml") << text;
+  try {
+    report::run_validation("bigscience", dir.string());
+    FAIL("a drifted scenario was validated");
+  } catch (const std::logic_error& e) {
+    CHECK(std::string(e.what()).find("does not match BigScience's tr11-176B-ml run") != std::string::npos);
+  }
+  fs::remove_all(dir);
 }
 
 TEST_CASE("the mt-nlg case gives MT-NLG's three published iteration times as durations", "[validation]") {
