@@ -233,18 +233,17 @@ int cmd_run(const Args& args) {
     if (vm.count("csv")) {
       std::cout << values_csv(values);
     } else {
-      std::string json = values_json(scenario.name, values);
+      std::string peak;
       if (result.memory_peak_stage >= 0) {
         // What the text summary's "live at the replay's peak" lists: {"stage", "bytes": {kind: B}}.
-        json.erase(json.size() - 2);  // the closing "}\n" of values_json's object
-        json += ", \"memory_at_peak\": {\"stage\": " + std::to_string(result.memory_peak_stage) + ", \"bytes\": {";
+        peak = ", \"memory_at_peak\": {\"stage\": " + std::to_string(result.memory_peak_stage) + ", \"bytes\": {";
         for (std::size_t i = 0; i < result.memory_peak_ledger.size(); ++i) {
           const auto& [kind, bytes] = result.memory_peak_ledger[i];
-          json += (i ? ", " : "") + json_string(kind) + ": " + json_number(bytes);
+          peak += (i ? ", " : "") + json_string(kind) + ": " + json_number(bytes);
         }
-        json += "}}}\n";
+        peak += "}}";
       }
-      std::cout << json;
+      std::cout << values_json(scenario.name, values, peak);
     }
   } else if (!vm.count("quiet")) {
     std::cout << report::format_summary(scenario, result, whole_ptr);

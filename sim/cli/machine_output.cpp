@@ -57,14 +57,15 @@ std::string values_csv(const std::vector<NamedValue>& values) {
   return out;
 }
 
-std::string values_json(const std::string& scenario, const std::vector<NamedValue>& values) {
+std::string values_json(const std::string& scenario, const std::vector<NamedValue>& values,
+                        const std::string& members) {
   std::string out = "{\"scenario\": " + json_string(scenario) + ", \"metrics\": {";
   for (std::size_t i = 0; i < values.size(); ++i) {
     if (i) out += ", ";
     out += json_string(values[i].name) + ": {\"value\": " + json_number(values[i].value) +
            ", \"unit\": " + json_string(values[i].unit) + "}";
   }
-  return out + "}}\n";
+  return out + "}" + members + "}\n";
 }
 
 }  // namespace ironlaw::cli

@@ -28,7 +28,9 @@ struct NamedValue {
 
 /// "name,value,unit" then one line per value.
 std::string values_csv(const std::vector<NamedValue>& values);
-/// {"scenario": NAME, "metrics": {"name": {"value": v, "unit": "u"}, ...}} and a newline.
-std::string values_json(const std::string& scenario, const std::vector<NamedValue>& values);
+/// {"scenario": NAME, "metrics": {"name": {"value": v, "unit": "u"}, ...}} and a newline;
+/// `members`, when not empty, is appended inside the object after "metrics" (", \"key\": ...").
+std::string values_json(const std::string& scenario, const std::vector<NamedValue>& values,
+                        const std::string& members = "");
 
 }  // namespace ironlaw::cli
