@@ -41,7 +41,9 @@ void build_ring(Collective& c, CollectiveOp op, const CollectiveCall& call, doub
 }
 
 /// Hierarchical: per slice, phases alternate between intra-node rings (one per node, over
-/// NVLink) and inter-node rings (one per local index, each over its own NIC).
+/// NVLink) and inter-node rings (one per local index, each over its own NIC). Fluid, one ring
+/// per phase and node (or local index) carries every slice, the phases pipelined
+/// (Collective::add_pipelined_dependency) rather than one ring per slice and phase.
 void build_hierarchical(Collective& c, CollectiveOp op, const std::vector<std::vector<int>>& groups, double bytes,
                         const hardware::Cluster& cluster, Time intra_latency, Time inter_latency) {
   struct Phase {
@@ -71,13 +73,21 @@ void build_hierarchical(Collective& c, CollectiveOp op, const std::vector<std::v
   }
   // first_ring[s][p]: index of the first ring of phase p of slice s; intra rings are indexed by
   // node m (position = local index l), inter rings by local index l (position = node m).
-  std::vector<std::vector<int>> first_ring(static_cast<std::size_t>(slices));
+  // Fluid, one ring per phase carries every slice (see the function's comment) where the two
+  // phases run on different links (NVLink, then the NICs, or back). Not all-reduce: its first
+  // and last phases share the NVLinks, and a pipelined last phase, not paced by the slices
+  // coming through, would take NVLink share from the first while it still has slices to send
+  // (+6 % against the stepped form on two contended all-reduces, where per-slice rings give
+  // −0.2 %: the fluid-vs-stepped test).
+  const bool pipelined = c.fluid() && slices > 1 && phases.size() == 2;
+  const int built = pipelined ? 1 : slices;  // slices built as rings of their own
+  std::vector<std::vector<int>> first_ring(static_cast<std::size_t>(built));
   auto where = [&](int s, int p, int m, int l) -> std::pair<int, int> {
     const int base = first_ring[s][p];
     return phases[p].intra ? std::pair{base + m, l} : std::pair{base + l, m};
   };
   std::uint64_t hash = 0;
-  for (int s = 0; s < slices; ++s) {
+  for (int s = 0; s < built; ++s) {
     for (std::size_t p = 0; p < phases.size(); ++p) {
       first_ring[s].push_back(-1);
       const Phase& ph = phases[p];
@@ -89,20 +99,24 @@ void build_hierarchical(Collective& c, CollectiveOp op, const std::vector<std::v
         } else {
           for (int m = 0; m < nodes; ++m) members.push_back(groups[m][k]);
         }
-        const int id = c.add_ring(std::move(members), ph.steps, ph.step_bytes, hash++,
-                                  ph.intra ? intra_latency : inter_latency);
+        const int id = c.add_ring(std::move(members), ph.steps * (pipelined ? slices : 1), ph.step_bytes, hash++,
+                                  ph.intra ? intra_latency : inter_latency, pipelined ? slices : 1);
         if (k == 0) first_ring[s][p] = id;
       }
     }
   }
-  for (int s = 0; s < slices; ++s) {
+  for (int s = 0; s < built; ++s) {
     for (int p = 0; p < static_cast<int>(phases.size()); ++p) {
       for (int m = 0; m < nodes; ++m) {
         for (int l = 0; l < local; ++l) {
           const auto [r, i] = where(s, p, m, l);
           if (p > 0) {
             const auto [br, bi] = where(s, p - 1, m, l);
-            c.add_dependency(br, bi, r, i);
+            if (pipelined) {
+              c.add_pipelined_dependency(br, bi, r, i);
+            } else {
+              c.add_dependency(br, bi, r, i);
+            }
           }
           if (s > 0) {
             const auto [br, bi] = where(s - 1, p, m, l);

@@ -94,6 +94,9 @@ class RouteCache {
     std::vector<Route> routes;
     Merged merged;
     Time latency;  // of routes.front().path (queue pair 0 is hashed as a one-flow connection)
+    // The connection's rate alone on the network: over every link its queue pairs cross, the
+    // link's bandwidth over the share of the connection's flows crossing it (bytes/s).
+    double bandwidth = 0;
   };
   /// All of a connection's cached facts (see connection()). The reference stays valid while
   /// generation() is unchanged (the cache only ever drops entries all at once, to bound memory).
@@ -149,6 +152,7 @@ class RouteCache {
     }
     merge(routes, fresh.merged);
     for (auto link : routes.front().path) fresh.latency += net_.link_latency(link);
+    fresh.bandwidth = alone_bandwidth(routes, queue_pairs);
     return fresh;
   }
 
@@ -160,6 +164,27 @@ class RouteCache {
     h *= 0xff51afd7ed558ccdull;
     h ^= h >> 33;
     return static_cast<std::size_t>(h) & mask;
+  }
+
+  // A connection's rate with nothing else on the network: its `queue_pairs` equal flows over
+  // `routes` are limited by the link where bandwidth / (flows crossing it / queue_pairs) is least.
+  double alone_bandwidth(const std::vector<Route>& routes, int queue_pairs) const {
+    std::vector<std::pair<engine::LinkId, std::uint32_t>> crossing;  // link, flows on it
+    for (const Route& r : routes) {
+      for (auto link : r.path) {
+        auto it = std::find_if(crossing.begin(), crossing.end(), [&](const auto& c) { return c.first == link; });
+        if (it == crossing.end()) {
+          crossing.emplace_back(link, r.members);
+        } else {
+          it->second += r.members;
+        }
+      }
+    }
+    double rate = std::numeric_limits<double>::infinity();
+    for (const auto& [link, flows] : crossing) {
+      rate = std::min(rate, net_.link_bandwidth(link) * queue_pairs / flows);
+    }
+    return rate;
   }
 
   // Doubles the table (at least 1,024 slots) and puts every entry back.
@@ -223,13 +248,18 @@ struct Ring {
     int first_dependent = -1;  // its dependents: a list in Collective's dependency table, in
     int last_dependent = -1;   // the order they were added
     char armed = 0, done = 0;
+    // Fluid pipelined dependencies (add_pipelined_dependency): the upstream completions its
+    // send still waits for, and whether its own connection has completed meanwhile.
+    int gates = 0;
+    char flow_done = 0;
     // Fluid: its connection's cache entry, looked up when it armed, and the route cache's
     // generation then (the entry is looked up again if the cache was emptied since).
     const RouteCache::Entry* entry = nullptr;
     std::uint64_t entry_generation = 0;
   };
   std::vector<int> gpus;
-  int steps = 0;
+  int steps = 0;            // of all its slices
+  int slices = 1;           // pipeline slices it carries one after another (steps / slices each)
   double bytes = 0;
   std::uint64_t hash = 0;  // ECMP flow hash base of this ring's flows
   Time step_latency;       // before each step (the protocol's, over this ring's links)
@@ -301,6 +331,7 @@ class Collective : public std::enable_shared_from_this<Collective> {
   /// Fluid rings: each ring position sends all its steps' bytes as one connection, after the
   /// latency of all its steps (see RingModel::fluid).
   void set_fluid(bool fluid) { fluid_ = fluid; }
+  bool fluid() const { return fluid_; }
   /// Whether a connection's queue pairs on several routes run as one multi-route group
   /// (FlowNetwork::start_flow_routes: exact, it splits where their rates part) instead of one
   /// flow group per route. Not while a flow trace is on, which records every queue pair's flow
@@ -318,17 +349,49 @@ class Collective : public std::enable_shared_from_this<Collective> {
   int add_ring(std::vector<int> gpus, int steps, double bytes, std::uint64_t hash) {
     return add_ring(std::move(gpus), steps, bytes, hash, step_latency_);
   }
-  /// A ring whose steps each wait `step_latency` (a protocol's, over the ring's kind of link).
-  int add_ring(std::vector<int> gpus, int steps, double bytes, std::uint64_t hash, Time step_latency) {
+  /// A ring whose steps each wait `step_latency` (a protocol's, over the ring's kind of link);
+  /// it carries `slices` pipeline slices of steps / slices steps each, one after another
+  /// (fluid only, for add_pipelined_dependency; `steps` a multiple of `slices`).
+  int add_ring(std::vector<int> gpus, int steps, double bytes, std::uint64_t hash, Time step_latency, int slices = 1) {
+    if (slices < 1 || steps % slices != 0 || (slices > 1 && !fluid_)) {
+      throw std::invalid_argument("Collective::add_ring: slices must be ≥ 1, divide the steps, and be fluid");
+    }
     rings_.emplace_back(std::move(gpus), steps, bytes, hash);
     rings_.back().step_latency = step_latency;
+    rings_.back().slices = slices;
     units_left_ += rings_.back().gpus.size();
     return static_cast<int>(rings_.size()) - 1;
   }
   /// Position (after_ring, after_pos) may start only once (before_ring, before_pos) finished.
   void add_dependency(int before_ring, int before_pos, int after_ring, int after_pos) {
+    link_dependency(before_ring, before_pos, after_ring, after_pos, false);
+  }
+  /// Fluid slices pipelined through two phases of one GPU (both rings carry the same number S
+  /// of slices): (after_ring, after_pos) carries slice k once (before_ring, before_pos) has
+  /// passed it on. With d_b and d_a the times one slice takes at each position alone on the
+  /// network (steps per slice × (step latency + path latency + step bytes / the connection's
+  /// rate alone, RouteCache::Entry::bandwidth)):
+  /// - the after position is armed d_b + (S − 1)·max(0, d_b − d_a) after the before position
+  ///   was armed: once the first slice has come through, and, behind a slower phase, as late as
+  ///   still lets it finish with the last slice, so that its one connection never runs ahead
+  ///   of the slices reaching it (taking link share that the sliced form leaves to others);
+  /// - its connection, though it may drain sooner, completes no earlier than d_a after the
+  ///   before position completed (the last slice still has to pass).
+  /// With steady durations both give the pipeline's exact Σ d + (S − 1)·max d. While other
+  /// traffic changes the shares, d_b and d_a are the uncontended estimates, as the fluid ring's
+  /// steps are one flow: the fluid-vs-stepped test bounds the difference (5 %).
+  void add_pipelined_dependency(int before_ring, int before_pos, int after_ring, int after_pos) {
+    if (!fluid_ || rings_[before_ring].slices != rings_[after_ring].slices) {
+      throw std::invalid_argument("Collective::add_pipelined_dependency: fluid rings of equal slices only");
+    }
+    link_dependency(before_ring, before_pos, after_ring, after_pos, true);
+    ++rings_[after_ring].at[after_pos].gates;
+  }
+
+ private:
+  void link_dependency(int before_ring, int before_pos, int after_ring, int after_pos, bool pipelined) {
     const int index = static_cast<int>(dependencies_.size());
-    dependencies_.push_back(Dependency{after_ring, after_pos, -1});
+    dependencies_.push_back(Dependency{after_ring, after_pos, -1, pipelined});
     Ring::Position& before = rings_[before_ring].at[before_pos];
     if (before.last_dependent < 0) {
       before.first_dependent = index;
@@ -338,6 +401,8 @@ class Collective : public std::enable_shared_from_this<Collective> {
     before.last_dependent = index;
     ++rings_[after_ring].at[after_pos].pending;
   }
+
+ public:
   void add_tree(Tree tree) {
     if (tree.gpus.size() < 2) return;
     tree.reset_counters();
@@ -603,8 +668,40 @@ class Collective : public std::enable_shared_from_this<Collective> {
 
   // Rings.
   void arm(int r, int i) {
-    rings_[r].at[i].armed = 1;
+    Ring::Position& at = rings_[r].at[i];
+    at.armed = 1;
     advance(r, i);
+    // Pipelined dependents are armed once this position's first slice has come through.
+    for (int d = at.first_dependent; d >= 0; d = dependencies_[static_cast<std::size_t>(d)].next) {
+      const Dependency dep = dependencies_[static_cast<std::size_t>(d)];
+      if (!dep.pipelined) continue;
+      const Time up = slice_time(r, i), down = slice_time(dep.ring, dep.pos);
+      const int more = rings_[r].slices - 1;
+      later(up + (up > down ? (up - down) * more : Time::zero()), [](Collective& c, int ar, int ai) {
+        if (--c.rings_[ar].at[ai].pending == 0) c.arm(ar, ai);
+      }, dep.ring, dep.pos);
+    }
+  }
+
+  /// One slice's time at ring r's position i alone on the network (add_pipelined_dependency).
+  Time slice_time(int r, int i) {
+    const Ring& ring = rings_[r];
+    const int src = ring.gpus[i], dst = ring.gpus[ring.next(i)];
+    const RouteCache::Entry& e = routes_->lookup(src, dst, ring.hash, queue_pairs(src, dst));
+    const int steps = ring.steps / ring.slices;
+    return (ring.step_latency + e.latency) * steps + Time::from_seconds(steps * ring.bytes / e.bandwidth);
+  }
+
+  /// Runs f(*this, a, b) `delay` from now. Registered (set_registry), the event holds a plain
+  /// pointer: every event this schedules runs before the collective finishes (a fill before
+  /// its dependent is armed, a gate before its position can be done).
+  template <class F>
+  void later(Time delay, F, int a, int b) {
+    if (live_ != nullptr) {
+      sim_.schedule_in(delay, [c = this, a, b] { F{}(*c, a, b); });
+    } else {
+      sim_.schedule_in(delay, [self = shared_from_this(), a, b] { F{}(*self, a, b); });
+    }
   }
 
   void advance(int r, int i) {
@@ -670,6 +767,11 @@ class Collective : public std::enable_shared_from_this<Collective> {
   /// A fluid ring position's connection has completed: it has sent all its steps and its
   /// successor has received them.
   void fluid_sent(int r, int i) {
+    Ring::Position& at = rings_[r].at[i];
+    if (at.gates > 0) {  // the last slice has not come through upstream yet
+      at.flow_done = 1;
+      return;
+    }
     Ring& h = rings_[r];
     const int nj = h.next(i);
     h.at[i].sent = h.steps;
@@ -696,7 +798,15 @@ class Collective : public std::enable_shared_from_this<Collective> {
     at.done = 1;
     for (int d = at.first_dependent; d >= 0;) {
       const Dependency dep = dependencies_[static_cast<std::size_t>(d)];
-      if (--rings_[dep.ring].at[dep.pos].pending == 0) arm(dep.ring, dep.pos);
+      if (dep.pipelined) {
+        // The dependent's send completes no earlier than one of its slices after this.
+        later(slice_time(dep.ring, dep.pos), [](Collective& c, int gr, int gi) {
+          Ring::Position& p = c.rings_[gr].at[gi];
+          if (--p.gates == 0 && p.flow_done) c.fluid_sent(gr, gi);
+        }, dep.ring, dep.pos);
+      } else if (--rings_[dep.ring].at[dep.pos].pending == 0) {
+        arm(dep.ring, dep.pos);
+      }
       d = dep.next;
     }
     unit_done();
@@ -786,6 +896,7 @@ class Collective : public std::enable_shared_from_this<Collective> {
   // position's list, -1 at its end.
   struct Dependency {
     int ring, pos, next;
+    bool pipelined;  // add_pipelined_dependency
   };
   std::vector<Dependency> dependencies_;
   std::vector<Tree> trees_;
