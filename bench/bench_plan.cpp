@@ -97,6 +97,8 @@ void bench_plan_llama3_70b() {
   put("pruned_invalid", static_cast<double>(res.pruned_invalid), "layouts");
   put("pruned_not_simulated", static_cast<double>(res.pruned_not_simulated), "layouts");
   put("pruned_out_of_memory", static_cast<double>(res.pruned_memory), "layouts");
+  put("memory_replayed", static_cast<double>(res.memory_replayed), "layouts");
+  put("memory_rescued", static_cast<double>(res.memory_rescued), "layouts");
   put("ranked_by_predictor", static_cast<double>(res.survivors), "layouts");
   put("discarded_by_predictor", static_cast<double>(res.survivors - res.simulated - res.failed), "layouts");
   put("simulated", static_cast<double>(res.simulated), "layouts");

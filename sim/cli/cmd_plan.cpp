@@ -459,7 +459,9 @@ int cmd_plan(const Args& args) {
                       ", \"enumerated\": " + std::to_string(res.enumerated) + ", \"pruned_invalid\": " +
                       std::to_string(res.pruned_invalid) + ", \"pruned_not_simulated\": " +
                       std::to_string(res.pruned_not_simulated) + ", \"pruned_memory\": " +
-                      std::to_string(res.pruned_memory) + ", \"predicted\": " + std::to_string(res.survivors) +
+                      std::to_string(res.pruned_memory) + ", \"memory_replayed\": " + std::to_string(res.memory_replayed) +
+                      ", \"memory_rescued\": " + std::to_string(res.memory_rescued) +
+                      ", \"predicted\": " + std::to_string(res.survivors) +
                       ", \"simulated\": " + std::to_string(res.simulated) + ", \"shared\": " +
                       std::to_string(res.shared) + ", \"step_simulations\": " + std::to_string(res.step_simulations) +
                       ", \"agreement\": {\"top_choice\": " +
@@ -494,9 +496,11 @@ int cmd_plan(const Args& args) {
     if (q.goal == report::PlanQuestion::Goal::budget) std::printf(" of %.0f USD at %g USD/GPU-h", q.budget_usd, price);
     std::printf("\nlayouts: %zu enumerated, %zu refused by the loader's checks, %zu not simulated by the run layer, "
                 "%zu out of memory; %zu ranked by the predictor, %zu simulated (%zu step simulations: %zu "
-                "layouts took the step of their ZeRO-1 twin)\n",
+                "layouts took the step of their ZeRO-1 twin)\n"
+                "memory: the %zu best-predicted layouts checked as the simulation checks them (allocator replay); "
+                "%zu of them fit though the per-term total exceeds HBM\n",
                 res.enumerated, res.pruned_invalid, res.pruned_not_simulated, res.pruned_memory, res.survivors,
-                res.simulated, res.step_simulations, res.shared);
+                res.simulated, res.step_simulations, res.shared, res.memory_replayed, res.memory_rescued);
     std::printf("pruned by:");
     std::vector<std::pair<std::string, std::size_t>> reasons(res.prune_reasons.begin(), res.prune_reasons.end());
     std::stable_sort(reasons.begin(), reasons.end(), [](const auto& a, const auto& b) { return a.second > b.second; });

@@ -120,16 +120,22 @@ int stride_of(const config::Scenario& s, const std::string& dim) {
   return stride;
 }
 
-/// The run layer's memory per GPU for `s` and `lay`: workload::memory_per_gpu with the
-/// schedule's activations in flight on stage 0 — what run::simulate() compares with HBM.
+/// The run layer's per-term memory per GPU for `s` and `lay`: workload::memory_per_gpu with
+/// the schedule's activations in flight on stage 0 and the model state sharded over dp × cp,
+/// as run::simulate_memory() computes SimulationResult::memory. Where the device has allocator
+/// rules the simulation compares the allocator replay of every stage with HBM instead, which
+/// can be lower or higher (plan() checks the candidates it may simulate with that replay).
 double memory_of(const config::Scenario& s, const run::Layout& lay) {
   const double in_flight = run::in_flight_microbatches(s.parallel.pp_schedule, 0, lay.pp, lay.microbatches,
                                                        lay.virtual_stages);
   config::TrainingSpec per_rank = s.training;
   per_rank.sequence_length = s.training.sequence_length / lay.cp;
-  return workload::memory_per_gpu(s.model, per_rank, s.parallel, lay.dp, static_cast<int>(std::ceil(in_flight)))
+  return workload::memory_per_gpu(s.model, per_rank, s.parallel, lay.dp * lay.cp, static_cast<int>(std::ceil(in_flight)))
       .total();
 }
+
+/// A row pruned by memory_of() alone (its status as enumerate_layouts() writes it).
+bool over_by_static_memory(const PlanRow& r) { return r.status.rfind("out of memory: ", 0) == 0; }
 
 std::vector<int> powers_of_two_up_to(int limit) {
   std::vector<int> out;
@@ -528,9 +534,15 @@ PlanResult plan(const config::Scenario& base, const PlanSpace& space, const Plan
 
   // Predict every survivor; identical pass shapes share their op timings through the workload
   // layer's pure functions, so each prediction is O(ops of a layer).
+  // Rows over HBM by the per-term total are predicted too: the simulation's own check (the
+  // allocator replay) decides for those that could be chosen (below).
   std::vector<std::size_t> alive;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     PlanRow& r = rows[i];
+    if (over_by_static_memory(r)) {
+      alive.push_back(i);
+      continue;
+    }
     if (r.status != "predicted") {
       out.prune_reasons[reason_class(r.status)]++;
       if (r.status.rfind("invalid", 0) == 0) ++out.pruned_invalid;
@@ -558,7 +570,6 @@ PlanResult plan(const config::Scenario& base, const PlanSpace& space, const Plan
     work();
     for (auto& t : pool) t.join();
   }
-  out.survivors = alive.size();
   auto predicted_key = [&](const PlanRow& r) {
     const double gpu_h = r.predicted_days * 24 * r.gpus;
     const double cost = gpu_h * q.price_per_gpu_hour;
@@ -568,6 +579,55 @@ PlanResult plan(const config::Scenario& base, const PlanSpace& space, const Plan
   // Stable sort: ties keep the enumeration order, so the ranking is deterministic.
   std::stable_sort(alive.begin(), alive.end(),
                    [&](std::size_t a, std::size_t b) { return predicted_key(rows[a]) < predicted_key(rows[b]); });
+
+  // The memory check the simulation starts with (run::simulate_memory: where the device has
+  // allocator rules, the allocator replay of every pipeline stage against HBM), in predicted
+  // order, until every GPU count has top_k rows that pass it — the rows the choice below can
+  // take. The per-term total of the enumeration neither bounds the replay from above nor from
+  // below (Llama 3 70B on 1,024–8,192 H100s: 1,434 layouts over HBM by the total fit the replay,
+  // up to 1.37 × HBM by the total; 248 under it do not), and a replay costs ~3 ms, too much for
+  // every candidate. Further down the ranking, a row over HBM by the total stays pruned (its
+  // status says by which estimate) and the others stay predicted, unchecked.
+  {
+    std::map<int, std::size_t> fitting, counts;
+    for (std::size_t i : alive) counts.emplace(rows[i].gpus, 0);
+    std::size_t complete = 0;  // GPU counts with top_k checked rows that fit
+    std::vector<std::size_t> kept;
+    config::Scenario s = base;
+    for (std::size_t i : alive) {
+      PlanRow& r = rows[i];
+      if (complete == counts.size() || fitting[r.gpus] >= top_k) {
+        if (over_by_static_memory(r)) {
+          out.prune_reasons[reason_class(r.status)]++;
+          ++out.pruned_memory;
+        } else {
+          kept.push_back(i);
+        }
+        continue;
+      }
+      apply(s, r);
+      s.parallel.dp = r.dp;
+      const run::SimulationResult m = run::simulate_memory(s);
+      ++out.memory_replayed;
+      if (m.out_of_memory) {
+        char buf[128];
+        std::snprintf(buf, sizeof buf, "out of memory: %.1f GiB per GPU reserved (the simulation's check) > %.1f GiB",
+                      m.memory_reserved / 1073741824.0, m.hbm_bytes / 1073741824.0);
+        r.status = buf;
+        out.prune_reasons[reason_class(r.status)]++;
+        ++out.pruned_memory;
+        continue;
+      }
+      if (over_by_static_memory(r)) {
+        r.status = "predicted";
+        ++out.memory_rescued;
+      }
+      kept.push_back(i);
+      if (++fitting[r.gpus] == top_k) ++complete;
+    }
+    alive = std::move(kept);
+  }
+  out.survivors = alive.size();
   for (std::size_t j = 0; j < alive.size(); ++j) rows[alive[j]].predicted_rank = static_cast<int>(j + 1);
 
   // Which K to simulate. For a deadline the answer turns on one GPU count, and a predictor a

@@ -114,6 +114,11 @@ struct PlanResult {
   std::size_t pruned_invalid = 0;       ///< refused by the loader's checks
   std::size_t pruned_not_simulated = 0; ///< refused by the run layer
   std::size_t pruned_memory = 0;        ///< out of HBM
+  /// Rows checked with the simulation's own memory check (plan(): the predicted best, until
+  /// every GPU count has top_k that fit), and how many of them the per-term total had put over
+  /// HBM although they fit.
+  std::size_t memory_replayed = 0;
+  std::size_t memory_rescued = 0;
   std::size_t survivors = 0;            ///< ranked by the predictor
   std::size_t simulated = 0;
   std::size_t failed = 0;               ///< chosen for simulation but refused or failed there

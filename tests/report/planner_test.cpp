@@ -365,3 +365,45 @@ TEST_CASE("a simulated row travels as text bit for bit and a damaged text is ref
   CHECK_THROWS_AS(ironlaw::report::decode_simulated(text + "x", back), std::runtime_error);
   CHECK_THROWS_AS(ironlaw::report::decode_simulated("99999999999999999999999:ok", back), std::runtime_error);
 }
+
+TEST_CASE("plan decides its best candidates' memory as the simulation does, not by the per-term total",
+          "[report][planner]") {
+  // torchtitan's Llama 3.1 405B row (FSDP 8 x TP 8 x PP 8, 1F1B, full recompute, Float8): its
+  // allocator replay reserves less than the per-term total of memory_per_gpu (which holds every
+  // term at once on stage 0). On a device whose HBM lies between the two, the layout runs in the
+  // simulation; the enumeration's total prunes it, and plan() must take it back.
+  auto base = ironlaw::config::load_scenario(repo("scenarios/validation/tt-405b-512gpu-1f1b.yaml"),
+                                             {"output.path=none", "parallel.async_tp=false"});
+  const auto own = ironlaw::run::simulate_memory(base);
+  REQUIRE(own.memory_reserved < own.memory.total());
+  base.topology.device.hbm_bytes = (own.memory_reserved + own.memory.total()) / 2;
+  PlanSpace sp = narrow();
+  sp.gpus = {512};
+  sp.tp = {8};
+  sp.pp = {8};
+  sp.zero = {3};
+  sp.microbatch_size = {4};
+  sp.recompute = {"full"};
+  sp.precisions = {"fp8"};
+  sp.sequence_parallel = {1};
+  const auto rows = ironlaw::report::enumerate_layouts(base, sp);
+  REQUIRE(rows.size() == 1);
+  INFO(rows[0].status);
+  CHECK(rows[0].status.starts_with("out of memory: "));  // by the total
+  PlanQuestion q;
+  // No step simulation: the rows the plan would simulate are left as they are.
+  const auto skip = [](std::vector<PlanRow>&, const std::function<void(PlanRow&)>&) { return true; };
+  const auto res = ironlaw::report::plan(base, sp, q, 1, 1, skip);
+  CHECK(res.memory_replayed == 1);
+  CHECK(res.memory_rescued == 1);
+  CHECK(res.pruned_memory == 0);
+  CHECK(res.survivors == 1);
+  // Below the replay's figure it stays pruned, and its status now quotes the simulation's check.
+  base.topology.device.hbm_bytes = own.memory_reserved * 0.99;
+  const auto over = ironlaw::report::plan(base, sp, q, 1, 1, skip);
+  CHECK(over.memory_replayed == 1);
+  CHECK(over.memory_rescued == 0);
+  CHECK(over.pruned_memory == 1);
+  REQUIRE(over.rows.size() == 1);
+  CHECK(over.rows[0].status.find("the simulation's check") != std::string::npos);
+}
