@@ -481,12 +481,19 @@ std::vector<PlanRow> enumerate_layouts(const config::Scenario& base, const PlanS
                           r.sequence_parallel = seqpar != 0;
                           r.recompute = rc;
                           r.precision = prec;
-                          if (!verdict.empty()) {
-                            r.status = verdict;
-                            rows.push_back(std::move(r));
-                            continue;
-                          }
                           apply(s, r);
+                          if (!verdict.empty()) {
+                            // The shape failed with the first value of the inner axes; the
+                            // check may turn on one of them (parallel.async_tp needs
+                            // sequence parallelism): this row is checked with its own values.
+                            const auto own = config::recheck_scenario(s);
+                            if (!own.empty()) {
+                              r.status = "invalid: " + first_problem(own, "refused");
+                              rows.push_back(std::move(r));
+                              continue;
+                            }
+                            r.dp = s.parallel.dp;
+                          }
                           s.parallel.dp = r.dp;
                           try {
                             lay = run::resolve_layout(s);

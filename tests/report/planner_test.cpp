@@ -407,3 +407,33 @@ TEST_CASE("plan decides its best candidates' memory as the simulation does, not 
   REQUIRE(over.rows.size() == 1);
   CHECK(over.rows[0].status.find("the simulation's check") != std::string::npos);
 }
+
+TEST_CASE("a row the loader accepts with its own values is not refused for the first value of an inner axis",
+          "[report][planner]") {
+  // AsyncTP fuses sequence parallelism's collectives, so the loader refuses it without sequence
+  // parallelism (config/validate.cpp, which also wants torch.compile). A search over sequence parallelism {off, on} checks each
+  // layout shape first with the axis's first value (off): the rows with it on must be judged
+  // with their own value, and only the rows with it off refused for it.
+  auto base = tiny();
+  base.parallel.async_tp = true;
+  base.training.framework = "compile";  // AsyncTP is an inductor pass
+  PlanSpace sp = narrow();
+  sp.tp = {2};
+  sp.sequence_parallel = {0, 1};
+  const auto rows = ironlaw::report::enumerate_layouts(base, sp);
+  REQUIRE(rows.size() == 2);
+  int off = 0, on = 0;
+  for (const auto& r : rows) {
+    INFO(r.layout() << ": " << r.status);
+    if (r.sequence_parallel) {
+      ++on;
+      CHECK(r.status == "predicted");
+      CHECK(r.dp == 4);  // 8 GPUs / tp 2
+    } else {
+      ++off;
+      CHECK(r.status.starts_with("invalid: parallel.async_tp"));
+    }
+  }
+  CHECK(off == 1);
+  CHECK(on == 1);
+}
