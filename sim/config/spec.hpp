@@ -315,6 +315,10 @@ struct TrainingSpec {
   /// (torch.compile per transformer block, as torchtitan applies it: fused passes in the
   /// blocks, the loss eager).
   std::string framework = "fused";
+  /// CUDA_LAUNCH_BLOCKING=1 in the job's environment: every kernel launch returns only once the
+  /// kernel has finished, so the host thread issues kernel i only after kernel i − 1 ended and
+  /// cannot queue ahead (workload::HostQueue): each kernel then costs its dispatch in series.
+  bool launch_blocking = false;
   bool flash_attention = true;
   /// Which fused-attention kernel runs: flash2 (FlashAttention-2, the default: torch SDPA's
   /// flash backend on H100 through 2024, pytorch/pytorch#142132) or cudnn (cuDNN fused

@@ -212,7 +212,7 @@ std::pair<TaskId, TaskId> ContextParallel::ring_attention(int local, const Part&
 
 FsdpCopies::FsdpCopies(StepBuilder& b)
     : b_(b), timer_(b.world().scenario.topology.device, b.world().scenario.training.precision,
-              b.world().scenario.training.framework, b.world().sink) {
+              b.world().scenario.training.framework, b.world().sink, b.world().scenario.training.launch_blocking) {
   const auto& s = b.world().scenario;
   on_ = s.parallel.zero == 3 && b.layout().dp * b.layout().cp > 1 && !s.model.layer_list;
   pipelined_ = b.layout().pp > 1;
@@ -290,7 +290,7 @@ const TimedOps* FsdpCopies::after(int local, const PassKey& key, const PartList&
 
 GradientAccumulation::GradientAccumulation(StepBuilder& b)
     : b_(b), timer_(b.world().scenario.topology.device, b.world().scenario.training.precision,
-              b.world().scenario.training.framework, b.world().sink) {
+              b.world().scenario.training.framework, b.world().sink, b.world().scenario.training.launch_blocking) {
   const auto& s = b.world().scenario;
   const bool fsdp = s.parallel.zero == 3 && b.layout().dp * b.layout().cp > 1 && !s.model.layer_list;
   // Megatron's gradient_accumulation_fusion folds the add into the wgrad GEMM (workload::linear).

@@ -127,7 +127,7 @@ Costs build_layer_list_costs(const config::Scenario& s, const Layout& lay, OpTim
 
 Costs build_costs(const config::Scenario& s, const Layout& lay, const config::TrainingSpec& per_rank, RecordSink& sink,
                   bool split_backward) {
-  OpTimer timer(s.topology.device, s.training.precision, s.training.framework, sink);
+  OpTimer timer(s.topology.device, s.training.precision, s.training.framework, sink, s.training.launch_blocking);
   if (s.model.layer_list) return build_layer_list_costs(s, lay, timer, split_backward);
   const int seqs = lay.microbatch_sequences;
   // Under context parallelism a rank holds sequence_length / cp tokens of every sequence; its

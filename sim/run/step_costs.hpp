@@ -93,15 +93,17 @@ bool is_attention_core(const workload::Op& op);
 class OpTimer {
  public:
   /// Times ops on `device` in the training `precision`, their kernels issued by a host thread
-  /// at the per-kernel cost of `framework`.
-  OpTimer(const config::DeviceSpec& device, std::string precision, const std::string& framework, RecordSink& sink)
+  /// at the per-kernel cost of `framework`, each launch waiting for its kernel when
+  /// `launch_blocking` (training.launch_blocking).
+  OpTimer(const config::DeviceSpec& device, std::string precision, const std::string& framework, RecordSink& sink,
+          bool launch_blocking = false)
       : device_(device), precision_(std::move(precision)), dispatch_(workload::host_dispatch_cost(device, framework)),
-        sink_(sink) {}
+        launch_blocking_(launch_blocking), sink_(sink) {}
 
   void add(TimedOps& t, const workload::Op& op) { add(t, op, workload::op_time(op, device_, precision_)); }
   /// `op` with the execution time `execution` (a kernel timed as part of a larger one).
   void add(TimedOps& t, const workload::Op& op, Time execution) {
-    if (t.ops.empty()) t.queue = workload::HostQueue(dispatch_);
+    if (t.ops.empty()) t.queue = workload::HostQueue(dispatch_, launch_blocking_);
     const Time d = t.queue.push(execution, op.kernels);
     t.ops.push_back(op);
     t.times.push_back(d);
@@ -196,6 +198,7 @@ class OpTimer {
   const config::DeviceSpec& device_;
   std::string precision_;
   Time dispatch_;
+  bool launch_blocking_ = false;
   RecordSink& sink_;
   std::map<std::string, std::uint32_t> names_;
 };

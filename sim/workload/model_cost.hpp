@@ -337,10 +337,13 @@ Time host_dispatch_cost(const config::DeviceSpec& device, const std::string& fra
 /// GPU starts it at S_i = max(E_(i−1), H_i) and ends it at E_i = S_i + e_i. While the host is
 /// ahead the kernels run back to back (E_n = c + Σ e_i); where it falls behind, the GPU idles
 /// and the gaps of a launch-bound stretch emerge (E_n = n·c + e_n when every e_i < c). An op of
-/// k kernels is k kernels of e/k each (the last takes the rounding remainder). O(k) per push.
+/// k kernels is k kernels of e/k each (the last takes the rounding remainder). Blocking launches
+/// (CUDA_LAUNCH_BLOCKING=1, training.launch_blocking): a launch returns once its kernel ended,
+/// so H_i = max(H_(i−1), E_(i−1)) + c and the GPU idles c before every kernel
+/// (E_n = n·c + Σ e_i). O(k) per push.
 class HostQueue {
  public:
-  explicit HostQueue(Time dispatch_cost) : cost_(dispatch_cost) {}
+  explicit HostQueue(Time dispatch_cost, bool blocking = false) : cost_(dispatch_cost), blocking_(blocking) {}
   /// Queues an op of `kernels` kernels (at least 1 is issued when `execution` > 0; an op with
   /// nothing to do, execution 0 and the marker ops, issues none) that run `execution` on the
   /// GPU. Returns the time the GPU spends on it from the end of the previous op: its execution
@@ -353,6 +356,7 @@ class HostQueue {
 
  private:
   Time cost_;
+  bool blocking_ = false;
   Time host_;
   Time gpu_;
 };

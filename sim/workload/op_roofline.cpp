@@ -176,6 +176,7 @@ Time HostQueue::push(Time execution, int kernels) {
   const std::int64_t k = std::max(1, kernels);
   const Time share = Time::ns(execution.count_ns() / k);
   for (std::int64_t i = 0; i < k; ++i) {
+    if (blocking_) host_ = std::max(host_, gpu_);  // the previous launch returned when its kernel ended
     host_ += cost_;
     const Time run = i + 1 == k ? execution - share * (k - 1) : share;
     gpu_ = std::max(gpu_, host_) + run;

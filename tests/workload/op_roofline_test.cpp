@@ -117,6 +117,24 @@ TEST_CASE("a GPU ahead of its host idles: launch-bound gaps emerge, long kernels
   CHECK(eager.host_end() == Time::us(20));
 }
 
+TEST_CASE("with blocking launches (CUDA_LAUNCH_BLOCKING=1) every kernel waits for its own dispatch", "[workload][host]") {
+  // Each launch returns only when its kernel has ended, so the host issues kernel i at
+  // E_(i-1) + c. Ten 20 us kernels behind a 5 us host: 10 · (5 + 20) = 250 us, where the
+  // queued stream above took 205; ten 1 us kernels: 10 · (5 + 1) = 60 us (51 queued).
+  HostQueue gpu_bound(Time::us(5), true);
+  Time sum;
+  for (int i = 0; i < 10; ++i) sum += gpu_bound.push(Time::us(20), 1);
+  CHECK(gpu_bound.gpu_end() == Time::us(250));
+  CHECK(gpu_bound.host_end() == Time::us(230));  // the 10th launch: the 9th ended at 225, + 5
+  CHECK(sum == gpu_bound.gpu_end());
+  HostQueue launch_bound(Time::us(5), true);
+  for (int i = 0; i < 10; ++i) launch_bound.push(Time::us(1), 1);
+  CHECK(launch_bound.gpu_end() == Time::us(60));
+  // An op of 4 kernels of 2 us: 4 · (5 + 2) = 28 us.
+  HostQueue op(Time::us(5), true);
+  CHECK(op.push(Time::us(8), 4) == Time::us(28));
+}
+
 TEST_CASE("a vector op with many FLOPs and few bytes runs at the fp32 CUDA-core rate", "[workload][roofline]") {
   Op op;
   op.name = "vector";
