@@ -16,6 +16,7 @@
 
 #include "comm/algorithms.hpp"
 #include "comm/collective.hpp"
+#include "core/flat_map.hpp"
 
 namespace ironlaw::comm::detail {
 
@@ -114,30 +115,25 @@ class RouteCache {
     int queue_pairs;
     bool operator==(const Key&) const = default;
   };
-  struct KeyHash {
-    std::size_t operator()(const Key& k) const {
+  struct KeyHash {  // FlatMap finalises it
+    std::uint64_t operator()(const Key& k) const {
       std::uint64_t h = k.hash * 0x9e3779b97f4a7c15ull;
       h ^= (static_cast<std::uint64_t>(static_cast<std::uint32_t>(k.src)) << 32 |
             static_cast<std::uint32_t>(k.dst)) + 0x7f4a7c15ull + (h << 6) + (h >> 2);
       h ^= static_cast<std::uint64_t>(k.queue_pairs) + (h << 6) + (h >> 2);
-      return static_cast<std::size_t>(h);
+      return h;
     }
   };
 
   Entry& entry(int src, int dst, std::uint64_t hash, int queue_pairs) {
     if (entries_.size() > kMaxEntries) {  // bound memory: start over
       entries_.clear();
-      slots_.clear();
+      index_.clear();
       ++generation_;
     }
     const Key key{src, dst, hash, queue_pairs};
-    if (2 * (entries_.size() + 1) > slots_.size()) grow();
-    const std::size_t mask = slots_.size() - 1;
-    std::size_t at = slot_of(key, mask);
-    for (; slots_[at].index != kEmpty; at = (at + 1) & mask) {
-      if (slots_[at].key == key) return entries_[slots_[at].index];
-    }
-    slots_[at] = Slot{key, static_cast<std::uint32_t>(entries_.size())};
+    if (const std::uint32_t at = index_.find(key); at != Index::kAbsent) return entries_[at];
+    index_.insert(key, static_cast<std::uint32_t>(entries_.size()));
     Entry& fresh = entries_.emplace_back();
     std::vector<Route>& routes = fresh.routes;
     std::vector<engine::LinkId> path;
@@ -154,16 +150,6 @@ class RouteCache {
     for (auto link : routes.front().path) fresh.latency += net_.link_latency(link);
     fresh.bandwidth = alone_bandwidth(routes, queue_pairs);
     return fresh;
-  }
-
-  // The first slot to probe for `key`: its hash, finalised (MurmurHash3's fmix64) so that the
-  // low bits the mask keeps depend on every bit of the key.
-  static std::size_t slot_of(const Key& key, std::size_t mask) {
-    std::uint64_t h = KeyHash{}(key);
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
-    return static_cast<std::size_t>(h) & mask;
   }
 
   // A connection's rate with nothing else on the network: its `queue_pairs` equal flows over
@@ -185,19 +171,6 @@ class RouteCache {
       rate = std::min(rate, net_.link_bandwidth(link) * queue_pairs / flows);
     }
     return rate;
-  }
-
-  // Doubles the table (at least 1,024 slots) and puts every entry back.
-  void grow() {
-    std::vector<Slot> old = std::move(slots_);
-    slots_.assign(std::max<std::size_t>(1024, 2 * old.size()), Slot{});
-    const std::size_t mask = slots_.size() - 1;
-    for (const Slot& s : old) {
-      if (s.index == kEmpty) continue;
-      std::size_t at = slot_of(s.key, mask);
-      while (slots_[at].index != kEmpty) at = (at + 1) & mask;
-      slots_[at] = s;
-    }
   }
 
   // The routes' links, each once with the routes crossing it; left empty unless 2 to
@@ -222,18 +195,14 @@ class RouteCache {
     }
   }
 
-  // An open-addressing table (linear probing, at most half full) of keys and their entries'
-  // indices: a look-up reads one slot where a node-based map read a bucket and a node. The
-  // entries live in a deque, so references stay valid while entries are added.
-  static constexpr std::uint32_t kEmpty = 0xffffffffu;
-  struct Slot {
-    Key key{};
-    std::uint32_t index = kEmpty;
-  };
+  // Keys to their entries' indices, at most half full (a look-up of a 24-byte key then rarely
+  // probes a second slot). The entries live in a deque, so references stay valid while
+  // entries are added.
+  using Index = FlatMap<Key, KeyHash, 50>;
   const hardware::Cluster& cluster_;
   const engine::FlowNetwork& net_;
   std::deque<Entry> entries_;
-  std::vector<Slot> slots_;  // size a power of two
+  Index index_;
   std::uint64_t generation_ = 0;
 };
 
