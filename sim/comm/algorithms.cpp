@@ -75,10 +75,10 @@ void build_hierarchical(Collective& c, CollectiveOp op, const std::vector<std::v
   // node m (position = local index l), inter rings by local index l (position = node m).
   // Fluid, one ring per phase carries every slice (see the function's comment) where the two
   // phases run on different links (NVLink, then the NICs, or back). Not all-reduce: its first
-  // and last phases share the NVLinks, and a pipelined last phase, not paced by the slices
-  // coming through, would take NVLink share from the first while it still has slices to send
-  // (+6 % against the stepped form on two contended all-reduces, where per-slice rings give
-  // −0.2 %: the fluid-vs-stepped test).
+  // and last phases share the NVLinks, and a pipelined last phase, one connection that the
+  // slices coming through do not pace, takes NVLink share from the first while it still has
+  // slices to send (+5.7 % against the stepped form on the fluid-vs-stepped test's two
+  // contended all-reduces, where per-slice rings give −0.2 %).
   const bool pipelined = c.fluid() && slices > 1 && phases.size() == 2;
   const int built = pipelined ? 1 : slices;  // slices built as rings of their own
   std::vector<std::vector<int>> first_ring(static_cast<std::size_t>(built));
