@@ -251,7 +251,7 @@ const std::vector<Column>& columns() {
       {"gpu_hours", "h", "days x 24 x GPUs"},
       {"cost_usd", "USD", "GPU-hours x --price"},
       {"mfu", "1", "model FLOPs utilisation of the simulated step (PaLM convention)"},
-      {"peak_memory_bytes", "B", "memory per GPU (the run layer's model)"},
+      {"peak_memory_bytes", "B", "memory per GPU: what the simulation compares with HBM (the allocator replay's reserved peak) where that check ran, else the run layer's per-term total"},
       {"step_time_s", "s", "simulated step time"},
       {"compute_s", "s", "simulated compute per step"},
       {"exposed_comm_s", "s", "simulated exposed communication per step"},

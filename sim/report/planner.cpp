@@ -189,7 +189,7 @@ config::Scenario simulated_scenario(const config::Scenario& base, const PlanRow&
 
 /// Fills `r`'s simulated figures from `res` (a simulation of `s`).
 void fill_simulated(const config::Scenario& s, const PlanQuestion& q, const run::SimulationResult& res, PlanRow& r) {
-  r.memory_bytes = res.memory.total();
+  r.memory_bytes = res.memory_reserved;  // what the simulation compared with HBM
   r.step_time_s = res.step_time_s;
   r.breakdown() = res.breakdown();
   r.mfu = utilisation(res.model_flops_per_step, res.step_time_s, res.peak_flops_per_gpu, res.gpus);
@@ -629,6 +629,7 @@ PlanResult plan(const config::Scenario& base, const PlanSpace& space, const Plan
         r.status = "predicted";
         ++out.memory_rescued;
       }
+      r.memory_bytes = m.memory_reserved;  // the figure the check compared with HBM
       kept.push_back(i);
       if (++fitting[r.gpus] == top_k) ++complete;
     }
@@ -681,8 +682,9 @@ PlanResult plan(const config::Scenario& base, const PlanSpace& space, const Plan
   // Simulate the chosen K: one simulation per distinct step timeline (ZeRO 1 and 2 of one
   // layout build the same step in the run layer; see timeline_key), the others take its figures.
   // The representative of a timeline is its member with the least memory (ZeRO 2 before 1, by
-  // the memory model the pruning used): when any member fits in the simulation's own memory
-  // check, it does, so the others never wait for a step simulation of their own after the pool.
+  // the simulation's own memory check, which every row that can be chosen has had): when any
+  // member fits that check, it does, so the others never wait for a step simulation of their
+  // own after the pool.
   std::vector<PlanRow> reps;
   std::vector<std::size_t> rep_of(k), rep_source;  // rep_source: the index in `rows` each rep stands for
   {

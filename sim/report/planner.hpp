@@ -8,8 +8,11 @@
 /// 2. **Prune**, with the reason kept per candidate: the loader's own checks between keys
 ///    (config::recheck_scenario: GPUs, heads, layers, batch divisibility, ...), the run layer's
 ///    refusals (run::resolve_layout), and memory: workload::memory_per_gpu with the schedule's
-///    activations in flight (run::in_flight_microbatches) against the device's HBM, the same
-///    composition run::simulate() refuses a layout with (a test holds the two equal).
+///    activations in flight (run::in_flight_microbatches) against the device's HBM, the
+///    per-term total of run::simulate_memory (a test holds the two equal). Where the device
+///    has allocator rules the simulation refuses by the allocator replay instead, which can
+///    lie either side of the total: plan() gives the best-predicted candidates that check
+///    (PlanResult::memory_replayed) before it chooses what to simulate.
 /// 3. **Predict** the step time of every survivor with a closed-form model (PlanPrediction) —
 ///    the workload layer's per-op roofline times, ring formulas for the collectives over the
 ///    node's NVLink and NIC bandwidths, and the textbook pipeline bubble — rank by the question
@@ -79,7 +82,10 @@ struct PlanRow : run::StepBreakdown {
   /// "ok" (simulated), "predicted" (survived pruning, not among the top K), or why it was
   /// pruned: "invalid: KEY: ...", "not simulated: ...", "out of memory: ...", "failed: ...".
   std::string status;
-  double memory_bytes = 0;  ///< per GPU (the run layer's memory model); 0 when pruned before
+  /// Per GPU: what the simulation compares with HBM (the allocator replay's reserved peak) for
+  /// the rows that had that check (plan()'s best-predicted, the simulated), else the per-term
+  /// total of the enumeration; 0 when pruned before any memory estimate.
+  double memory_bytes = 0;
   PlanPrediction predicted;
   double predicted_days = 0;
   int predicted_rank = 0;   ///< 1-based among the survivors; 0 when pruned
