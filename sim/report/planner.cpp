@@ -587,10 +587,10 @@ PlanResult plan(const config::Scenario& base, const PlanSpace& space, const Plan
   std::stable_sort(alive.begin(), alive.end(),
                    [&](std::size_t a, std::size_t b) { return predicted_key(rows[a]) < predicted_key(rows[b]); });
 
-  // The memory check the simulation starts with (run::simulate_memory: where the device has
-  // allocator rules, the allocator replay of every pipeline stage against HBM), in predicted
-  // order, until every GPU count has top_k rows that pass it — the rows the choice below can
-  // take. The per-term total of the enumeration neither bounds the replay from above nor from
+  // The checks the simulation starts with — the loader's, with the row's own values, and the
+  // memory check (run::simulate_memory: where the device has allocator rules, the allocator
+  // replay of every pipeline stage against HBM) — in predicted order, until every GPU count
+  // has top_k rows that pass them: the rows the choice below can take. The per-term total of the enumeration neither bounds the replay from above nor from
   // below (Llama 3 70B on 1,024–8,192 H100s: 1,434 layouts over HBM by the total fit the replay,
   // up to 1.37 × HBM by the total; 248 under it do not), and a replay costs ~3 ms, too much for
   // every candidate. Further down the ranking, a row over HBM by the total stays pruned (its
@@ -614,6 +614,15 @@ PlanResult plan(const config::Scenario& base, const PlanSpace& space, const Plan
       }
       apply(s, r);
       s.parallel.dp = r.dp;
+      // The loader's checks with the row's own values: the enumeration checked its shape with
+      // the first value of each inner axis, which passes rows an inner value makes invalid
+      // (training.fp8_all_gather with a bf16 row).
+      if (const auto problems = config::recheck_scenario(s); !problems.empty()) {
+        r.status = "invalid: " + first_problem(problems, "refused");
+        out.prune_reasons[reason_class(r.status)]++;
+        ++out.pruned_invalid;
+        continue;
+      }
       const run::SimulationResult m = run::simulate_memory(s);
       ++out.memory_replayed;
       if (m.out_of_memory) {

@@ -437,3 +437,28 @@ TEST_CASE("a row the loader accepts with its own values is not refused for the f
   CHECK(off == 1);
   CHECK(on == 1);
 }
+
+TEST_CASE("a row chosen for simulation has passed the loader's checks with its own values", "[report][planner]") {
+  // fp8 all-gathers need the fp8 recipe and ZeRO 3 (config/validate.cpp). Over precisions
+  // {fp8, bf16} the layout shape is checked with fp8, the first: its bf16 row must still be
+  // refused, before it could be chosen, by the check with its own precision.
+  auto base = tiny();
+  base.training.fp8_all_gather = true;
+  PlanSpace sp = narrow();
+  sp.tp = {2};
+  sp.zero = {3};
+  sp.precisions = {"fp8", "bf16"};
+  const auto skip = [](std::vector<PlanRow>&, const std::function<void(PlanRow&)>&) { return true; };
+  const auto res = ironlaw::report::plan(base, sp, PlanQuestion{}, 2, 1, skip);
+  REQUIRE(res.rows.size() == 2);
+  for (const auto& r : res.rows) {
+    INFO(r.layout() << ": " << r.status);
+    if (r.precision == "bf16") {
+      CHECK(r.status.starts_with("invalid: training.fp8_all_gather"));
+    } else {
+      CHECK(r.status == "predicted");
+    }
+  }
+  CHECK(res.pruned_invalid == 1);
+  CHECK(res.survivors == 1);
+}
