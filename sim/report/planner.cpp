@@ -543,6 +543,13 @@ PlanResult plan(const config::Scenario& base, const PlanSpace& space, const Plan
   // layer's pure functions, so each prediction is O(ops of a layer).
   // Rows over HBM by the per-term total are predicted too: the simulation's own check (the
   // allocator replay) decides for those that could be chosen (below).
+  // A pruned row counted by its status: its reason, and invalid, not simulated or out of memory.
+  auto count_pruned = [&](const PlanRow& r) {
+    out.prune_reasons[reason_class(r.status)]++;
+    if (r.status.rfind("invalid", 0) == 0) ++out.pruned_invalid;
+    else if (r.status.rfind("not simulated", 0) == 0) ++out.pruned_not_simulated;
+    else ++out.pruned_memory;
+  };
   std::vector<std::size_t> alive;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     PlanRow& r = rows[i];
@@ -551,10 +558,7 @@ PlanResult plan(const config::Scenario& base, const PlanSpace& space, const Plan
       continue;
     }
     if (r.status != "predicted") {
-      out.prune_reasons[reason_class(r.status)]++;
-      if (r.status.rfind("invalid", 0) == 0) ++out.pruned_invalid;
-      else if (r.status.rfind("not simulated", 0) == 0) ++out.pruned_not_simulated;
-      else ++out.pruned_memory;
+      count_pruned(r);
       continue;
     }
     alive.push_back(i);
@@ -590,37 +594,35 @@ PlanResult plan(const config::Scenario& base, const PlanSpace& space, const Plan
   // The checks the simulation starts with — the loader's, with the row's own values, and the
   // memory check (run::simulate_memory: where the device has allocator rules, the allocator
   // replay of every pipeline stage against HBM) — in predicted order, until every GPU count
-  // has top_k rows that pass them: the rows the choice below can take. The per-term total of the enumeration neither bounds the replay from above nor from
-  // below (Llama 3 70B on 1,024–8,192 H100s: 1,434 layouts over HBM by the total fit the replay,
-  // up to 1.37 × HBM by the total; 248 under it do not), and a replay costs ~3 ms, too much for
-  // every candidate. Further down the ranking, a row over HBM by the total stays pruned (its
+  // has top_k rows that pass them: the rows the choice below can take. The per-term total of
+  // the enumeration neither bounds the replay from above nor from below (Llama 3 70B on
+  // 1,024–8,192 H100s: 1,434 layouts over HBM by the total fit the replay, up to 1.37 × HBM by
+  // the total; 248 under it do not), and a replay costs ~3 ms, too much for every candidate. Further down the ranking, a row over HBM by the total stays pruned (its
   // status says by which estimate) and the others stay predicted, unchecked.
   {
     std::map<int, std::size_t> fitting, counts;
     for (std::size_t i : alive) counts.emplace(rows[i].gpus, 0);
     std::size_t complete = 0;  // GPU counts with top_k checked rows that fit
     std::vector<std::size_t> kept;
-    config::Scenario s = base;
     for (std::size_t i : alive) {
       PlanRow& r = rows[i];
       if (complete == counts.size() || fitting[r.gpus] >= top_k) {
         if (over_by_static_memory(r)) {
-          out.prune_reasons[reason_class(r.status)]++;
-          ++out.pruned_memory;
+          count_pruned(r);
         } else {
           kept.push_back(i);
         }
         continue;
       }
-      apply(s, r);
-      s.parallel.dp = r.dp;
-      // The loader's checks with the row's own values: the enumeration checked its shape with
-      // the first value of each inner axis, which passes rows an inner value makes invalid
-      // (training.fp8_all_gather with a bf16 row).
-      if (const auto problems = config::recheck_scenario(s); !problems.empty()) {
-        r.status = "invalid: " + first_problem(problems, "refused");
-        out.prune_reasons[reason_class(r.status)]++;
-        ++out.pruned_invalid;
+      // The loader's checks with the row's own values (scenario_for): the enumeration checked
+      // its shape with the first value of each inner axis, which passes rows an inner value
+      // makes invalid (training.fp8_all_gather with a bf16 row).
+      config::Scenario s;
+      try {
+        s = scenario_for(base, r);
+      } catch (const InputError& e) {
+        r.status = "invalid: " + first_problem(e.diagnostics(), e.what());
+        count_pruned(r);
         continue;
       }
       const run::SimulationResult m = run::simulate_memory(s);
@@ -630,8 +632,7 @@ PlanResult plan(const config::Scenario& base, const PlanSpace& space, const Plan
         std::snprintf(buf, sizeof buf, "out of memory: %.1f GiB per GPU reserved (the simulation's check) > %.1f GiB",
                       m.memory_reserved / 1073741824.0, m.hbm_bytes / 1073741824.0);
         r.status = buf;
-        out.prune_reasons[reason_class(r.status)]++;
-        ++out.pruned_memory;
+        count_pruned(r);
         continue;
       }
       if (over_by_static_memory(r)) {
