@@ -168,16 +168,18 @@ TEST_CASE("fluid and stepped collectives agree (run.collectives: fluid is the ru
     INFO(comm::op_name(op) << " hierarchical on 2 nodes: stepped " << ts << " ns, fluid " << tf);
     CHECK(std::llabs(ts - tf) <= 8 * 8 + 16);
   }
-  auto contended = [&](bool fluid, Algorithm a) {
+  // Two collectives over the same 16 GPUs, 1e9 and 5e8 bytes: when each ends.
+  auto contended = [&](bool fluid, Algorithm a, CollectiveOp first_op, CollectiveOp second_op) {
     World w(spec, 2, fluid);
     Time first, second;
-    w.comm.start(CollectiveOp::all_reduce, iota(0, 16), 1e9, a, [&] { first = w.sim.now(); });
-    w.comm.start(CollectiveOp::all_reduce, iota(0, 16), 5e8, a, [&] { second = w.sim.now(); });
+    w.comm.start(first_op, iota(0, 16), 1e9, a, [&] { first = w.sim.now(); });
+    w.comm.start(second_op, iota(0, 16), 5e8, a, [&] { second = w.sim.now(); });
     w.sim.run();
     return std::pair{first.count_ns(), second.count_ns()};
   };
   for (Algorithm a : {Algorithm::ring, Algorithm::hierarchical}) {
-    const auto s = contended(false, a), f = contended(true, a);
+    const auto s = contended(false, a, CollectiveOp::all_reduce, CollectiveOp::all_reduce);
+    const auto f = contended(true, a, CollectiveOp::all_reduce, CollectiveOp::all_reduce);
     INFO(comm::algorithm_name(a) << ": stepped " << s.first << "/" << s.second << " ns, fluid " << f.first << "/" << f.second);
     CHECK(f.first == Approx(s.first).epsilon(0.05));
     CHECK(f.second == Approx(s.second).epsilon(0.05));
@@ -187,15 +189,8 @@ TEST_CASE("fluid and stepped collectives agree (run.collectives: fluid is the ru
   for (const auto& [first_op, second_op] : {std::pair{CollectiveOp::all_gather, CollectiveOp::reduce_scatter},
                                             std::pair{CollectiveOp::all_gather, CollectiveOp::all_gather},
                                             std::pair{CollectiveOp::reduce_scatter, CollectiveOp::all_reduce}}) {
-    auto pair_time = [&](bool fluid) {
-      World w(spec, 2, fluid);
-      Time first, second;
-      w.comm.start(first_op, iota(0, 16), 1e9, Algorithm::hierarchical, [&] { first = w.sim.now(); });
-      w.comm.start(second_op, iota(0, 16), 5e8, Algorithm::hierarchical, [&] { second = w.sim.now(); });
-      w.sim.run();
-      return std::pair{first.count_ns(), second.count_ns()};
-    };
-    const auto s = pair_time(false), f = pair_time(true);
+    const auto s = contended(false, Algorithm::hierarchical, first_op, second_op);
+    const auto f = contended(true, Algorithm::hierarchical, first_op, second_op);
     INFO(comm::op_name(first_op) << " + " << comm::op_name(second_op) << ": stepped " << s.first << "/" << s.second
                                  << " ns, fluid " << f.first << "/" << f.second);
     CHECK(f.first == Approx(s.first).epsilon(0.05));
