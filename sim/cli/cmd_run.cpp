@@ -200,9 +200,9 @@ int cmd_run(const Args& args) {
     // memory_reserved is what the check compared (the allocator replay's peak, or memory.total()
     // where the device gives no allocator rules).
     char sizes[160];
-    std::snprintf(sizes, sizeof sizes, "%.2f GiB per GPU at its peak, the %s has %.2f GiB",
+    std::snprintf(sizes, sizeof sizes, "%.2f GiB per GPU at its peak, the %s's allocator has %.2f GiB",
                   result.memory_reserved / (1024.0 * 1024 * 1024), scenario.topology.device.name.c_str(),
-                  result.hbm_bytes / (1024.0 * 1024 * 1024));
+                  result.allocator_capacity / (1024.0 * 1024 * 1024));
     std::cerr << "ironlaw run: " << scenario.name << ": out of memory: the layout needs " << sizes
               << "; nothing was simulated and no output written.\n"
               << report::format_memory_table(result);

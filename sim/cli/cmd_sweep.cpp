@@ -456,8 +456,9 @@ int cmd_sweep(const Args& args) {
           if (result.out_of_memory) {
             p.status = "out of memory";
             char buf[128];
-            std::snprintf(buf, sizeof buf, "needs %.2f GiB per GPU at its peak, the GPU has %.2f GiB",
-                          result.memory_reserved / (1024.0 * 1024 * 1024), result.hbm_bytes / (1024.0 * 1024 * 1024));
+            std::snprintf(buf, sizeof buf, "needs %.2f GiB per GPU at its peak, the allocator has %.2f GiB",
+                          result.memory_reserved / (1024.0 * 1024 * 1024),
+                          result.allocator_capacity / (1024.0 * 1024 * 1024));
             p.detail = buf;
           } else {
             p.metrics = report::summary_metrics(p.scenario, result);

@@ -76,6 +76,8 @@ void parse_device(Section s, DeviceSpec& d) {
     peak.finish();
   }
   s.number("hbm_bytes", d.hbm_bytes, Dimension::bytes, kHardware);
+  s.number("cuda_context_bytes", d.cuda_context_bytes, Dimension::bytes, kOptionalHardware);
+  s.number("nccl_communicator_bytes", d.nccl_communicator_bytes, Dimension::bytes, kOptionalHardware);
   s.number("hbm_bandwidth", d.hbm_bandwidth, Dimension::bandwidth, kHardware);
   s.integer("sm_count", d.sm_count, kHardware);
   s.integer("peak_sm_count", d.peak_sm_count, kOptionalHardware);

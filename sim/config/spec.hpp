@@ -24,7 +24,15 @@ struct DeviceSpec {
   std::string name;
   /// Dense tensor-core peak by precision: keys "fp32", "tf32", "bf16", "fp16", "fp8" [FLOP/s].
   std::map<std::string, double> peak_flops;
-  double hbm_bytes = 0;                       ///< HBM capacity [B]
+  /// HBM capacity [B] as the CUDA runtime reports it (cudaMemGetInfo's total, PyTorch's "total
+  /// capacity"): the datasheet's marketing figure less what the driver keeps back.
+  double hbm_bytes = 0;
+  /// Device memory a training process holds outside PyTorch's caching allocator [B]: its CUDA
+  /// context, and the buffers of each NCCL communicator it is a member of (0 = not modelled).
+  /// What the allocator may reserve is hbm_bytes − cuda_context_bytes − communicators ×
+  /// nccl_communicator_bytes (run::allocator_capacity).
+  double cuda_context_bytes = 0;
+  double nccl_communicator_bytes = 0;
   double hbm_bandwidth = 0;                   ///< measured achievable HBM bandwidth [B/s]
   int sm_count = 0;                           ///< streaming multiprocessors of the simulated chip
   /// SMs of the chip whose peak `peak_flops` gives (the datasheet's or benchmark's chip);

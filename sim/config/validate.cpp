@@ -60,6 +60,8 @@ const std::vector<KeyBound>& key_bounds() {
       {"device.peak_flops.fp16", 1e9, 1e19, false, "1 GFLOP/s to 10 EFLOP/s per device"},
       {"device.peak_flops.fp8", 1e9, 1e19, false, "1 GFLOP/s to 10 EFLOP/s per device"},
       {"device.hbm_bytes", 1e6, 1e15, false, "1 MB to 1 PB of device memory"},
+      {"device.cuda_context_bytes", 1e3, 1e12, false, "1 kB to 1 TB"},
+      {"device.nccl_communicator_bytes", 1e3, 1e12, false, "1 kB to 1 TB"},
       {"device.hbm_bandwidth", 1e6, 1e20, false, "1 MB/s to 1e20 B/s"},
       {"device.sm_count", 1, 1e5, false, "at least one streaming multiprocessor"},
       {"device.peak_sm_count", 1, 1e5, false, "the SMs of the chip device.peak_flops is for, at least one"},

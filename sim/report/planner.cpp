@@ -503,10 +503,11 @@ std::vector<PlanRow> enumerate_layouts(const config::Scenario& base, const PlanS
                             continue;
                           }
                           r.memory_bytes = memory_of(s, lay);
-                          if (r.memory_bytes > s.topology.device.hbm_bytes) {
+                          const double capacity = run::allocator_capacity(s.topology.device, lay);
+                          if (r.memory_bytes > capacity) {
                             char buf[96];
                             std::snprintf(buf, sizeof buf, "out of memory: %.1f GiB per GPU > %.1f GiB",
-                                          r.memory_bytes / 1073741824.0, s.topology.device.hbm_bytes / 1073741824.0);
+                                          r.memory_bytes / 1073741824.0, capacity / 1073741824.0);
                             r.status = buf;
                             rows.push_back(std::move(r));
                             continue;
@@ -630,7 +631,7 @@ PlanResult plan(const config::Scenario& base, const PlanSpace& space, const Plan
       if (m.out_of_memory) {
         char buf[128];
         std::snprintf(buf, sizeof buf, "out of memory: %.1f GiB per GPU reserved (the simulation's check) > %.1f GiB",
-                      m.memory_reserved / 1073741824.0, m.hbm_bytes / 1073741824.0);
+                      m.memory_reserved / 1073741824.0, m.allocator_capacity / 1073741824.0);
         r.status = buf;
         count_pruned(r);
         continue;

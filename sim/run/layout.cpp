@@ -82,6 +82,16 @@ std::vector<int> split_layers(int layers, int chunks) {
   return out;
 }
 
+int nccl_communicators(const Layout& layout) {
+  int groups = 0;
+  for (int degree : {layout.tp, layout.cp, layout.dp, layout.pp, layout.ep}) groups += degree > 1 ? 1 : 0;
+  return groups;
+}
+
+double allocator_capacity(const config::DeviceSpec& device, const Layout& layout) {
+  return device.hbm_bytes - device.cuda_context_bytes - nccl_communicators(layout) * device.nccl_communicator_bytes;
+}
+
 Layout resolve_layout(const config::Scenario& s) {
   Layout l;
   const auto& p = s.parallel;

@@ -59,6 +59,17 @@ struct Layout {
 /// simulate (with the key and why).
 Layout resolve_layout(const config::Scenario& scenario);
 
+/// NCCL communicators one rank is a member of: one per parallel group of more than one rank
+/// (tp, cp, dp, pp, ep). PyTorch and Megatron-LM create a process group per parallel dimension;
+/// NCCL allocates each communicator's buffers on the device when it is first used.
+int nccl_communicators(const Layout& layout);
+
+/// What PyTorch's caching allocator may reserve on one GPU [B]: the capacity the CUDA runtime
+/// reports less what the process holds outside the allocator (its CUDA context and its NCCL
+/// communicators' buffers, as the device profile gives them). A layout whose replayed reserved
+/// peak exceeds this is out of memory.
+double allocator_capacity(const config::DeviceSpec& device, const Layout& layout);
+
 /// Splits `layers` over `chunks` pipeline chunks: as even as possible, with the first and the
 /// last chunk taking the shortfall (they also run the embedding and the LM head; Llama 3 405B
 /// puts 126 layers on 16 stages this way, §3.3.2). Every chunk gets at least one layer.

@@ -112,6 +112,7 @@ SimulationResult simulate_memory(const config::Scenario& s) {
   const Layout& lay = res.layout;
   res.gpus = lay.gpus;
   res.hbm_bytes = s.topology.device.hbm_bytes;
+  res.allocator_capacity = allocator_capacity(s.topology.device, lay);
   const auto schedule = make_schedule(s.parallel.pp_schedule);
   const double in_flight = schedule->in_flight(0, lay.pp, lay.microbatches, lay.virtual_stages);
   config::TrainingSpec per_rank = s.training;  // a CP rank holds 1/cp of each sequence
@@ -154,7 +155,7 @@ SimulationResult simulate_memory(const config::Scenario& s) {
       res.memory_allocated_peak = std::max(res.memory_allocated_peak, peaks.allocated);
     }
   }
-  res.out_of_memory = res.memory_reserved > res.hbm_bytes;
+  res.out_of_memory = res.memory_reserved > res.allocator_capacity;
   // The config layer has checked that the device has a peak for the precision (validate.cpp).
   res.peak_flops_per_gpu = s.topology.device.chip_peak_flops(s.training.precision);
   return res;

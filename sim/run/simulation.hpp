@@ -72,7 +72,10 @@ struct StepBreakdown {
 struct SimulationResult : StepBreakdown {
   Layout layout;
   workload::MemoryBreakdown memory;  ///< per GPU, on the rank that needs the most
-  double hbm_bytes = 0;              ///< capacity per GPU
+  double hbm_bytes = 0;              ///< capacity per GPU (device.hbm_bytes)
+  /// What the caching allocator may reserve of it (allocator_capacity: less the CUDA context
+  /// and the NCCL communicators' buffers).
+  double allocator_capacity = 0;
   /// Peak memory PyTorch's caching allocator reserves on that rank [B]: the step's allocations
   /// and frees replayed through the device's memory_allocator rules
   /// (workload/step_memory.hpp); memory.total() where the device gives no allocator rules or
@@ -81,7 +84,7 @@ struct SimulationResult : StepBreakdown {
   /// Peak of the replayed live tensors [B] (0 where nothing was replayed): memory.total()'s
   /// terms placed in time, with the allocator's block rounding.
   double memory_allocated_peak = 0;
-  bool out_of_memory = false;        ///< memory_reserved > hbm_bytes: nothing was simulated
+  bool out_of_memory = false;        ///< memory_reserved > allocator_capacity: nothing was simulated
   /// The pipeline stage whose replay reserved memory_reserved (the first such), −1 where nothing
   /// was replayed.
   int memory_peak_stage = -1;

@@ -467,7 +467,8 @@ double activation_bytes_per_layer(const config::ModelSpec& model, const config::
 /// dtype (FSDP2 upcasts them to reduce_dtype while gradient sync is off), and the transient
 /// keeps one layer's fresh gradients (pb) and its reduce-scatter input (rb) only. A bound for the worst stage, not a
 /// placement of stages. Not counted: the CUDA
-/// context and NCCL buffers (outside the framework's allocator) and allocator fragmentation.
+/// context and NCCL buffers (outside the framework's allocator: the capacity it is compared with
+/// leaves them out, run::allocator_capacity) and allocator fragmentation.
 MemoryBreakdown memory_per_gpu(const config::ModelSpec& model, const config::TrainingSpec& training,
                                const config::ParallelSpec& parallel, int dp, int in_flight_microbatches);
 

@@ -32,6 +32,33 @@ TEST_CASE("layers split evenly, the first and last chunks taking the shortfall",
   CHECK(run::split_layers(10, 4) == std::vector<int>{2, 3, 3, 2});
 }
 
+TEST_CASE("the allocator gets the device's capacity less the CUDA context and one NCCL buffer set per group",
+          "[layout][memory]") {
+  run::Layout lay;
+  config::DeviceSpec device;
+  device.hbm_bytes = 80e9;
+  device.cuda_context_bytes = 0.3e9;
+  device.nccl_communicator_bytes = 0.7e9;
+  // One GPU: no communicator, the context only.
+  CHECK(run::nccl_communicators(lay) == 0);
+  CHECK(run::allocator_capacity(device, lay) == Approx(79.7e9));
+  // TP 8 x PP 4 x DP 16 (CP 1, EP 1): three groups, 80 − 0.3 − 3 × 0.7 = 77.6 GB.
+  lay.tp = 8;
+  lay.pp = 4;
+  lay.dp = 16;
+  CHECK(run::nccl_communicators(lay) == 3);
+  CHECK(run::allocator_capacity(device, lay) == Approx(77.6e9));
+  // Every dimension parallel: five groups, 80 − 0.3 − 3.5 = 76.2 GB.
+  lay.cp = 2;
+  lay.ep = 2;
+  CHECK(run::nccl_communicators(lay) == 5);
+  CHECK(run::allocator_capacity(device, lay) == Approx(76.2e9));
+  // A device profile without the two figures leaves the whole capacity to the allocator.
+  config::DeviceSpec bare;
+  bare.hbm_bytes = 80e9;
+  CHECK(run::allocator_capacity(bare, lay) == 80e9);
+}
+
 TEST_CASE("placement puts TP innermost, then CP, PP and DP by default", "[layout]") {
   const auto s = config::load_scenario(kScenario, {kLlama, "cluster.nodes=4", "parallel.tp=8", "parallel.pp=2",
                                                    "parallel.dp=2", "parallel.microbatch_size=1"});
