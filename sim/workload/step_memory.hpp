@@ -52,8 +52,9 @@
 /// Two steps are replayed (the second starts from the first one's cache, as every step after the
 /// first does); the peaks are over both.
 /// Not replayed: the CUDA context and NCCL's buffers (outside PyTorch's allocator and outside its
-/// reserved figure; the out-of-memory check takes them off the capacity, run::allocator_capacity), the per-op temporaries inside one layer's forward or backward beyond the
-/// recomputed activations, DDP's gradient buckets.
+/// reserved figure; the out-of-memory check takes them off the capacity,
+/// run::allocator_capacity), the per-op temporaries inside one layer's forward or backward
+/// beyond the recomputed activations, DDP's gradient buckets.
 #include <string>
 #include <utility>
 #include <vector>
