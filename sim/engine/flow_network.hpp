@@ -35,7 +35,10 @@
 ///   to whole ns) drains from the first pending drain instant in [t, t + epsilon] where there
 ///   is one, else from a new instant at t; the flows of one instant drain from one event, in
 ///   the order their drains were scheduled. A drain is never earlier than due and at most
-///   epsilon later; an instant, once created, never moves. Epsilon (set_drain_epsilon) is
+///   epsilon later; an instant, once created, never moves. A pending instant is one that holds
+///   a live drain: when the last of its flows is re-rated (its drain moves to another instant),
+///   or cancelled, it is withdrawn at once (its event cancelled), so no later drain joins
+///   it and it costs no heap entry while it waits. Epsilon (set_drain_epsilon) is
 ///   kDrainEpsilon = 10 ns by default: a tenth of the smallest link latency any shipped topology
 ///   declares (100 ns, ~20 m of cable), 1/50 of a NIC or NVLink hop (0.5 us) and 1/60 to 1/1,400
 ///   of NCCL's per-step latencies (0.6 to 14 us), so it is below what the model resolves. Bound:

@@ -74,6 +74,61 @@ TEST_CASE("drain epsilon: a drain never runs before it is due", "[flow]") {
   CHECK(q.second_done == 1000);
 }
 
+TEST_CASE("drain epsilon: an instant left without a live drain is withdrawn, so no later drain joins it", "[flow]") {
+  // Links a and b, 1 GB/s (1 B/ns), no latency. By hand:
+  // - A, 1,000 B on a at 0: due at 1,000 ns, an instant there.
+  // - B, 100 B on a at 200: A (800 B left) and B share a at 0.5 B/ns; A's drain leaves the
+  //   1,000 ns instant, which then holds no live drain. B drains at 400; A, with 700 B left,
+  //   runs alone again and is due at 1,100.
+  // - C, 695 B on b at 300: due at 995 ns, 5 ns before the withdrawn instant. With a 10 ns
+  //   epsilon it would run from that instant (1,000 ns) if the instant were still pending.
+  for (const Time epsilon : {Time::zero(), Time::ns(10)}) {
+    Simulator sim;
+    FlowNetwork net(sim);
+    net.set_drain_epsilon(epsilon);
+    const std::array<LinkId, 1> a{net.add_link(1e9, Time::zero())};
+    const std::array<LinkId, 1> b{net.add_link(1e9, Time::zero())};
+    std::int64_t a_done = -1, b_done = -1, c_done = -1;
+    net.start_flow(a, 1000, [&](FlowId) { a_done = sim.now().count_ns(); });
+    sim.schedule_at(Time::ns(200), [&] { net.start_flow(a, 100, [&](FlowId) { b_done = sim.now().count_ns(); }); });
+    sim.schedule_at(Time::ns(300), [&] { net.start_flow(b, 695, [&](FlowId) { c_done = sim.now().count_ns(); }); });
+    sim.run();
+    CHECK(a_done == 1100);
+    CHECK(b_done == 400);
+    CHECK(c_done == 995);
+  }
+}
+
+TEST_CASE("drain epsilon: a flow re-rated many times keeps one pending drain event, not one per rate", "[flow]") {
+  // A long flow A (10 MB on a 1 B/ns link) shares its link with 1,000 short flows of 100 B, one
+  // after another: each halves A's rate for 200 ns and gives it back, so A is re-rated 2,000
+  // times and its drain moves 100 ns later each time (10 ns epsilon: a new instant each time).
+  // Only its latest drain is live; the instants it left are withdrawn. Checked from the last
+  // short flow's completion: pending are A's drain and at most a re-solve and a tail event.
+  Simulator sim;
+  FlowNetwork net(sim);
+  const std::array<LinkId, 1> link{net.add_link(1e9, Time::zero())};
+  std::int64_t a_done = -1;
+  std::size_t pending_at_last = 0;
+  net.start_flow(link, 1e7, [&](FlowId) { a_done = sim.now().count_ns(); });
+  constexpr int kShort = 1000;
+  std::function<void(int)> next = [&](int k) {
+    net.start_flow(link, 100, [&, k](FlowId) {
+      if (k + 1 < kShort) {
+        sim.schedule_in(Time::ns(800), [&, k] { next(k + 1); });
+      } else {
+        pending_at_last = sim.pending();
+      }
+    });
+  };
+  sim.schedule_at(Time::ns(1000), [&] { next(0); });
+  sim.run();
+  CHECK(pending_at_last >= 1);
+  CHECK(pending_at_last <= 3);
+  // A sends 1 B/ns except for 1,000 × 200 ns at half rate: 1e7 + 1,000 × 100 ns.
+  CHECK(a_done == 10'100'000);
+}
+
 TEST_CASE("drain epsilon: the default is kDrainEpsilon and a negative one is refused", "[flow]") {
   Simulator sim;
   FlowNetwork net(sim);
