@@ -199,6 +199,7 @@ struct FlowNetwork::Impl {
   std::uint64_t records = 0;
   std::uint64_t resolve_count = 0;
   std::uint64_t full_count = 0;
+  std::uint64_t partial_count = 0;  // partial_resolve passes
   // The flows started since the last re-solve.
   std::vector<std::uint32_t> fresh_slots;
   std::uint32_t epoch = 0;
@@ -747,6 +748,7 @@ struct FlowNetwork::Impl {
   // k + F log F) for the F re-solved flows, their P hops each and the k flows on their links.
   bool partial_resolve(bool lazy) {
     ++epoch;
+    ++partial_count;
     if (expand_mark.size() < links.size()) {
       expand_mark.resize(links.size(), 0);
       check_mark.resize(links.size(), 0);
@@ -1181,6 +1183,8 @@ std::uint64_t FlowNetwork::records_started() const { return impl_->records; }
 std::uint64_t FlowNetwork::resolves() const { return impl_->resolve_count; }
 
 std::uint64_t FlowNetwork::full_resolves() const { return impl_->full_count; }
+
+std::uint64_t FlowNetwork::partial_passes() const { return impl_->partial_count; }
 
 std::uint64_t FlowNetwork::route_splits() const { return impl_->split_count; }
 

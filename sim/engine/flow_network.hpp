@@ -177,6 +177,10 @@ class FlowNetwork {
   std::uint64_t resolves() const;
   /// Of those, the full re-solves of a connected component (the partial one did not apply).
   std::uint64_t full_resolves() const;
+  /// Partial re-solve passes since construction, lazy and closed: one per re-solve where the
+  /// first pass's check holds, more where a check fails and a wider pass runs (for benchmarks
+  /// and tests).
+  std::uint64_t partial_passes() const;
   /// Multi-route groups split into their routes since construction (for benchmarks and tests).
   std::uint64_t route_splits() const;
   /// Whether completions that would run back to back at one instant share one event (see the

@@ -282,3 +282,70 @@ TEST_CASE("lazy partial re-solves stay the global max-min allocation on larger r
     check_random_max_min(sim, net, RandomProblem{12, 13, 8, 20, 41, 5, 30, 60, 80}, below, trial);
   }
 }
+
+TEST_CASE("a lazy pass takes up front the flows faster than a re-solved flow on its saturated links", "[flow]") {
+  // By hand. Links M 1 GB/s and L 2 GB/s. X over M and L, Z over M, Y over L: X and Z share M,
+  // 0.5 GB/s each; Y takes what X leaves of L, 1.5 GB/s (L saturated, Y faster there than X).
+  // Z is cancelled: X, on M (changed, saturated), is re-solved, and may now take more of L, so
+  // Y must slow: X and Y 1 GB/s each. X's old rate (0.5) is below Y's on L, so Y joins the
+  // first pass: one pass. (Without that, the first pass froze X at L's leftover 0.5 GB/s, its
+  // check failed on Y, and a second pass took Y in.)
+  Simulator sim;
+  FlowNetwork net(sim);
+  const LinkId m = net.add_link(1e9, Time::zero());
+  const LinkId l = net.add_link(2e9, Time::zero());
+  const std::array<LinkId, 2> ml{m, l};
+  const std::array<LinkId, 1> only_m{m};
+  const std::array<LinkId, 1> only_l{l};
+  const FlowId x = net.start_flow(ml, 1e12, [](FlowId) {});
+  const FlowId z = net.start_flow(only_m, 1e12, [](FlowId) {});
+  const FlowId y = net.start_flow(only_l, 1e12, [](FlowId) {});
+  sim.run_until(Time::zero());
+  REQUIRE(net.rate(x) == Approx(0.5e9));
+  REQUIRE(net.rate(z) == Approx(0.5e9));
+  REQUIRE(net.rate(y) == Approx(1.5e9));
+  const std::uint64_t resolves = net.resolves(), passes = net.partial_passes();
+  sim.run_until(Time::us(1));
+  net.cancel_flow(z);
+  sim.run_until(Time::us(1));
+  CHECK(net.rate(x) == Approx(1e9));
+  CHECK(net.rate(y) == Approx(1e9));
+  CHECK(net.resolves() == resolves + 1);
+  CHECK(net.partial_passes() == passes + 1);
+  CHECK(net.full_resolves() == 0);
+}
+
+TEST_CASE("a failed lazy pass hands every failing link to the next pass, not only the first", "[flow]") {
+  // By hand, twice over: links d_k 2 GB/s and e_k 1.5 GB/s; an old flow o_k over d_k and e_k is
+  // held to 1.5 GB/s by e_k, so d_k (0.5 GB/s of room) is not saturated. Fresh flows n_1 over d_1
+  // and n_2 over d_2 start at one instant: each must have 1 GB/s of its d, and its o slows to
+  // 1 GB/s. The first pass re-solves n_1 and n_2 alone (0.5 GB/s each, what the o's leave), and
+  // its check fails on d_1 and on d_2; the second pass takes both o's in and holds: two passes
+  // (three if each failed pass handed on only its first failing link).
+  Simulator sim;
+  FlowNetwork net(sim);
+  std::array<FlowId, 2> old{}, fresh{};
+  std::array<std::array<LinkId, 2>, 2> de{};
+  std::array<std::array<LinkId, 1>, 2> only_d{};
+  for (int k = 0; k < 2; ++k) {
+    const LinkId d = net.add_link(2e9, Time::zero());
+    const LinkId e = net.add_link(1.5e9, Time::zero());
+    de[k] = {d, e};
+    only_d[k] = {d};
+    old[k] = net.start_flow(de[k], 1e12, [](FlowId) {});
+  }
+  sim.run_until(Time::zero());
+  REQUIRE(net.rate(old[0]) == Approx(1.5e9));
+  REQUIRE(net.rate(old[1]) == Approx(1.5e9));
+  const std::uint64_t resolves = net.resolves(), passes = net.partial_passes();
+  sim.run_until(Time::us(1));
+  for (int k = 0; k < 2; ++k) fresh[k] = net.start_flow(only_d[k], 1e12, [](FlowId) {});
+  sim.run_until(Time::us(1));
+  for (int k = 0; k < 2; ++k) {
+    CHECK(net.rate(old[k]) == Approx(1e9));
+    CHECK(net.rate(fresh[k]) == Approx(1e9));
+  }
+  CHECK(net.resolves() == resolves + 1);
+  CHECK(net.partial_passes() == passes + 2);
+  CHECK(net.full_resolves() == 0);
+}
