@@ -17,11 +17,13 @@
 ///   start_flow()); it still consumes bandwidth from its start time, since no simulated time
 ///   passes before the re-solve.
 /// - Lazy partial re-solve first: only the flows started in the batch and those on a changed
-///   link that was saturated are re-solved, over what the other flows leave of each link; every
-///   other flow keeps its rate. The result is the max-min allocation when, besides the check
-///   below, every kept flow whose bottleneck (the link that froze it last) carries a re-solved
-///   flow keeps it: still saturated, no re-solved flow faster there. Where a check fails on a
-///   link, every flow on that link joins the next round (at most kLazyRounds rounds). Then the
+///   link that was saturated are re-solved, with, on each saturated link of a re-solved flow,
+///   the flows faster there than it (closed over those taken: the flows a failed check would
+///   add), over what the other flows leave of each link; every other flow keeps its rate. The
+///   result is the max-min allocation when, besides the check below, every kept flow whose
+///   bottleneck (the link that froze it last) carries a re-solved flow keeps it: still
+///   saturated, no re-solved flow faster there. Where a check fails, every flow on each failing
+///   link joins the next round (at most kLazyRounds rounds). Then the
 ///   closed partial re-solve: the same seeds and transitively every flow sharing a saturated
 ///   link with one of them. The result is checked against the definition of
 ///   max-min fairness (every re-solved flow is frozen on a link where no other flow is faster;
