@@ -123,6 +123,31 @@ class Svg {
     out_ += "</g>\n";
   }
 
+  /// A legend of line series at the right of `frame`: per entry a short line in the series'
+  /// stroke and dash with its marker (class "legend-entry", its parts "swatch-line" and
+  /// "swatch-point", so that they never count as data points).
+  struct SeriesEntry {
+    std::string label, colour, dash, marker_fill;
+  };
+  void series_legend(const Frame& frame, const std::vector<SeriesEntry>& entries, const std::string& heading) {
+    const double x = frame.right() + 20;
+    double y = frame.top;
+    out_ += "<g class=\"legend\">\n";
+    text(x, y + 4, heading, "start", 12, "font-weight=\"bold\"");
+    y += 18;
+    for (const SeriesEntry& e : entries) {
+      out_ += "<g class=\"legend-entry\" data-label=\"" + escape(e.label) + "\">\n";
+      line(x, y - 3, x + 16, y - 3, e.colour, 2,
+           "class=\"swatch-line\"" + (e.dash.empty() ? std::string() : " stroke-dasharray=\"" + e.dash + "\""));
+      out_ += "<circle class=\"swatch-point\" cx=\"" + px(x + 8) + "\" cy=\"" + px(y - 3) + "\" r=\"3.5\" fill=\"" +
+              e.marker_fill + "\" stroke=\"" + e.colour + "\" stroke-width=\"1.5\"/>\n";
+      text(x + 22, y + 1, e.label, "start", 11);
+      out_ += "</g>\n";
+      y += 17;
+    }
+    out_ += "</g>\n";
+  }
+
   std::string finish() {
     out_ += "</svg>\n";
     return std::move(out_);
@@ -186,6 +211,18 @@ const char* palette(std::size_t i) {
   static constexpr const char* kColours[] = {"#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7",
                                              "#56B4E9", "#F0E442", "#000000", "#999999", "#7F3C8D"};
   return kColours[i % (sizeof kColours / sizeof kColours[0])];
+}
+
+/// The look of line series i: the palette's colour, and past its ten colours a dash pattern
+/// (solid, dashed, dotted) and a hollow or filled marker, so that 60 series stay apart.
+struct SeriesStyle {
+  std::string colour, dash, marker_fill;
+};
+SeriesStyle series_style(std::size_t i) {
+  static constexpr const char* kDashes[] = {"", "6,3", "2,3"};
+  const std::size_t cycle = i / 10;
+  const std::string colour = palette(i);
+  return {colour, kDashes[cycle % 3], cycle % 2 == 1 ? std::string("#ffffff") : colour};
 }
 
 const char* breakdown_colour(std::size_t part) {
@@ -295,11 +332,12 @@ std::string line_chart(const std::string& title, const std::string& x_label, con
   }
   const auto to_x = [&](double x) { return f.left + (x - x_lo) / (x_hi - x_lo) * f.width; };
   const auto to_y = [&](double y) { return f.bottom() - (y - y_lo) / (y_top - y_lo) * f.height; };
-  std::vector<std::pair<std::string, std::string>> legend;
+  std::vector<Svg::SeriesEntry> legend;
   for (std::size_t i = 0; i < curves.size(); ++i) {
     const Curve& c = curves[i];
-    const std::string colour = palette(i);
-    const std::string dash = (i / 10) % 2 == 1 ? " stroke-dasharray=\"6,3\"" : "";
+    const SeriesStyle style = series_style(i);
+    const std::string& colour = style.colour;
+    const std::string dash = style.dash.empty() ? "" : " stroke-dasharray=\"" + style.dash + "\"";
     std::string points;
     for (const auto& [x, y] : c.points) points += (points.empty() ? "" : " ") + px(to_x(x)) + "," + px(to_y(y));
     svg.raw("<polyline class=\"line\" data-series=\"" + escape(c.label) + "\" points=\"" + points +
@@ -307,11 +345,11 @@ std::string line_chart(const std::string& title, const std::string& x_label, con
     for (const auto& [x, y] : c.points) {
       svg.raw("<circle class=\"point\" data-series=\"" + escape(c.label) + "\" data-x=\"" + num(x) +
               "\" data-y=\"" + num(y) + "\" cx=\"" + px(to_x(x)) + "\" cy=\"" + px(to_y(y)) + "\" r=\"3.5\" fill=\"" +
-              colour + "\"/>\n");
+              style.marker_fill + "\" stroke=\"" + colour + "\" stroke-width=\"1.5\"/>\n");
     }
-    legend.emplace_back(c.label, colour);
+    legend.push_back({c.label, colour, style.dash, style.marker_fill});
   }
-  svg.legend(f, legend, legend_heading);
+  svg.series_legend(f, legend, legend_heading);
   svg.text(f.right() + 20, f.top + 40 + 17 * static_cast<double>(curves.size()), note, "start", 10, "class=\"note\"");
   return svg.finish();
 }

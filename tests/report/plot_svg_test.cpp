@@ -2,6 +2,7 @@
 // figure parses as XML, holds one element per datum with the geometry computed here by hand
 // (plot area 400 px high; axis maxima from the 1-2-5 tick rule), has a title, axis labels with
 // units and a legend, refers to nothing outside itself, and renders with rsvg-convert.
+#include <set>
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -162,6 +163,43 @@ TEST_CASE("the timeline draws one rect per event and the idle time split at the 
   CHECK(root->find_all("text", "lane-label").size() == 6);
   check_renders(svg, "timeline");
   CHECK_THROWS_AS(report::plot_timeline(report::TimelineInput{}, "empty"), std::invalid_argument);
+}
+
+TEST_CASE("past the palette's ten colours, series differ by dash and marker, in the legend as on the plot", "[plot]") {
+  // 25 series (one point each, parallel.tp = 1..25): series i and i + 10 share a colour; the
+  // dash (none, "6,3", "2,3" by i / 10) and the marker (filled, hollow, filled) tell them apart.
+  output::SweepTable t;
+  t.varied_keys = {"cluster.nodes", "parallel.tp"};
+  t.metric_names = {"step_time_s"};
+  t.metric_units = {"s"};
+  for (int tp = 1; tp <= 25; ++tp) t.rows.push_back({{"4", std::to_string(tp)}, {1.0 + tp}, "ok"});
+  const std::string svg = report::plot_sweep(t, "cluster.nodes", "step_time_s", "many series");
+  const auto root = parse_xml(svg);
+  const auto entries = root->find_all("g", "legend-entry");
+  const auto lines = root->find_all("polyline", "line");
+  const auto points = root->find_all("circle", "point");
+  REQUIRE(entries.size() == 25);
+  REQUIRE(lines.size() == 25);
+  REQUIRE(points.size() == 25);  // the legend's markers are not data points
+  std::set<std::string> looks;
+  for (std::size_t i = 0; i < 25; ++i) {
+    const XmlElement* swatch_line = entries[i]->find_all("line", "swatch-line").at(0);
+    const XmlElement* swatch_point = entries[i]->find_all("circle", "swatch-point").at(0);
+    const std::string dash = swatch_line->has("stroke-dasharray") ? swatch_line->attr("stroke-dasharray") : "";
+    const std::string expected_dash = i < 10 ? "" : i < 20 ? "6,3" : "2,3";
+    CHECK(dash == expected_dash);
+    // The plotted series looks as its legend entry does.
+    CHECK(lines[i]->attr("stroke") == swatch_line->attr("stroke"));
+    CHECK((lines[i]->has("stroke-dasharray") ? lines[i]->attr("stroke-dasharray") : "") == dash);
+    CHECK(points[i]->attr("fill") == swatch_point->attr("fill"));
+    const bool hollow = points[i]->attr("fill") == "#ffffff";
+    CHECK(hollow == (i >= 10 && i < 20));
+    looks.insert(swatch_line->attr("stroke") + " " + dash + " " + swatch_point->attr("fill"));
+  }
+  CHECK(looks.size() == 25);
+  CHECK(entries[0]->find_all("line", "swatch-line")[0]->attr("stroke") ==
+        entries[10]->find_all("line", "swatch-line")[0]->attr("stroke"));
+  check_renders(svg, "many-series");
 }
 
 TEST_CASE("a sweep curve has one line per combination of the other keys and one point per simulated row", "[plot]") {
