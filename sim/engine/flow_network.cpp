@@ -209,9 +209,12 @@ struct FlowNetwork::Impl {
   // there).
   std::vector<LinkId> expand_links;
   int lazy_rounds = FlowNetwork::kLazyRounds;
-  std::vector<std::uint32_t> expand_mark;  // per link: == epoch once this pass's check put it in expand_links
-  std::vector<std::uint32_t> check_mark;   // per link: == epoch once in check_links this pass
-  std::vector<double> check_rate;          // per link in check_links: its frozen flows' rate
+  // Per link (parallel to links): the partial re-solve's check of its freezing links.
+  struct LinkCheck {
+    std::uint32_t mark = 0;  // == epoch once in check_links this pass
+    double rate = 0;         // then: the slowest rate frozen there
+  };
+  std::vector<LinkCheck> checks;
   std::vector<LinkId> check_links;         // this pass's freezing links, each once
   std::vector<std::uint32_t> comp_flows;
   std::vector<Share> fill_heap;
@@ -749,11 +752,6 @@ struct FlowNetwork::Impl {
   bool partial_resolve(bool lazy) {
     ++epoch;
     ++partial_count;
-    if (expand_mark.size() < links.size()) {
-      expand_mark.resize(links.size(), 0);
-      check_mark.resize(links.size(), 0);
-      check_rate.resize(links.size(), 0);
-    }
     comp_links.clear();
     comp_flows.clear();
     const Time now = sim.now();
@@ -840,22 +838,20 @@ struct FlowNetwork::Impl {
     for (std::uint32_t slot : comp_flows) {
       const Flow& f = flows[slot];
       if (f.state != State::draining) continue;
-      const LinkId l = f.bottleneck;
-      if (check_mark[l] != epoch) {
-        check_mark[l] = epoch;
-        check_rate[l] = f.new_rate;
-        check_links.push_back(l);
+      LinkCheck& c = checks[f.bottleneck];
+      if (c.mark != epoch) {
+        c.mark = epoch;
+        c.rate = f.new_rate;
+        check_links.push_back(f.bottleneck);
       } else {
-        check_rate[l] = std::min(check_rate[l], f.new_rate);
+        c.rate = std::min(c.rate, f.new_rate);
       }
     }
-    for (LinkId l : check_links) {
-      if (expand_mark[l] == epoch) continue;
-      const double faster_than = check_rate[l] * (1 + kRateTolerance);
+    for (LinkId l : check_links) {  // each once, so each failing link joins expand_links once
+      const double faster_than = checks[l].rate * (1 + kRateTolerance);
       for (const Hop& hop : links[l].flows) {
         if (hop.mark != epoch && hop.rate > faster_than) {
           if (!lazy) return false;
-          expand_mark[l] = epoch;
           expand_links.push_back(l);
           failed = true;
           break;
@@ -1031,6 +1027,7 @@ LinkId FlowNetwork::add_link(double bandwidth, Time latency, std::string name) {
   info.latency = latency;
   impl_->infos.push_back(info);
   impl_->names.push_back(std::move(name));
+  impl_->checks.emplace_back();
   return static_cast<LinkId>(impl_->links.size() - 1);
 }
 
