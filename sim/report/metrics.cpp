@@ -156,6 +156,11 @@ std::string format_memory_table(const run::SimulationResult& r) {
   row("gradients", r.memory.gradients);
   row("optimizer", r.memory.optimizer);
   row("activations", r.memory.activations);
+  // Around one layer (its backward's gradients, recomputed activations, gathered parameters) and,
+  // under FSDP with pipeline parallelism, the stage's gathered weights and accumulated gradients:
+  // shown so that the rows add up to the total.
+  if (r.memory.transient > 0) row("transient", r.memory.transient);
+  if (r.memory.unsharded > 0) row("unsharded", r.memory.unsharded);
   row("total", r.memory.total());
   row("reserved", r.memory_reserved);
   row("HBM", r.hbm_bytes);

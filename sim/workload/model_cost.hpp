@@ -404,7 +404,8 @@ struct MemoryBreakdown {
   double gradients = 0;
   double optimizer = 0;
   double activations = 0;
-  /// Buffers alive only around one layer: its recomputed activations during its backward under
+  /// Buffers alive only around one layer: the gradients its backward holds
+  /// (backward_gradient_bytes), its recomputed activations during its backward under
   /// activation checkpointing, and under ZeRO-3/FSDP the gathered parameters of the layer
   /// computing and of the one prefetched plus the unsharded gradients of one layer.
   double transient = 0;
@@ -446,6 +447,26 @@ MemoryBreakdown model_state_memory(double params_local, const config::TrainingSp
 double activation_bytes_per_layer(const config::ModelSpec& model, const config::TrainingSpec& training,
                                   const config::ParallelSpec& parallel, int sequences);
 
+/// The gradient tensors one transformer layer's backward holds at its peak, per microbatch of
+/// `sequences` sequences on one GPU, beyond the activations it kept or recomputed and its weight
+/// gradients: the layer's output gradient (h, ÷tp under sequence parallelism) held through the
+/// layer, plus the larger of its two blocks' peaks in autograd's node order (the node created last
+/// runs first), per token at bpe bytes, f = FFN/tp, q, o the local query and output widths, K/V
+/// the local grouped key and value widths:
+///   MLP: max(h + f, 3f, 2f + h, f + 2h) with SwiGLU (down projection; product; SiLU; gate
+///     projection, whose input gradient is written beside the up projection's before autograd
+///     adds them), max(h + f, 2f, f + h) with GELU;
+///   attention: max(h + o, o + q + K/V as the core writes them (SDPA with expanded K/V: q + o),
+///     q + K/V + 2h).
+/// h is whole under TP: a row-parallel linear's backward all-gathers its output gradient under
+/// sequence parallelism (replicated without), a column-parallel linear's input gradient is a full
+/// partial sum before its reduce-scatter or all-reduce. Not counted: fp8 casts of gradients
+/// (1 B per element) and the kernels' workspaces. Under context parallelism
+/// training.sequence_length is the rank's share. Throws std::invalid_argument for sequences ≤ 0
+/// or tp, cp < 1. O(1).
+double backward_gradient_bytes(const config::ModelSpec& model, const config::TrainingSpec& training,
+                               const config::ParallelSpec& parallel, int sequences);
+
 /// Mixed-precision training (weights/grads in the training precision, fp32 master + optimizer
 /// moments), ZeRO stage `parallel.zero` sharding over `dp` ranks (every replica of the weights:
 /// the run layer passes dp × cp, torchtitan's dp_shard_cp mesh), activations of
@@ -457,7 +478,8 @@ double activation_bytes_per_layer(const config::ModelSpec& model, const config::
 /// Activations: activation_bytes_per_layer × ⌈layers / pp⌉ × in_flight_microbatches, plus the
 /// loss buffers of one microbatch (s·b·V/tp·loss_bytes_per_logit) and the LM head's kept input
 /// (head_input_bytes) of every microbatch in flight (the last stage's), with b =
-/// parallel.microbatch_size. Transient: under recompute one layer's activations without it;
+/// parallel.microbatch_size. Transient: one layer's backward gradients (backward_gradient_bytes);
+/// under recompute one layer's activations without it;
 /// under ZeRO-3 with dp > 1 two layers' gathered parameters (gathered_linear_bytes each) and one
 /// layer's unsharded gradients (pb) and the gathered root unit (embedding + LM head, parameters and
 /// gradients), and the reduce-scatter input of one layer in the reduce dtype (FSDP2 copies the

@@ -147,6 +147,40 @@ double activation_bytes_per_layer(const config::ModelSpec& model, const config::
   return tokens * per_token + scores * tokens;
 }
 
+double backward_gradient_bytes(const config::ModelSpec& model, const config::TrainingSpec& training,
+                               const config::ParallelSpec& parallel, int sequences) {
+  if (sequences <= 0) throw std::invalid_argument("sequences per microbatch must be positive");
+  if (parallel.tp < 1 || parallel.cp < 1) throw std::invalid_argument("tp and cp must be >= 1");
+  const Shape sh = shape_of(model);
+  const double t = parallel.tp;
+  const double sp = parallel.sequence_parallel ? t : 1.0;
+  const double tokens = static_cast<double>(training.sequence_length) * sequences;  // the rank's share under CP
+  // Per token, in elements. The tensor-parallel GEMMs take and give every token of the
+  // microbatch: a row-parallel linear's backward all-gathers its output gradient under sequence
+  // parallelism (it is replicated without), a column-parallel one's input gradient is a full
+  // partial sum before its reduce-scatter or all-reduce. So h is whole, the TP-split widths are not.
+  const double h = sh.hidden;
+  const double f = (sh.is_moe_layer(0) ? sh.moe_ffn : sh.ffn) / t;
+  const double q = sh.heads * sh.head_dim / t;
+  const double o = sh.heads * sh.v_head_dim / t;
+  const double kv = (sh.kv_heads * sh.head_dim + sh.kv_heads * sh.v_head_dim) / t;
+  const bool expanded = sdpa_expands_kv(training) && !sh.mla && sh.kv_heads < sh.heads;
+  const double kv_attention = expanded ? q + o : kv;  // the K and V gradients the attention core writes
+  // MLP, in autograd's order (the last node created runs first): the down projection holds its
+  // output gradient and writes the activation's (h + f); SwiGLU's product writes the gate's and
+  // the up projection's gradients from it (3f), the SiLU the gate's pre-activation gradient
+  // beside the up projection's input gradient (2f + h); the gate projection writes its input
+  // gradient beside the up projection's, before autograd adds them (f + 2h). GELU: h + f, 2f, f + h.
+  const double mlp = sh.swiglu ? std::max({h + f, 3.0 * f, 2.0 * f + h, f + 2.0 * h}) : std::max({h + f, 2.0 * f, f + h});
+  // Attention: the output projection (h + o); the attention core's backward writes the Q, K and V
+  // gradients from the output's (o + q + K/V); the Q, K and V projections, the last of which
+  // writes its input gradient beside the one before it (q + grouped K/V + 2h).
+  const double attention = std::max({h + o, o + q + kv_attention, q + kv + 2.0 * h});
+  // The layer's output gradient is held through the whole layer (the residual branch passes it
+  // on after the block's backward): h, split over TP under sequence parallelism.
+  return tokens * bytes_per_element(training.precision) * (h / sp + std::max(mlp, attention));
+}
+
 MemoryBreakdown memory_per_gpu(const config::ModelSpec& model, const config::TrainingSpec& training,
                                const config::ParallelSpec& parallel, int dp, int in_flight_microbatches) {
   if (parallel.tp < 1 || parallel.pp < 1 || parallel.ep < 1) throw std::invalid_argument("tp, pp and ep must be >= 1");
@@ -169,6 +203,7 @@ MemoryBreakdown memory_per_gpu(const config::ModelSpec& model, const config::Tra
     none.activation_checkpointing = "none";
     m.transient += activation_bytes_per_layer(model, none, parallel, parallel.microbatch_size);
   }
+  if (in_flight_microbatches > 0) m.transient += backward_gradient_bytes(model, training, parallel, parallel.microbatch_size);
   if (parallel.zero >= 3 && dp > 1) {
     const double layer_params = (p.attention + p.mlp - p.routed_experts + p.routed_experts / parallel.ep) /
                                 model.layers / parallel.tp;

@@ -106,6 +106,7 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
     none.activation_checkpointing = "none";
     recomputed = activation_bytes_per_layer(model, none, parallel, parallel.microbatch_size);
   }
+  const double backward_grads = backward_gradient_bytes(model, training, parallel, parallel.microbatch_size);
   const double bpe = bytes_per_element(training.precision);
   const double s = static_cast<double>(training.sequence_length);  // the rank's share under CP
   const double tokens = s * parallel.microbatch_size;
@@ -287,6 +288,7 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
         gather(l, false);
         if (reshard && l - 1 >= first) gather(l - 1, false);
         int recompute = r.alloc(recomputed, kCompute, "recomputed activations");
+        int layer_grads = r.alloc(backward_grads, kCompute, "backward gradients");
         if (zero3) {
           int fresh = r.alloc(layer_params * pb, kCompute, "fresh gradients");
           int& acc = accumulated[static_cast<std::size_t>(l)];
@@ -305,6 +307,7 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
           }
           r.release(fresh);  // added to the accumulated gradients
         }
+        r.release(layer_grads);
         r.release(recompute);
         const auto it = saved.find({pass.microbatch, l});
         if (it != saved.end()) {

@@ -11,7 +11,8 @@
 /// - on the last pipeline stage, per forward of a microbatch through its last chunk, the LM
 ///   head's kept input (head_input_bytes);
 /// - per backward pass, layer by layer in reverse: under recompute the layer's recomputed
-///   activations (the policy-none size) around its backward, the layer's fresh gradients; on the
+///   activations (the policy-none size) and the gradients its backward holds
+///   (backward_gradient_bytes) around its backward, the layer's fresh gradients; on the
 ///   last pipeline stage the loss buffers (s·b·V/tp · loss_bytes_per_logit) around the backward
 ///   of its last chunk's first layer, freed with the microbatch's LM-head input;
 /// - ZeRO-3/FSDP with dp > 1: each layer's all-gather output on the all-gather stream (1), copied
@@ -53,8 +54,8 @@
 /// first does); the peaks are over both.
 /// Not replayed: the CUDA context and NCCL's buffers (outside PyTorch's allocator and outside its
 /// reserved figure; the out-of-memory check takes them off the capacity,
-/// run::allocator_capacity), the per-op temporaries inside one layer's forward or backward
-/// beyond the recomputed activations, DDP's gradient buckets.
+/// run::allocator_capacity), the per-op temporaries inside one layer's forward beyond what it
+/// keeps, the fp8 casts of gradients, DDP's gradient buckets.
 #include <string>
 #include <utility>
 #include <vector>

@@ -261,9 +261,36 @@ TEST_CASE("memory per GPU divides parameters by tp·pp and adds activations and 
   // 2,101,346,304 B; the LM head's input of each microbatch in flight, 8192·4096·2 = 67,108,864 B.
   const double per_layer = activation_bytes_per_layer(m, t, p, 1);
   CHECK(mem.activations == per_layer * 16 * 2 + 2'101'346'304.0 + 2 * 67'108'864.0);
-  // Under recompute, the backward of one layer holds its recomputed activations besides.
+  // Under recompute, the backward of one layer holds its recomputed activations besides, and
+  // every backward its gradients: per token (tp 2, no sequence parallelism, h 4,096, f 7,168)
+  // the layer's output gradient 4,096 and the SwiGLU product's peak 3f = 21,504 (above h + f,
+  // 2f + h, f + 2h and the attention's q + K/V + 2h = 11,264): 25,600 × 2 B × 8,192 tokens.
   config::TrainingSpec none = t;
   none.activation_checkpointing = "none";
-  CHECK(mem.transient == activation_bytes_per_layer(m, none, p, 1));
+  CHECK(backward_gradient_bytes(m, t, p, 1) == 419'430'400.0);
+  CHECK(mem.transient == activation_bytes_per_layer(m, none, p, 1) + 419'430'400.0);
   CHECK(mem.total() == mem.weights + mem.gradients + mem.optimizer + mem.activations + mem.transient);
+}
+
+TEST_CASE("a layer's backward holds its output gradient and the largest set of gradients autograd keeps together",
+          "[workload][memory]") {
+  // GPT-2 small (h 768, GELU MLP of 3,072, 12 heads of 64, no TP), 1,024 tokens at 2 B. Per token:
+  // the output gradient 768, held through the layer; MLP (GELU) max(h + f, 2f, f + h) = 6,144,
+  // the GELU's output and input gradients; attention max(h + o, o + q + K/V, q + K/V + 2h) =
+  // max(1,536, 3,072, 3,840) = 3,840. So (768 + 6,144) × 2 B × 1,024 = 14,155,776 B.
+  const config::ModelSpec m = gpt2_124m();
+  config::TrainingSpec t = mixed_adam();
+  t.sequence_length = 1024;
+  config::ParallelSpec p;
+  CHECK(backward_gradient_bytes(m, t, p, 1) == 14'155'776.0);
+  CHECK(backward_gradient_bytes(m, t, p, 4) == 4 * 14'155'776.0);
+  // TP 4 without sequence parallelism: the output gradient is replicated (768), the MLP's GELU
+  // gradients split (2 × 768) but the fc1 input gradient whole: max(768 + 768, 1,536, 768 + 768)
+  // = 1,536; attention q = o = 192, K/V 384: max(960, 768, 192 + 384 + 1,536 = 2,112) = 2,112.
+  p.tp = 4;
+  CHECK(backward_gradient_bytes(m, t, p, 1) == (768 + 2'112) * 2 * 1024.0);
+  // Sequence parallelism splits only the held output gradient: 768 / 4.
+  p.sequence_parallel = true;
+  CHECK(backward_gradient_bytes(m, t, p, 1) == (192 + 2'112) * 2 * 1024.0);
+  CHECK_THROWS_AS(backward_gradient_bytes(m, t, p, 0), std::invalid_argument);
 }

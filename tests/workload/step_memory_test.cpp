@@ -203,6 +203,10 @@ TEST_CASE("the ledger of torchtitan's 405B 1F1B stage 0 at its peak is the hand 
   //   the two gathered fp8 norm outputs 2·16,384 = 32,768, Q, the expanded K and V and O
   //   2·4·2,048 = 16,384, log-sum-exp 4·16 = 64, SwiGLU 3·2·6,656 = 39,936: 97,344 B) for
   //   32,768 tokens, and its fresh bf16 gradients 398,462,976 · 2 B;
+  // - the gradients that layer's backward holds (backward_gradient_bytes): its output gradient,
+  //   sequence-parallel, 16,384/8 = 2,048 per token, and the gate projection's input gradient
+  //   written beside the up projection's, both every token (2·16,384), with the gate's
+  //   pre-activation gradient (53,248/8 = 6,656): 2,048 + 39,424 elements of 2 B per token;
   // - torch pipelining's 8 gradient receive buffers and 8 kept outputs of 128 MiB each.
   const auto model = llama3_405b();
   const config::TrainingSpec t = torchtitan_405b_training();
@@ -221,6 +225,7 @@ TEST_CASE("the ledger of torchtitan's 405B 1F1B stage 0 at its peak is the hand 
   const double mib128 = 128.0 * 1024 * 1024;
   const std::vector<std::pair<std::string, double>> hand = {
       {"accumulated gradients", params * 4},
+      {"backward gradients", 32768.0 * 2 * (2048 + 39'424)},
       {"fresh gradients", 398'462'976.0 * 2},
       {"optimizer state", params * 12 / 8},
       {"pp outputs kept", 8 * mib128},
@@ -316,18 +321,18 @@ TEST_CASE("torch pipelining's step() merges the last stage's outputs: one more c
   // stage (a torch.cat of the kept outputs); torchtitan drops it. At that moment (every backward
   // done) the last stage holds its model state, a receive buffer (A) and a kept input gradient
   // (A) per microbatch, the kept bf16 logits (2 B · V·s) per microbatch and their merged copy
-  // (2 B · V·s more): per microbatch 4·V·s + 2A bytes. With 7 or more microbatches that is the
+  // (2 B · V·s more): per microbatch 4·V·s + 2A bytes. With 8 or more microbatches that is the
   // peak (the first backward holds the kept logits, 12 B per logit of loss buffers for one
-  // microbatch and a few A: 2·m·V·s + 12·V·s + O(m·A)), so one microbatch more adds exactly
-  // 4·V·s + 2A; without the merge it would add 2·V·s + 2A.
+  // microbatch, a layer's backward gradients and a few A: 2·m·V·s + 12·V·s + O(m·A)), so one
+  // microbatch more adds exactly 4·V·s + 2A; without the merge it would add 2·V·s + 2A.
   const auto model = llama3_8b();
   const auto t = bf16_sgd("full");
   const auto par = pipeline_of(4);
   auto peak = [&](int microbatches) {
     return replay_step_memory(model, t, par, 1, pipeline_rank(2, false, true, microbatches, true), byte_granular()).allocated;
   };
-  CHECK(peak(8) - peak(7) == Approx(4 * kLogits + 2 * kBoundary).epsilon(1e-9));
   CHECK(peak(9) - peak(8) == Approx(4 * kLogits + 2 * kBoundary).epsilon(1e-9));
+  CHECK(peak(10) - peak(9) == Approx(4 * kLogits + 2 * kBoundary).epsilon(1e-9));
 }
 
 TEST_CASE("FSDP with pipeline parallelism keeps the root unit gathered and its gradients unsharded",
