@@ -219,7 +219,7 @@ const std::vector<Doc>& docs() {
       {"batch_ramp[].until_tokens", "the stage lasts until this many tokens are trained"},
       {"batch_ramp[].global_batch_tokens", "tokens per optimizer step during the stage"},
       {"training.reduce_dtype", "precision of gradient reduction (FSDP reduce_dtype; default: the training precision)"},
-      {"training.fp8_all_gather", "FSDP all-gathers the linear weights in fp8 (precision fp8, zero 3)"},
+      {"training.fp8_all_gather", "the linear weights are all-gathered in fp8: FSDP's fp8 all-gather (zero 3) or Megatron's fp8_param_gather (zero 1/2, framework fused or cuda_graphs); precision fp8"},
       {"training.expandable_segments", "PyTorch allocator grows one segment per stream (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)"},
       {"training.evaluation", "evaluation pauses of whole runs"},
       {"evaluation.every_steps", "optimizer steps between evaluations (0 = none)"},

@@ -342,9 +342,12 @@ struct TrainingSpec {
   /// training.mixed_precision_reduce (float32 by default). "" = the parameters' precision
   /// (parameter_bytes). fp32 | bf16 | fp16.
   std::string reduce_dtype;
-  /// ZeRO-3/FSDP all-gathers the linear layers' weights as fp8 (torchtitan's
-  /// float8.enable_fsdp_float8_all_gather): 1 byte per weight on the wire and unsharded;
-  /// norms, embedding and LM head stay in the parameters' precision. Needs precision fp8, zero 3.
+  /// The linear layers' weights are all-gathered as fp8: under ZeRO-3/FSDP torchtitan's
+  /// float8.enable_fsdp_float8_all_gather (1 byte per weight on the wire and unsharded); under
+  /// ZeRO 1/2 with Megatron-style code (framework fused or cuda_graphs) Megatron-core's
+  /// fp8_param_gather, fp8 primary weights that the distributed optimizer's all-gather moves at
+  /// 1 byte (NeMo's and Megatron-Bridge's fp8 precision recipes set it). Norms, embedding and LM
+  /// head stay in the parameters' precision. Needs precision fp8.
   bool fp8_all_gather = false;
   /// PyTorch's caching allocator grows one segment per stream by mapping pages
   /// (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, as torchtitan's launch script sets)

@@ -561,10 +561,16 @@ void validate_scenario(Scenario& sc, LoadState& st) {
       sc.data.decode_time.distribution == "empirical" && sc.data.decode_time.samples.empty()) {
     st.report("data.loader.decode_time.distribution", "an empirical distribution needs samples: [list of times]");
   }
-  if (t.fp8_all_gather && st.ok({"training.fp8_all_gather", "training.precision", "parallel.zero"}) &&
-      (t.precision != "fp8" || p.zero != 3)) {
-    st.report("training.fp8_all_gather", "gathers fp8 weights of ZeRO-3/FSDP: needs training.precision fp8 and "
-                                         "parallel.zero 3, got " + t.precision + " and zero " + str(p.zero));
+  if (t.fp8_all_gather && st.ok({"training.fp8_all_gather", "training.precision", "parallel.zero", "training.framework"})) {
+    // FSDP's fp8 all-gather (zero 3), or Megatron-core's fp8_param_gather under its distributed
+    // optimizer (zero 1/2, Megatron-style code: framework fused or cuda_graphs).
+    const bool megatron = t.framework == "fused" || t.framework == "cuda_graphs";
+    if (t.precision != "fp8" || !(p.zero == 3 || (megatron && (p.zero == 1 || p.zero == 2)))) {
+      st.report("training.fp8_all_gather",
+                "gathers fp8 weights of ZeRO-3/FSDP, or of Megatron's distributed optimizer (zero 1 or 2 with "
+                "framework fused or cuda_graphs): needs training.precision fp8, got " + t.precision + ", zero " +
+                    str(p.zero) + " and framework " + t.framework);
+    }
   }
   if (st.ok({"training.precision", "cluster.topology.device.peak_flops"}) &&
       sc.topology.device.peak_flops.count(t.precision) == 0) {

@@ -85,7 +85,8 @@ PassTimes layer_times(const config::Scenario& s, const config::TrainingSpec& per
   const auto& dev = s.topology.device;
   const std::string& prec = s.training.precision;
   PassTimes t;
-  const auto fwd = workload::layer_forward_ops(s.model, per_rank, sequences, tp, layer, ep);
+  // A steady microbatch (the first one of a step also casts the weights TE caches).
+  const auto fwd = workload::steady_microbatch(workload::layer_forward_ops(s.model, per_rank, sequences, tp, layer, ep));
   t.forward = sum_time(fwd, dev, prec);
   for (const auto& op : fwd)
     if (op.role == workload::OpRole::attention_core) t.attention += workload::op_time(op, dev, prec).seconds();

@@ -75,7 +75,10 @@ class ShardedOptimizer final : public Buckets {
   void after_optimizer(StepBuilder& b, const ReductionGroup& g, const std::vector<TaskId>& optimizer) const override {
     const Units u(b);
     double held = 0;
-    for (int unit : g.units) held += u.bytes(unit);
+    // Megatron-core's fp8_param_gather (training.fp8_all_gather under ZeRO 1/2): the updated
+    // linear weights are gathered as the fp8 parameters they are.
+    const bool fp8 = b.world().scenario.training.fp8_all_gather;
+    for (int unit : g.units) held += fp8 ? u.gather_bytes(unit) : u.bytes(unit);
     const TaskId ag = b.collective(CollectiveOp::all_gather, g.group, held, u.name(CollectiveOp::all_gather, "params"),
                                    g.members, g.all_gather);
     for (TaskId o : optimizer) b.depend(o, ag);

@@ -129,8 +129,12 @@ void build_pipeline(StepBuilder& b, PassRunner& runner, const PipelineSchedule& 
         if (first_chunk && b.world().data.enabled())
           for (int local : group) b.data(local);
         if (first_chunk) pass(costs.embed_forward, EventKind::forward, embed_name, L, PassPart::forward);
-        for (int l = first; l < first + count; ++l)
-          pass(costs.layer(l).forward, EventKind::forward, layer_names[static_cast<std::size_t>(l)], l, PassPart::forward);
+        for (int l = first; l < first + count; ++l) {
+          const LayerCosts& lc = costs.layer(l);
+          // The step's first microbatch casts the weights Transformer Engine caches for the rest.
+          const PartList& parts = mb == 0 && !lc.first_forward.empty() ? lc.first_forward : lc.forward;
+          pass(parts, EventKind::forward, layer_names[static_cast<std::size_t>(l)], l, PassPart::forward);
+        }
         // The last stage's labels (pp > 1), needed by the loss in the head's forward.
         if (last_chunk && !first_chunk && b.world().data.enabled())
           for (int local : group)

@@ -177,7 +177,10 @@ Costs build_costs(const config::Scenario& s, const Layout& lay, const config::Tr
   Costs costs;
   // One layer's parameters on a rank: attention, MLP (routed experts split over EP) and norms.
   auto layer_costs = [&](LayerCosts& lc, int layer) {
-    lc.forward = timer.parts(workload::layer_forward_ops(s.model, local, seqs, lay.tp, layer, lay.ep, sp), cuts);
+    const auto forward = workload::layer_forward_ops(s.model, local, seqs, lay.tp, layer, lay.ep, sp);
+    const auto steady = workload::steady_microbatch(forward);
+    lc.forward = timer.parts(steady, cuts);
+    if (steady.size() != forward.size()) lc.first_forward = timer.parts(forward, cuts);
     const auto backward = workload::layer_backward_ops(s.model, local, seqs, lay.tp, layer, lay.ep, sp);
     lc.backward = timer.parts(backward, cuts);
     split(backward, lc.input_grad, lc.weight_grad);

@@ -212,6 +212,9 @@ class OpTimer {
 /// is all-reduced before the next op runs: the weight gradient it overlapped comes later.
 struct LayerCosts {
   PartList forward, recompute, backward;
+  /// The forward of a step's first microbatch where it differs from `forward` (Transformer
+  /// Engine's fp8 weight casts, cached for the later microbatches); empty otherwise.
+  PartList first_forward;
   PartList input_grad, weight_grad;
   double params = 0;  // held by one rank: split over TP, routed experts over EP
   double linear_params = 0;  // the part of params in linear layers (not the norms)

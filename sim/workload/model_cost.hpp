@@ -126,6 +126,9 @@ struct Op {
   int kernels = 1;
   /// An fp8 cast (amax and scaled cast of a GEMM's operands) whose backward belongs to the GEMM.
   bool fp8_cast = false;
+  /// A weight's fp8 cast that Transformer Engine caches for the step's later microbatches
+  /// (fp8_weight_cache_bytes): only a step's first microbatch runs it, and never a recompute.
+  bool first_microbatch_only = false;
 
   bool is_gemm() const { return m > 0; }
 };
@@ -413,7 +416,10 @@ struct MemoryBreakdown {
   /// as torchtitan runs it): the stage's gathered weights and its unsharded gradients,
   /// accumulated over the microbatches, held for the whole step.
   double unsharded = 0;
-  double total() const { return weights + gradients + optimizer + activations + transient + unsharded; }
+  /// Transformer Engine's fp8 copies of the linear weights and their transposes, kept from a
+  /// step's first microbatch for the others (fp8_weight_cache_bytes per linear parameter).
+  double weight_cache = 0;
+  double total() const { return weights + gradients + optimizer + activations + transient + unsharded + weight_cache; }
 };
 
 /// Weights, gradients and optimizer state of `params_local` parameters (already divided by
@@ -493,6 +499,19 @@ double backward_gradient_bytes(const config::ModelSpec& model, const config::Tra
 /// leaves them out, run::allocator_capacity) and allocator fragmentation.
 MemoryBreakdown memory_per_gpu(const config::ModelSpec& model, const config::TrainingSpec& training,
                                const config::ParallelSpec& parallel, int dp, int in_flight_microbatches);
+
+/// `ops` without the ops only a step's first microbatch runs (Op::first_microbatch_only): what
+/// every later microbatch of the step runs. O(ops).
+std::vector<Op> steady_microbatch(std::vector<Op> ops);
+
+/// Bytes per linear-layer parameter of the fp8 weights Transformer Engine caches across a step's
+/// microbatches: 2 (the fp8 weight and its transpose, which the dgrad GEMM takes) under the fp8
+/// recipe with Megatron-style code (training.framework fused or cuda_graphs), whose schedules
+/// call set_is_first_microbatch() so that TE's modules cast a weight on the step's first
+/// microbatch only (megatron/core/transformer/module.py; TE Linear.forward is_first_microbatch,
+/// "caching of FP8-cast weights"); 0 otherwise: PyTorch model code (torchao Float8) casts per
+/// use, and with FSDP's fp8 all-gather the weight arrives in fp8. O(1).
+double fp8_weight_cache_bytes(const config::TrainingSpec& training);
 
 /// Whether tensor parallelism runs as PyTorch's DTensor styles (training.framework eager or
 /// compile with tp > 1, as torchtitan's apply_tp does) rather than Megatron-LM's fused layers:

@@ -204,6 +204,13 @@ MemoryBreakdown memory_per_gpu(const config::ModelSpec& model, const config::Tra
     m.transient += activation_bytes_per_layer(model, none, parallel, parallel.microbatch_size);
   }
   if (in_flight_microbatches > 0) m.transient += backward_gradient_bytes(model, training, parallel, parallel.microbatch_size);
+  // Transformer Engine's fp8 weights and transposes, kept across the step's microbatches: the
+  // linear layers' parameters (all but norms, embedding and LM head, which stay in bf16).
+  const double cache = fp8_weight_cache_bytes(training);
+  if (cache > 0) {
+    const double other = (p.norm + p.embedding + p.position + p.lm_head) / (parallel.tp * parallel.pp);
+    m.weight_cache = std::max(0.0, params_local - other) * cache;
+  }
   if (parallel.zero >= 3 && dp > 1) {
     const double layer_params = (p.attention + p.mlp - p.routed_experts + p.routed_experts / parallel.ep) /
                                 model.layers / parallel.tp;

@@ -58,6 +58,13 @@ struct Microbatch {
   /// The fp8 weights come from FSDP's fp8 all-gather (training.fp8_all_gather): cast once per
   /// gather on the shard, not per GEMM.
   bool fp8_gathered_weights = false;
+  /// Transformer Engine caches the fp8 weights (and their transposes) across the step's
+  /// microbatches (fp8_weight_cache_bytes > 0): the weight cast is a first-microbatch op, and no
+  /// backward casts the weight.
+  bool fp8_weight_cache = false;
+  /// fp8 parameters of Megatron-style code (fp8_all_gather under framework fused or
+  /// cuda_graphs): each weight's transpose is made once per step.
+  bool fp8_weight_transpose = false;
   /// The model code expands grouped K/V to every query head before SDPA (sdpa_expands_kv).
   bool expands_kv = false;
   /// Megatron's gradient_accumulation_fusion: the wgrad GEMM accumulates into the fp32 main_grad.
@@ -91,6 +98,8 @@ Microbatch microbatch(const config::ModelSpec& model, const config::TrainingSpec
   mb.expands_kv = sdpa_expands_kv(training) && !mb.sh.mla && mb.sh.kv_heads < mb.sh.heads;
   mb.fp8_linear = training.precision == "fp8";
   mb.fp8_gathered_weights = mb.fp8_linear && training.fp8_all_gather;
+  mb.fp8_weight_cache = mb.fp8_linear && !mb.fp8_gathered_weights && fp8_weight_cache_bytes(training) > 0;
+  mb.fp8_weight_transpose = mb.fp8_gathered_weights && !pytorch_model_code(training);
   mb.wgrad_accumulates_fp32 = training.gradient_accumulation_fusion;
   return mb;
 }
@@ -109,11 +118,34 @@ void linear(std::vector<Op>& ops, const Microbatch& mb, std::string name, double
   Op cast;
   cast.name = name + "_cast";
   cast.fp8_cast = true;
-  const double weight = mb.fp8_gathered_weights ? 0.0 : k * n;
+  const double weight = mb.fp8_gathered_weights || mb.fp8_weight_cache ? 0.0 : k * n;
   cast.bytes = batch * (m * k + weight) * (2.0 * mb.bpe + 1.0);
   cast.flops = batch * (m * k + weight) * 2.0;
-  cast.kernels = 4;
+  cast.kernels = weight > 0 ? 4 : 2;
   ops.push_back(cast);
+  if (mb.fp8_gathered_weights && mb.fp8_weight_transpose) {
+    // Megatron-core's fp8 parameters: the dgrad GEMM's transposed copy of each weight is made
+    // on its first use in the step (read 1, write 1 B) and kept for the later microbatches.
+    Op w;
+    w.name = name + "_weight_transpose";
+    w.fp8_cast = true;
+    w.first_microbatch_only = true;
+    w.bytes = batch * k * n * 2.0;
+    w.kernels = 1;
+    ops.push_back(w);
+  }
+  if (mb.fp8_weight_cache) {
+    // Transformer Engine on the step's first microbatch: the weight's amax, its scaled cast and
+    // the transpose the dgrad GEMM takes (read bpe, read bpe, write 1; read 1, write 1), cached.
+    Op w;
+    w.name = name + "_weight_cast";
+    w.fp8_cast = true;
+    w.first_microbatch_only = true;
+    w.bytes = batch * k * n * (2.0 * mb.bpe + 1.0 + 2.0);
+    w.flops = batch * k * n * 2.0;
+    w.kernels = 3;
+    ops.push_back(w);
+  }
   Op g = gemm(std::move(name), m, n, k, batch, mb.bpe, role);
   g.dtype = "fp8";
   g.bytes = batch * ((m * k + k * n) * 1.0 + m * n * mb.bpe);
@@ -365,7 +397,7 @@ std::vector<Op> backward_of(const std::vector<Op>& forward, const Microbatch& mb
         Op cast;
         cast.name = f.name + "_bwd_cast";
         cast.fp8_cast = true;
-        const double weight = mb.fp8_gathered_weights ? 0.0 : f.k * f.n;
+        const double weight = mb.fp8_gathered_weights || mb.fp8_weight_cache ? 0.0 : f.k * f.n;
         cast.bytes = f.batch * ((f.m * f.n + f.m * f.k) * (2.0 * mb.bpe + 1.0 + 2.0) + weight * (2.0 * mb.bpe + 1.0));
         cast.flops = f.batch * (f.m * f.n + f.m * f.k + weight) * 2.0;
         cast.kernels = 8;
@@ -441,6 +473,15 @@ std::vector<Op> with_recipe(std::vector<Op> ops, const Microbatch& mb) {
   }
   return ops;
 }
+
+}  // namespace
+
+std::vector<Op> steady_microbatch(std::vector<Op> ops) {
+  std::erase_if(ops, [](const Op& op) { return op.first_microbatch_only; });
+  return ops;
+}
+
+namespace {
 
 std::vector<Op> with_prefix(std::vector<Op> ops, const std::string& prefix) {
   for (Op& op : ops) op.name = prefix + op.name;
@@ -545,14 +586,15 @@ std::vector<Op> layer_recompute_ops(const config::ModelSpec& model, const config
   const bool moe = is_moe_layer(model, layer);
   const Microbatch mb = microbatch(model, training, sequences, tp, ep, sequence_parallel);
   const std::string& policy = training.activation_checkpointing;
-  if (policy == "full") return with_recipe(with_prefix(forward_ops(mb, moe), "recompute_"), mb);
+  // A recompute runs after the step's first forward: TE's cached fp8 weights serve it.
+  if (policy == "full") return with_recipe(with_prefix(steady_microbatch(forward_ops(mb, moe)), "recompute_"), mb);
   if (policy == "selective") return with_recipe(with_prefix(attention_core_forward(mb), "recompute_"), mb);
   if (policy == "op") {
     // torchtitan's op-level policy keeps the attention core's outputs and every second matmul's
     // output (Llama order: wq, wk, wv, wo, w1, w3, w2 → wq, wv, w1, w2 kept): recompute wk, wo,
     // w3 (GELU MLP: the down projection) and every element-wise op.
     std::vector<Op> ops;
-    for (const Op& op : forward_ops(mb, moe)) {
+    for (const Op& op : steady_microbatch(forward_ops(mb, moe))) {
       if (op.fused_attention || !op.is_gemm()) {
         if (!op.fused_attention && (op.bytes > 0 || op.flops > 0)) ops.push_back(op);
         continue;
@@ -642,6 +684,10 @@ Op ring_block(const Op& core, double queries, double keys, bool causal) {
 }
 
 }  // namespace
+
+double fp8_weight_cache_bytes(const config::TrainingSpec& training) {
+  return training.precision == "fp8" && !training.fp8_all_gather && !pytorch_model_code(training) ? 2.0 : 0.0;
+}
 
 bool pytorch_model_code(const config::TrainingSpec& training) {
   return training.framework == "eager" || training.framework == "compile";

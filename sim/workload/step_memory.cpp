@@ -163,6 +163,10 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
   };
   for (int l = 0; l < layers_local; ++l) hold_state(layer_params);
   hold_state(root_params);
+  // Transformer Engine's fp8 weights and their transposes, cast on a step's first microbatch and
+  // kept for the others (and the next step's first microbatch refills them in place).
+  if (const double cache = fp8_weight_cache_bytes(training); cache > 0)
+    for (int l = 0; l < layers_local; ++l) r.alloc((layer_params - layer_norms / t) * cache, kCompute, "fp8 weight cache");
   // The optimizer step, after the step's backward passes: the first one creates torch.optim's
   // state tensors; foreach AdamW (torchtitan: foreach = not fused, fused off) takes the square
   // root of every second moment into new tensors (_multi_tensor_adamw: exp_avg_sq_sqrt =

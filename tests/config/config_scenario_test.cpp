@@ -316,3 +316,16 @@ TEST_CASE("training.attention_kernel names the fused attention kernel: FlashAtte
         std::string::npos);
   CHECK_FALSE(errors_of([&] { load_scenario(torchtitan, {"training.attention_kernel=auto"}); }).empty());
 }
+
+TEST_CASE("fp8 all-gather is FSDP's (zero 3) or Megatron's fp8 parameters under its distributed optimizer (zero 1/2)",
+          "[scenario][precision]") {
+  // NeMo's GPT-3 row: Megatron-core, ZeRO 1, fp8_param_gather (NeMo's bf16_with_fp8_mixed).
+  const std::string nemo = IRONLAW_SOURCE_DIR "/scenarios/validation/nemo/gpt3-175b-512gpu-fp8.yaml";
+  CHECK(load_scenario(nemo).training.fp8_all_gather);
+  CHECK(load_scenario(nemo, {"parallel.zero=2"}).training.fp8_all_gather);
+  // PyTorch model code has no fp8 parameters under ZeRO 1/2; nothing has them without fp8.
+  CHECK_THROWS_WITH(load_scenario(nemo, {"training.framework=compile"}),
+                    Catch::Contains("training.fp8_all_gather") && Catch::Contains("framework compile"));
+  CHECK_THROWS_WITH(load_scenario(nemo, {"parallel.zero=0"}), Catch::Contains("zero 0"));
+  CHECK_THROWS_WITH(load_scenario(nemo, {"training.precision=bf16"}), Catch::Contains("got bf16"));
+}

@@ -130,3 +130,52 @@ TEST_CASE("PyTorch model code expands grouped K/V to every query head before SDP
   CHECK_FALSE(has(fused, "repeat_kv"));
   CHECK(find(fused, "attn_core").bytes == 8192.0 * (32 + 8) * 256 * 2 + 8192.0 * 32 * 4);
 }
+
+TEST_CASE("Transformer Engine casts a weight to fp8 on the step's first microbatch only and caches it with its transpose",
+          "[workload][precision]") {
+  // Megatron-core's schedules call set_is_first_microbatch(), so that TE's modules cast the
+  // weights once per step (TE Linear.forward is_first_microbatch: "caching of FP8-cast weights").
+  const auto t = llama_training("fused", "fp8", "full");
+  const auto ops = layer_forward_ops(llama3_8b(), t, 1, 1);
+  // qkv (h = 4,096 → n = 6,144): the input alone is cast per microbatch (5 B per element) ...
+  CHECK(find(ops, "qkv_cast").bytes == 8192.0 * 4096 * 5);
+  CHECK_FALSE(find(ops, "qkv_cast").first_microbatch_only);
+  // ... the weight on the first microbatch: amax 2, cast 2 + 1, transpose 1 + 1 = 7 B per element.
+  const Op& w = find(ops, "qkv_weight_cast");
+  CHECK(w.first_microbatch_only);
+  CHECK(w.bytes == 4096.0 * 6144 * 7);
+  // Later microbatches and the recompute run without it; the backward casts no weight (the
+  // transpose is cached): dY and X only, 7 B per element each (t·n + t·k).
+  CHECK_FALSE(has(steady_microbatch(ops), "qkv_weight_cast"));
+  CHECK(steady_microbatch(ops).size() + 4 == ops.size());  // qkv, attn_out, mlp_up (gate and up in one), mlp_down
+  for (const Op& op : layer_recompute_ops(llama3_8b(), t, 1, 1)) CHECK_FALSE(op.first_microbatch_only);
+  const auto back = layer_backward_ops(llama3_8b(), t, 1, 1);
+  CHECK(find(back, "qkv_bwd_cast").bytes == (8192.0 * 6144 + 8192.0 * 4096) * 7);
+  // The cache: the fp8 weight and its transpose, 2 B per linear parameter; none for PyTorch
+  // model code (torchao casts per use) or fp8 parameters (they are the cache).
+  CHECK(fp8_weight_cache_bytes(t) == 2);
+  CHECK(fp8_weight_cache_bytes(llama_training("compile", "fp8")) == 0);
+  CHECK(fp8_weight_cache_bytes(llama_training("fused", "bf16")) == 0);
+  auto fp8_params = t;
+  fp8_params.fp8_all_gather = true;
+  CHECK(fp8_weight_cache_bytes(fp8_params) == 0);
+}
+
+TEST_CASE("Megatron's fp8 parameters need no weight cast, only a transpose once per step", "[workload][precision]") {
+  // fp8_param_gather (training.fp8_all_gather with framework fused): the weight is already fp8;
+  // the dgrad GEMM's transposed copy (read 1, write 1 B) is made on the step's first microbatch.
+  auto t = llama_training("fused", "fp8");
+  t.fp8_all_gather = true;
+  const auto ops = layer_forward_ops(llama3_8b(), t, 1, 1);
+  CHECK(find(ops, "qkv_cast").bytes == 8192.0 * 4096 * 5);
+  const Op& w = find(ops, "qkv_weight_transpose");
+  CHECK(w.first_microbatch_only);
+  CHECK(w.bytes == 4096.0 * 6144 * 2);
+  CHECK_FALSE(has(ops, "qkv_weight_cast"));
+  // torchtitan's FSDP fp8 all-gather (PyTorch model code): neither.
+  auto tt = llama_training("compile", "fp8");
+  tt.fp8_all_gather = true;
+  const auto tt_ops = layer_forward_ops(llama3_8b(), tt, 1, 1);
+  CHECK_FALSE(has(tt_ops, "qkv_weight_transpose"));
+  CHECK_FALSE(has(tt_ops, "qkv_weight_cast"));
+}
