@@ -417,6 +417,7 @@ void parse_parallel(Section s, ParallelSpec& p) {
   s.integer("virtual_stages", p.virtual_stages, kPositive);
   s.flag("sequence_parallel", p.sequence_parallel);
   s.flag("async_tp", p.async_tp);
+  s.flag("async_tensor_parallel_allreduce", p.async_tensor_parallel_allreduce);
   s.integer("ep", p.ep, kPositive);
   parse_order(s, p.order);
   s.integer("microbatch_size", p.microbatch_size, kPositive);
@@ -470,6 +471,7 @@ void parse_training(Section s, TrainingSpec& t) {
   s.flag("flash_attention", t.flash_attention);
   s.choice("attention_kernel", t.attention_kernel, {"flash2", "cudnn"});
   s.flag("gradient_accumulation_fusion", t.gradient_accumulation_fusion);
+  s.flag("bf16_optimizer", t.bf16_optimizer);
   s.choice("reduce_dtype", t.reduce_dtype, {"fp32", "bf16", "fp16"});
   s.flag("fp8_all_gather", t.fp8_all_gather);
   s.flag("expandable_segments", t.expandable_segments);

@@ -290,6 +290,13 @@ struct ParallelSpec {
   /// sequence-parallel all-gather fused with the GEMM that consumes it, each reduce-scatter with
   /// the GEMM that produces it, chunk by chunk over copy-engine transfers (run/model_parallel.hpp).
   bool async_tp = false;
+  /// Megatron-LM's async_tensor_model_parallel_allreduce (its default since Sept 2021): a
+  /// column-parallel linear's input gradient is all-reduced while its weight-gradient GEMM runs.
+  /// false: Megatron-LM before it (the code of Narayanan et al. 2021) and the Megatron-DeepSpeed
+  /// forks of 2021–22 (MT-NLG, BLOOM), whose ColumnParallelLinear is copy_to_tensor_model_
+  /// parallel_region then F.linear: autograd's linear node computes the input and the weight
+  /// gradient, then the copy's backward all-reduces, blocking the stream (OpTimer::Cuts).
+  bool async_tensor_parallel_allreduce = true;
   int ep = 1;
   std::vector<std::string> order{"tp", "cp", "pp", "dp"};
   int microbatch_size = 1;          ///< sequences per microbatch
@@ -337,6 +344,12 @@ struct TrainingSpec {
   /// accumulation-fusion turns it off): the weight-gradient GEMMs accumulate into the fp32
   /// main_grad in their epilogue, so no separate add pass per microbatch (GradientAccumulation).
   bool gradient_accumulation_fusion = false;
+  /// DeepSpeed's BF16_Optimizer (deepspeed/runtime/bf16_optimizer.py, as BLOOM ran it): after
+  /// every microbatch's backward, update_hp_grads casts each bf16 gradient to an fp32 temporary
+  /// and adds it into the fp32 gradient buffer (hp_grad.add_(lp.grad.to(fp32))), the first
+  /// microbatch included: pb + 4·4 B per parameter per microbatch (GradientAccumulation). Needs
+  /// precision bf16, reduce_dtype fp32, zero ≤ 2.
+  bool bf16_optimizer = false;
   /// Element type of the gradient collectives (DDP's all-reduced buckets, ZeRO's and FSDP's
   /// reduce-scatters): FSDP's MixedPrecisionPolicy reduce_dtype, torchtitan's
   /// training.mixed_precision_reduce (float32 by default). "" = the parameters' precision

@@ -572,6 +572,23 @@ void validate_scenario(Scenario& sc, LoadState& st) {
                     str(p.zero) + " and framework " + t.framework);
     }
   }
+  if (t.bf16_optimizer &&
+      st.ok({"training.bf16_optimizer", "training.precision", "training.reduce_dtype", "parallel.zero",
+             "training.gradient_accumulation_fusion"}) &&
+      (t.precision != "bf16" || t.reduce_dtype != "fp32" || p.zero > 2 || t.gradient_accumulation_fusion)) {
+    st.report("training.bf16_optimizer",
+              "is DeepSpeed's BF16_Optimizer, which accumulates bf16 gradients into fp32 buffers outside ZeRO-3: "
+              "needs training.precision bf16, training.reduce_dtype fp32, parallel.zero 0-2 and no "
+              "gradient_accumulation_fusion; got " + t.precision + ", reduce_dtype " +
+                  (t.reduce_dtype.empty() ? std::string("unset") : t.reduce_dtype) + ", zero " + str(p.zero) +
+                  (t.gradient_accumulation_fusion ? " and gradient_accumulation_fusion" : ""));
+  }
+  if (!p.async_tensor_parallel_allreduce && p.async_tp &&
+      st.ok({"parallel.async_tensor_parallel_allreduce", "parallel.async_tp"})) {
+    st.report("parallel.async_tensor_parallel_allreduce",
+              "false is Megatron's blocking all-reduce of input gradients; parallel.async_tp fuses the TP "
+              "collectives instead: expected true with async_tp");
+  }
   if (st.ok({"training.precision", "cluster.topology.device.peak_flops"}) &&
       sc.topology.device.peak_flops.count(t.precision) == 0) {
     st.report("training.precision",

@@ -337,6 +337,9 @@ ValidationPlan korthikanti_plan(const std::string& data_dir) {
 /// global batch 1,920 on 280, 350 and 420 DGX A100 servers of Selene (TP 8 × PP 35, DeepSpeed's
 /// pipeline engine), as quoted by cli99/llm-analysis. Added out of sample in round 11: the
 /// predictions were recorded before the rows entered `ironlaw validate`, nothing was set from them.
+/// Round 15 models the fork's blocking input-gradient all-reduce (read in Megatron-DeepSpeed's
+/// megatron/mpu/layers.py, applied to the Megatron 2021 rows as well): −18.6/−20.4/−22.5 % →
+/// −16.7/−18.5/−20.6 %.
 struct MtNlgRow {
   const char* file;   ///< scenarios/validation/mt-nlg/<file>.yaml
   int nodes;          ///< DGX A100 servers
@@ -379,7 +382,9 @@ ValidationPlan mt_nlg_plan(const std::string& data_dir) {
 /// the iteration time their log shows at full batch, against the simulated step of the
 /// scenario that holds the slurm script's settings and marks its a-priori choices. Added out of
 /// sample in round 6 (the prediction recorded before the row was added, nothing set from it).
-/// Not modelled: CUDA_LAUNCH_BLOCKING=1, which the run set (every kernel launch waits for the GPU).
+/// Modelled since: CUDA_LAUNCH_BLOCKING=1, which the run set (round 12); the fork's blocking
+/// input-gradient all-reduce and DeepSpeed's BF16_Optimizer copying every microbatch's
+/// gradients into fp32 buffers (round 15, both read in the code the run used).
 ValidationPlan bigscience_plan(const std::string& data_dir) {
   ValidationPlan plan{{"bigscience",
                        "BLOOM-176B on 384 A100 80 GB of Jean Zay, Megatron-DeepSpeed (BigScience tr11-176B-ml): "

@@ -294,19 +294,31 @@ GradientAccumulation::GradientAccumulation(StepBuilder& b)
   const auto& s = b.world().scenario;
   const bool fsdp = s.parallel.zero == 3 && b.layout().dp * b.layout().cp > 1 && !s.model.layer_list;
   // Megatron's gradient_accumulation_fusion folds the add into the wgrad GEMM (workload::linear).
-  on_ = !fsdp && b.layout().microbatches > 1 && !s.training.gradient_accumulation_fusion;
+  // DeepSpeed's BF16_Optimizer copies every microbatch's gradients, even a step's only one.
+  cast_copy_ = s.training.bf16_optimizer;
+  on_ = !fsdp && (b.layout().microbatches > 1 || cast_copy_) && !s.training.gradient_accumulation_fusion;
 }
 
 const TimedOps* GradientAccumulation::after(int local, const PassKey& key, const PartList& parts) {
   if (!on_ || key.part != PassPart::backward || !produces_gradients(parts)) return nullptr;
-  if (gradients_[{local, key.unit}]++ == 0) return nullptr;  // the first microbatch's gradients start the sum
+  // The first microbatch's gradients start the sum (autograd's, Megatron's main_grad hooks).
+  if (gradients_[{local, key.unit}]++ == 0 && !cast_copy_) return nullptr;
   auto it = cache_.find(key.unit);
   if (it == cache_.end()) {
     const auto& s = b_.world().scenario;
     workload::Op op;
-    op.name = "grad_accumulate";
     const double params = unit_params(b_.costs(), s.model.layers, key.unit);
-    op.bytes = params * (workload::parameter_bytes(s.training.precision) + 2.0 * workload::reduce_bytes(s.training));
+    const double pb = workload::parameter_bytes(s.training.precision), rb = workload::reduce_bytes(s.training);
+    if (cast_copy_) {
+      // update_hp_grads: lp.grad.to(fp32) reads pb and writes an fp32 temporary, add_ reads it
+      // and the fp32 buffer and writes the buffer: pb + 4·rb, two kernels.
+      op.name = "hp_grad_update";
+      op.bytes = params * (pb + 4.0 * rb);
+      op.kernels = 2;
+    } else {
+      op.name = "grad_accumulate";
+      op.bytes = params * (pb + 2.0 * rb);
+    }
     it = cache_.emplace(key.unit, timer_.whole({op})).first;
   }
   return it->second.ops.front().bytes > 0 ? &it->second : nullptr;

@@ -155,7 +155,11 @@ class FsdpCopies {
 /// microbatch into its zeroed buffer and the zeroing itself (2 of the m + 1 passes). Off under
 /// Megatron's later gradient_accumulation_fusion (training.gradient_accumulation_fusion: the wgrad
 /// GEMM's epilogue adds into the fp32 main_grad, timed in the GEMM's bytes), under FSDP
-/// (FsdpCopies accumulates there) and with one microbatch. O(1) per pass.
+/// (FsdpCopies accumulates there) and with one microbatch. DeepSpeed's BF16_Optimizer
+/// (training.bf16_optimizer) instead runs update_hp_grads after every microbatch's backward, the
+/// first included: each bf16 gradient cast to an fp32 temporary, then added into the fp32
+/// buffer, pb + 4·rb per parameter in two kernels, "hp_grad_update" (its per-parameter-tensor
+/// launches are counted as two per unit; the fp32 temporary's memory is not replayed). O(1) per pass.
 class GradientAccumulation {
  public:
   explicit GradientAccumulation(StepBuilder& b);
@@ -165,6 +169,7 @@ class GradientAccumulation {
  private:
   StepBuilder& b_;
   bool on_ = false;
+  bool cast_copy_ = false;  // training.bf16_optimizer: every microbatch, through an fp32 temporary
   OpTimer timer_;
   std::map<int, TimedOps> cache_;                 // unit → its accumulation
   std::map<std::pair<int, int>, int> gradients_;  // (local, unit) → backward passes seen

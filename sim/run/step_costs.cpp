@@ -11,7 +11,8 @@ using workload::OpRole;
 /// Megatron's tensor-parallel sync points: the row-parallel GEMMs (attention output, MLP down)
 /// and the vocab-parallel embedding end with an all-reduce of the activations in forward; the
 /// column-parallel GEMMs' input gradients (QKV, MLP up, LM head) are all-reduced in backward,
-/// overlapping the weight-gradient GEMM that follows.
+/// overlapping the weight-gradient GEMM that follows (or, without Megatron's
+/// async_tensor_model_parallel_allreduce, after it: OpTimer::Cuts::async_input_grad_allreduce).
 After sync_after(const workload::Op& op, bool weight_gradients_follow) {
   if (op.role == OpRole::tp_row_parallel || op.role == OpRole::vocab_embedding) return After::sync;
   if (op.role == OpRole::tp_column_input_grad) return weight_gradients_follow ? After::sync_async : After::sync;
@@ -142,6 +143,7 @@ Costs build_costs(const config::Scenario& s, const Layout& lay, const config::Tr
   cuts.expert_parallel = lay.ep > 1;
   cuts.context_parallel = lay.cp;
   cuts.async_tp = s.parallel.async_tp && sp ? lay.tp : 0;
+  cuts.async_input_grad_allreduce = s.parallel.async_tensor_parallel_allreduce;
   // The K and V that reach SDPA, and so the ring: PyTorch model code (training.framework eager
   // or compile, torchtitan's Llama at 9dec370, torchtitan/models/llama/model.py Attention.forward)
   // expands grouped K/V to every query head with repeat_kv before F.scaled_dot_product_attention

@@ -130,6 +130,10 @@ class OpTimer {
     double ring_bytes = 0;
     workload::RingTensors ring_tensors;  ///< this rank's Q, O, K, V and log-sum-exp sizes
     bool weight_gradients_follow = true;  ///< false for a pass of input gradients only (sync_after)
+    /// parallel.async_tensor_parallel_allreduce: false puts a column-parallel linear's weight
+    /// gradient before its input gradient's all-reduce, which then blocks (sync): autograd's
+    /// linear node computes both, then Megatron's copy-to-region backward all-reduces.
+    bool async_input_grad_allreduce = true;
     /// parallel.async_tp with this TP degree (0: off): column-parallel GEMMs (forward,
     /// recompute) and row-parallel GEMMs' input gradients (backward) become fused gather
     /// parts, row-parallel GEMMs (forward, recompute) fused scatter parts (Part::fused).
@@ -173,6 +177,10 @@ class OpTimer {
       add(out.back().ops, ops[i]);
       After a = cuts.tensor_parallel ? sync_after(ops[i], cuts.weight_gradients_follow) : After::none;
       if (cuts.expert_parallel && all_to_all_after(ops[i])) a = After::all_to_all;
+      if (a == After::sync_async && !cuts.async_input_grad_allreduce) {
+        if (i + 1 < ops.size() && ops[i + 1].role == workload::OpRole::weight_grad) add(out.back().ops, ops[++i]);
+        a = After::sync;
+      }
       if (a == After::none || i + 1 == ops.size()) {
         if (i + 1 == ops.size()) out.back().after = a;
         continue;

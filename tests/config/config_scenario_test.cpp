@@ -329,3 +329,17 @@ TEST_CASE("fp8 all-gather is FSDP's (zero 3) or Megatron's fp8 parameters under 
   CHECK_THROWS_WITH(load_scenario(nemo, {"parallel.zero=0"}), Catch::Contains("zero 0"));
   CHECK_THROWS_WITH(load_scenario(nemo, {"training.precision=bf16"}), Catch::Contains("got bf16"));
 }
+
+TEST_CASE("training.bf16_optimizer is DeepSpeed's BF16_Optimizer: bf16 with fp32 gradient buffers outside ZeRO-3",
+          "[scenario][precision]") {
+  const std::string bloom = IRONLAW_SOURCE_DIR "/scenarios/validation/bloom/bloom-176b-384gpu.yaml";
+  CHECK(load_scenario(bloom).training.bf16_optimizer);
+  CHECK_THROWS_WITH(load_scenario(bloom, {"training.precision=fp16"}),
+                    Catch::Contains("training.bf16_optimizer") && Catch::Contains("got fp16"));
+  CHECK_THROWS_WITH(load_scenario(bloom, {"training.reduce_dtype=bf16"}), Catch::Contains("reduce_dtype bf16"));
+  CHECK_THROWS_WITH(load_scenario(bloom, {"parallel.zero=3"}), Catch::Contains("zero 3"));
+  // Megatron's blocking TP all-reduce cannot be combined with AsyncTP's fused collectives.
+  const std::string tt70 = IRONLAW_SOURCE_DIR "/scenarios/validation/tt-70b-256gpu-2d-asynctp.yaml";
+  CHECK_THROWS_WITH(load_scenario(tt70, {"parallel.async_tensor_parallel_allreduce=false"}),
+                    Catch::Contains("parallel.async_tensor_parallel_allreduce"));
+}

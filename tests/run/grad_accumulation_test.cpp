@@ -92,3 +92,24 @@ TEST_CASE("Megatron's gradient_accumulation_fusion: no add pass; each wgrad GEMM
   REQUIRE_FALSE(before.empty());
   for (std::size_t i = 0; i < before.size(); ++i) CHECK(after[i].bytes - before[i].bytes == Approx(16384.0 * 6));
 }
+
+TEST_CASE("DeepSpeed's BF16_Optimizer casts and adds every microbatch's gradients: P·(2 + 4·4) bytes per layer",
+          "[run][grad-accumulate]") {
+  // update_hp_grads (deepspeed/runtime/bf16_optimizer.py) after each microbatch's backward:
+  // lp.grad.to(fp32) reads 2 B and writes 4, hp_grad.add_ reads 4 + 4 and writes 4.
+  const auto two = trace({"training.global_batch_tokens=2048", "training.reduce_dtype=fp32", "training.bf16_optimizer=true"});
+  const auto updates = two->named("hp_grad_update");
+  // Two microbatches, the first included: two updates per unit (3 layers, embedding, head).
+  CHECK(updates.size() == 10);
+  CHECK(two->named("grad_accumulate").empty());
+  const auto layers = layer_adds(updates, 18.0);
+  REQUIRE(layers.size() == 6);
+  // Two kernels, each half the bytes: the second is launched 2 us in (the fixture's 1 us per
+  // launch; the first one's half, < 1 us at 1 TB/s, has ended) and runs its half at 1 TB/s.
+  for (const auto& e : layers) {
+    REQUIRE(e.bytes / 2 / 1e12 * 1e9 < 1000.0);
+    CHECK(static_cast<double>(e.end_ns - e.start_ns) == Approx(2000.0 + e.bytes / 2 / 1e12 * 1e9).margin(3));
+  }
+  // One microbatch still copies its gradients into the fp32 buffers.
+  CHECK(trace({"training.reduce_dtype=fp32", "training.bf16_optimizer=true"})->named("hp_grad_update").size() == 5);
+}

@@ -19,16 +19,23 @@ namespace {
 
 const std::string kPipeline = IRONLAW_SOURCE_DIR "/tests/run/data/pipeline.yaml";
 
-/// What follows each part of `ops` cut under TP (and EP when `experts`).
-std::vector<After> cuts(const std::vector<workload::Op>& ops, bool experts = false) {
+/// `ops` cut under TP (and EP when `experts`), the input gradients' all-reduces beside the
+/// weight gradients unless `async_allreduce` is false.
+run::detail::PartList parts(const std::vector<workload::Op>& ops, bool experts = false, bool async_allreduce = true) {
   const auto s = config::load_scenario(kPipeline);
   NullSink sink;
   run::detail::OpTimer timer(s.topology.device, "bf16", "fused", sink);
   run::detail::OpTimer::Cuts c;
   c.tensor_parallel = true;
   c.expert_parallel = experts;
+  c.async_input_grad_allreduce = async_allreduce;
+  return timer.parts(ops, c);
+}
+
+/// What follows each part of `ops` cut under TP (and EP when `experts`).
+std::vector<After> cuts(const std::vector<workload::Op>& ops, bool experts = false) {
   std::vector<After> out;
-  for (const auto& part : timer.parts(ops, c)) out.push_back(part.after);
+  for (const auto& part : parts(ops, experts)) out.push_back(part.after);
   return out;
 }
 
@@ -94,4 +101,34 @@ TEST_CASE("the MoE markers cut a pass for the expert all-to-alls, whatever their
     const auto c = cuts(ops, true);
     CHECK(std::count(c.begin(), c.end(), After::all_to_all) == 2);  // dispatch and combine
   }
+}
+
+TEST_CASE("without Megatron's async all-reduce, a column-parallel linear's input gradient is all-reduced after its "
+          "weight gradient, blocking",
+          "[run][roles][tp]") {
+  // Megatron-LM before 2021-08-30 and the Megatron-DeepSpeed forks: copy_to_tensor_model_parallel_region
+  // then F.linear, so autograd's linear node computes dgrad and wgrad, then the copy's backward
+  // all-reduces. The two async all-reduces become two blocking ones, each after its wgrad.
+  const auto s = config::load_scenario(kPipeline);
+  const auto bwd = workload::layer_backward_ops(s.model, s.training, 1, 2);
+  const auto split = parts(bwd, false, false);
+  std::vector<After> c;
+  for (const auto& part : split) c.push_back(part.after);
+  CHECK(std::count(c.begin(), c.end(), After::sync_async) == 0);
+  CHECK(std::count(c.begin(), c.end(), After::sync) == 2);
+  // Each sync part ends with the weight gradient of the linear whose input gradient it reduces.
+  for (const auto& part : split) {
+    if (part.after != After::sync) continue;
+    REQUIRE(part.ops.ops.size() >= 2);
+    const auto& last = part.ops.ops.back();
+    const auto& before = part.ops.ops[part.ops.ops.size() - 2];
+    CHECK(last.role == OpRole::weight_grad);
+    CHECK(before.role == OpRole::tp_column_input_grad);
+  }
+  // Nothing is lost or reordered: the parts hold the backward's ops in order.
+  std::vector<std::string> names;
+  for (const auto& part : split)
+    for (const auto& op : part.ops.ops) names.push_back(op.name);
+  REQUIRE(names.size() == bwd.size());
+  for (std::size_t i = 0; i < bwd.size(); ++i) CHECK(names[i] == bwd[i].name);
 }
