@@ -413,7 +413,7 @@ void parse_parallel(Section s, ParallelSpec& p) {
     s.state().fail(s.full("zero"), "expected 0, 1, 2 or 3, got " + std::to_string(p.zero));
   }
   s.choice("pp_schedule", p.pp_schedule, {"gpipe", "1f1b", "interleaved", "zb-h1"});
-  s.choice("pp_runtime", p.pp_runtime, {"megatron", "torch"});
+  s.choice("pp_runtime", p.pp_runtime, {"megatron", "torch", "deepspeed"});
   s.integer("virtual_stages", p.virtual_stages, kPositive);
   s.flag("sequence_parallel", p.sequence_parallel);
   s.flag("async_tp", p.async_tp);

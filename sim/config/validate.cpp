@@ -443,6 +443,10 @@ void validate_scenario(Scenario& sc, LoadState& st) {
   if (st.locations.count("parallel.pp_runtime") > 0 && st.ok({"parallel.pp", "parallel.pp_runtime"}) && p.pp == 1) {
     st.report("parallel.pp_runtime", "a pipeline runtime needs pipeline parallelism; expected parallel.pp > 1, got 1");
   }
+  if (p.pp_runtime == "deepspeed" && st.ok({"parallel.pp_runtime", "parallel.pp_schedule"}) && p.pp_schedule != "1f1b") {
+    st.report("parallel.pp_runtime", "DeepSpeed's pipeline engine runs its TrainSchedule, a 1F1B; expected "
+                                     "parallel.pp_schedule 1f1b, got " + p.pp_schedule);
+  }
   if (st.ok({"parallel.pp_schedule", "parallel.virtual_stages"}) && p.pp_schedule != "interleaved" &&
       p.virtual_stages != 1) {
     st.report("parallel.virtual_stages", "must be 1 unless pp_schedule is interleaved, got " + str(p.virtual_stages));

@@ -339,7 +339,8 @@ ValidationPlan korthikanti_plan(const std::string& data_dir) {
 /// predictions were recorded before the rows entered `ironlaw validate`, nothing was set from them.
 /// Round 15 models the fork's blocking input-gradient all-reduce (read in Megatron-DeepSpeed's
 /// megatron/mpu/layers.py, applied to the Megatron 2021 rows as well): −18.6/−20.4/−22.5 % →
-/// −16.7/−18.5/−20.6 %.
+/// −16.7/−18.5/−20.6 %; then DeepSpeed's pipeline engine (parallel.pp_runtime deepspeed:
+/// blocking sends, PartitionedTensor's TP all-gathers): → −16.1/−18.0/−20.1 %.
 struct MtNlgRow {
   const char* file;   ///< scenarios/validation/mt-nlg/<file>.yaml
   int nodes;          ///< DGX A100 servers
@@ -383,8 +384,8 @@ ValidationPlan mt_nlg_plan(const std::string& data_dir) {
 /// scenario that holds the slurm script's settings and marks its a-priori choices. Added out of
 /// sample in round 6 (the prediction recorded before the row was added, nothing set from it).
 /// Modelled since: CUDA_LAUNCH_BLOCKING=1, which the run set (round 12); the fork's blocking
-/// input-gradient all-reduce and DeepSpeed's BF16_Optimizer copying every microbatch's
-/// gradients into fp32 buffers (round 15, both read in the code the run used).
+/// input-gradient all-reduce, DeepSpeed's BF16_Optimizer copying every microbatch's gradients
+/// into fp32 buffers and its pipeline engine (round 15, each read in the code the run used).
 ValidationPlan bigscience_plan(const std::string& data_dir) {
   ValidationPlan plan{{"bigscience",
                        "BLOOM-176B on 384 A100 80 GB of Jean Zay, Megatron-DeepSpeed (BigScience tr11-176B-ml): "

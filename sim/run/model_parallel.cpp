@@ -14,6 +14,8 @@ TensorParallel::TensorParallel(StepBuilder& b)
   if (sequence_parallel_) {
     reduce_scatter_name_ = b.name("tp reduce_scatter");
     all_gather_name_ = b.name("tp all_gather");
+  } else if (b.world().scenario.parallel.pp_runtime == "deepspeed" && b.layout().tp > 1 && b.layout().pp > 1) {
+    all_gather_name_ = b.name("tp all_gather");  // PartitionedTensor.full() (pipeline_wiring.cpp)
   }
   if (async_) {
     fused_gather_name_ = b.name("tp async all_gather");

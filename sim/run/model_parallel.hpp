@@ -34,8 +34,10 @@ class TensorParallel {
   bool sequence_parallel() const { return sequence_parallel_; }
   /// Sequence parallelism only: the reduce-scatter of what `inputs` computed, alone.
   TaskId reduce_scatter(const std::vector<int>& group, const std::vector<TaskId>& inputs);
-  /// Sequence parallelism only: the all-gather that follows reduce-scatter `rs` once `inputs`
-  /// are done as well (1-byte elements when `fp8_gather`).
+  /// The all-gather of one microbatch's activations over `group` that follows reduce-scatter
+  /// `rs` (kNoTask: none) once `inputs` are done as well (1-byte elements when `fp8_gather`):
+  /// sequence parallelism's, and DeepSpeed's PartitionedTensor.full() (parallel.pp_runtime
+  /// deepspeed).
   TaskId all_gather(const std::vector<int>& group, TaskId rs, const std::vector<TaskId>& inputs, bool fp8_gather);
 
   /// Whether the group runs AsyncTP (parallel.async_tp): its all-gathers are fused with the

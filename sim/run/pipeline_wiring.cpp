@@ -13,20 +13,27 @@ struct SlotTable {
   SlotTable(std::size_t ranks, int microbatches, int chunk_count, int stages)
       : m(microbatches), chunks(chunk_count), pp(stages), held(chunk_count / stages),
         entry(ranks * static_cast<std::size_t>(microbatches) * static_cast<std::size_t>(held) * 2, kNoTask),
-        exit(entry.size(), kNoTask) {}
+        exit(entry.size(), kNoTask), next(entry.size(), kNoTask) {}
   std::size_t index(std::size_t local, int mb, int chunk, Pass pass) const {
     return ((local * static_cast<std::size_t>(m) + static_cast<std::size_t>(mb)) * static_cast<std::size_t>(held) +
             static_cast<std::size_t>(chunk / pp)) * 2 + (pass == Pass::forward ? 0 : 1);
   }
   int m, chunks, pp, held;
   std::vector<TaskId> entry, exit;
+  /// The entry of the slot the rank runs next (kNoTask after its last), for blocking sends.
+  std::vector<TaskId> next;
 };
 
 /// Pipeline sends: activations forward to the next chunk, gradients backward to the previous.
+/// Under DeepSpeed's pipeline engine (parallel.pp_runtime deepspeed) a send blocks the sender's
+/// compute stream: its next slot starts once the send is done (deepspeed/runtime/pipe/p2p.py,
+/// dist.send; the TrainSchedule issues it at the start of the next step, before that step's
+/// pass).
 void add_sends(StepBuilder& b, const SlotTable& slots) {
   const Layout& lay = b.layout();
   const std::uint32_t pp_name = b.name("pp send");
   const double bytes = b.costs().activation_bytes / lay.tp;  // Megatron's scatter/gather: 1/tp per TP rank
+  const bool blocking = b.world().scenario.parallel.pp_runtime == "deepspeed";
   for (std::size_t i = 0; i < b.ranks().size(); ++i) {
     const int r = b.ranks()[i];
     const Coord c = lay.coord_of(r);
@@ -47,10 +54,12 @@ void add_sends(StepBuilder& b, const SlotTable& slots) {
         const TaskId f = b.send(r, dst, bytes, pp_name, {static_cast<int>(i), static_cast<int>(dl)});
         b.depend(slots.exit[fwd(i, chunk)], f);
         b.depend(f, slots.entry[fwd(dl, chunk + 1)]);
+        if (blocking && slots.next[fwd(i, chunk)] != kNoTask) b.depend(f, slots.next[fwd(i, chunk)]);
         if (slots.exit[bwd(dl, chunk + 1)] == kNoTask) continue;  // forward only (an evaluation pass)
         const TaskId g = b.send(dst, r, bytes, pp_name, {static_cast<int>(dl), static_cast<int>(i)});
         b.depend(slots.exit[bwd(dl, chunk + 1)], g);
         b.depend(g, slots.entry[bwd(i, chunk)]);
+        if (blocking && slots.next[bwd(dl, chunk + 1)] != kNoTask) b.depend(g, slots.next[bwd(dl, chunk + 1)]);
       }
     }
   }
@@ -96,10 +105,22 @@ void build_pipeline(StepBuilder& b, PassRunner& runner, const PipelineSchedule& 
     tp_groups.push_back(std::move(g));
   }
 
+  // DeepSpeed's pipeline engine under TP partitions what it passes between stages
+  // (PipelineEngine.is_pipe_partitioned, is_grad_partitioned; deepspeed/runtime/pipe/engine.py):
+  // each TP rank sends its 1/tp, and PartitionedTensor.full() all-gathers the whole over the TP
+  // group with its copies (Costs::pipe_gather_in/out) — the received activations before a
+  // forward (_exec_forward_pass), and before a backward both the stage's own output, kept as
+  // its partition since the forward, and the received gradient (_exec_backward_pass); the
+  // received part is cloned before a forward, and what is sent is cloned out of the full tensor
+  // (Costs::pipe_partition).
+  const bool deepspeed = s.parallel.pp_runtime == "deepspeed" && lay.tp > 1 && lay.pp > 1;
+  const std::uint32_t partition_name = deepspeed ? b.name("pipe partition") : 0;
+
   for (const auto& group : tp_groups) {
     const int stage = lay.coord_of(ranks[static_cast<std::size_t>(group.front())])[Dim::pp];
     const auto order = schedule.order(stage, lay.pp, m, lay.virtual_stages);
     std::vector<TaskId> gates(group.size(), kNoTask);
+    std::vector<std::size_t> previous(group.size(), slots.next.size());  // the member's last slot
     for (const auto& slot : order) {
       const int chunk = slot.local_chunk * lay.pp + stage;
       const int first = lay.first_layer(chunk);
@@ -125,6 +146,31 @@ void build_pipeline(StepBuilder& b, PassRunner& runner, const PipelineSchedule& 
         if (parts.empty()) return;  // e.g. the embedding has no weight-gradient GEMM
         note(runner.run(group, parts, kind, name, gates, PassKey{mb, unit, part}), unit);
       };
+      // A DeepSpeed copy on every member, after what the member waits for.
+      auto copy = [&](const TimedOps& ops, EventKind kind) {
+        std::vector<TaskId> out(group.size());
+        for (std::size_t g = 0; g < group.size(); ++g) {
+          out[g] = b.compute(group[g], kind, ops, partition_name);
+          if (gates[g] != kNoTask) b.depend(gates[g], out[g]);
+          gates[g] = kNoTask;
+          if (slot_entry[g] == kNoTask) slot_entry[g] = out[g];
+          slot_exit[g] = out[g];
+        }
+        return out;
+      };
+      auto full = [&](EventKind kind) {  // PartitionedTensor.full()
+        const TaskId ag = runner.tensor_parallel().all_gather(group, kNoTask, copy(costs.pipe_gather_in, kind), false);
+        std::fill(gates.begin(), gates.end(), ag);
+        copy(costs.pipe_gather_out, kind);
+      };
+      if (deepspeed && slot.pass == Pass::forward && !first_chunk) {
+        copy(costs.pipe_partition, EventKind::forward);
+        full(EventKind::forward);
+      }
+      if (deepspeed && slot.pass != Pass::forward && !last_chunk) {
+        full(EventKind::backward);  // the stage's own output
+        full(EventKind::backward);  // the received gradient
+      }
       if (slot.pass == Pass::forward) {
         if (first_chunk && b.world().data.enabled())
           for (int local : group) b.data(local);
@@ -157,9 +203,16 @@ void build_pipeline(StepBuilder& b, PassRunner& runner, const PipelineSchedule& 
           pass(backward_parts(p, costs.embed_backward, costs.embed_input_grad, costs.embed_weight_grad),
                EventKind::backward, embed_name, L, PassPart::backward);
       }
+      // What is sent is cloned out of the full tensor first: the output (not from the last
+      // stage), the input gradient (not from the first).
+      if (deepspeed && (slot.pass == Pass::forward ? !last_chunk : !first_chunk))
+        copy(costs.pipe_partition, slot.pass == Pass::forward ? EventKind::forward : EventKind::backward);
       if (slot.pass == Pass::weight_grad) continue;  // nothing waits for a W pass across stages
       for (std::size_t g = 0; g < group.size(); ++g) {
         const auto local = static_cast<std::size_t>(group[g]);
+        const std::size_t index = slots.index(local, mb, chunk, slot.pass);
+        if (previous[g] < slots.next.size()) slots.next[previous[g]] = slot_entry[g];
+        previous[g] = index;
         slots.entry[slots.index(local, mb, chunk, slot.pass)] = slot_entry[g];
         // A pass whose last part ended in a synchronous collective is done when it is.
         slots.exit[slots.index(local, mb, chunk, slot.pass)] = gates[g] != kNoTask ? gates[g] : slot_exit[g];

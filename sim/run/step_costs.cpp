@@ -217,6 +217,19 @@ Costs build_costs(const config::Scenario& s, const Layout& lay, const config::Tr
   costs.embed_params = (shape.embedding + shape.position) / lay.tp;
   costs.head_params = shape.lm_head / lay.tp;
   costs.activation_bytes = tokens_local * s.model.hidden * elem;
+  if (s.parallel.pp_runtime == "deepspeed" && lay.tp > 1 && lay.pp > 1) {
+    const double S = costs.activation_bytes, tp = lay.tp;
+    auto copy = [](const char* name, double bytes, int kernels) {
+      workload::Op op;
+      op.name = name;
+      op.bytes = bytes;
+      op.kernels = kernels;
+      return op;
+    };
+    costs.pipe_gather_in = timer.whole({copy("pipe_full_in", S + 2.0 * S / tp, 2)});
+    costs.pipe_gather_out = timer.whole({copy("pipe_full_out", 4.0 * S, lay.tp + 1)});
+    costs.pipe_partition = timer.whole({copy("pipe_partition", 2.0 * S / tp, 1)});
+  }
   if (!moe_layers.empty() && lay.ep > 1) {
     // Each TP rank dispatches its 1/tp share of the tokens (Megatron's sequence-split dispatch).
     costs.all_to_all_bytes = workload::moe_all_to_all_bytes(s.model, local, seqs, lay.ep).routed_bytes / lay.tp;

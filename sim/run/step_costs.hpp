@@ -245,6 +245,14 @@ struct Costs {
   double embed_params = 0, head_params = 0; // per TP rank (tied: the table counts once, as embedding)
   double activation_bytes = 0;             // one microbatch's hidden states on a rank: tokens × hidden × bytes
   double all_to_all_bytes = 0;             // nccl-tests size of one MoE all-to-all per rank
+  /// DeepSpeed's pipeline engine with TP (parallel.pp_runtime deepspeed, tp > 1): the copies of
+  /// PartitionedTensor (deepspeed/runtime/utils.py) around the TP all-gather of a tensor passed
+  /// between stages, S = activation_bytes. full(): `gather_in` zero-fills the flat buffer and
+  /// copies the rank's part in (S + 2S/tp, 2 kernels), the all-gather runs, `gather_out` copies
+  /// the gathered parts out of NCCL's flat buffer and clones the result (4S, tp + 1 kernels);
+  /// `partition` clones the rank's 1/tp before a send, or the received part before a forward
+  /// (2S/tp, 1 kernel). Empty otherwise.
+  TimedOps pipe_gather_in, pipe_gather_out, pipe_partition;
 };
 
 /// The costs of `scenario` under `layout` for a rank holding `per_rank` (the training spec with

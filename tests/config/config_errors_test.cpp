@@ -77,10 +77,11 @@ TEST_CASE("model shape checks against the layout", "[errors][layout]") {
         Errors{"--set: training.precision: the device Test GPU gives no peak_flops for fp8"});
 }
 
-TEST_CASE("a pipeline runtime is megatron or torch, and needs pipeline parallelism", "[errors][layout]") {
+TEST_CASE("a pipeline runtime is megatron, torch or deepspeed, and needs pipeline parallelism", "[errors][layout]") {
   CHECK(scenario_errors("basic.yaml", {"parallel.pp_runtime=torch"}) == Errors{"(no error)"});
-  CHECK(scenario_errors("basic.yaml", {"parallel.pp_runtime=deepspeed"}) ==
-        Errors{"--set: parallel.pp_runtime: expected one of megatron, torch; got \"deepspeed\""});
+  CHECK(scenario_errors("basic.yaml", {"parallel.pp_runtime=deepspeed"}) == Errors{"(no error)"});
+  CHECK(scenario_errors("basic.yaml", {"parallel.pp_runtime=gpipe"}) ==
+        Errors{"--set: parallel.pp_runtime: expected one of megatron, torch, deepspeed; got \"gpipe\""});
   CHECK(scenario_errors("basic.yaml", {"parallel.pp=1", "parallel.pp_runtime=torch"}) ==
         Errors{"--set: parallel.pp_runtime: a pipeline runtime needs pipeline parallelism; expected parallel.pp > 1, "
                "got 1"});

@@ -1,0 +1,84 @@
+// DeepSpeed's pipeline engine (parallel.pp_runtime deepspeed; run/pipeline_wiring.cpp): under
+// TP it partitions what passes between stages and PartitionedTensor.full() all-gathers it over
+// the TP group with its copies, and each send blocks the sender's compute stream. Timelines of
+// tests/run/data/timeline.yaml (tiny-dense, 3 layers, on the launch-bound node, see
+// timeline_test.cpp) with TP 2 inside a node, PP 2 across two nodes, two microbatches.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/records.hpp"
+#include "timeline_fixture.hpp"
+
+using namespace ironlaw;
+
+namespace {
+
+// One microbatch's hidden states on a rank: 512 tokens × hidden 64 × 2 B (bf16).
+constexpr double kS = 512.0 * 64 * 2;
+
+std::unique_ptr<run_test::Trace> pipe_trace(const std::string& runtime) {
+  return run_test::simulate_timeline({"parallel.tp=2", "parallel.pp=2", "parallel.dp=1", "cluster.nodes=2",
+                                      "training.global_batch_tokens=1024", "parallel.pp_runtime=" + runtime,
+                                      // 1 GB/s between the nodes: a 1/tp send (32 KiB) takes 32.8 us,
+                                      // far longer than a kernel (1 us).
+                                      "cluster.topology.node.nic.bandwidth=1 GB/s"});
+}
+
+std::size_t count(const run_test::Trace& t, const std::string& name, int rank) { return t.named(name, rank).size(); }
+
+}  // namespace
+
+TEST_CASE("DeepSpeed's PartitionedTensor gathers each tensor passed between stages, and the stage's own output",
+          "[run][pipeline][deepspeed]") {
+  const auto t = pipe_trace("deepspeed");
+  // Rank 0 is stage 0 (TP ranks 0, 1 in node 0), rank 2 stage 1. Two microbatches:
+  // stage 0 gathers its own output and the received gradient before each backward (2 × 2) and
+  // clones each output's 1/tp before sending it (2); stage 1 clones and gathers each received
+  // activation before its forward (2 + 2) and clones each input gradient's 1/tp (2).
+  CHECK(count(*t, "pipe_full_in", 0) == 4);
+  CHECK(count(*t, "pipe_full_out", 0) == 4);
+  CHECK(count(*t, "pipe_partition", 0) == 2);
+  CHECK(count(*t, "pipe_full_in", 2) == 2);
+  CHECK(count(*t, "pipe_full_out", 2) == 2);
+  CHECK(count(*t, "pipe_partition", 2) == 4);
+  // Bytes (deepspeed/runtime/utils.py PartitionedTensor.full): zero-fill S and copy the rank's
+  // S/tp in (read and write); copy the gathered parts out of NCCL's flat buffer and clone (4S);
+  // a partition's clone reads and writes S/tp.
+  CHECK(t->named("pipe_full_in", 0).at(0).bytes == kS + 2 * kS / 2);
+  CHECK(t->named("pipe_full_out", 0).at(0).bytes == 4 * kS);
+  CHECK(t->named("pipe_partition", 0).at(0).bytes == 2 * kS / 2);
+  // Megatron's runtime has none of it.
+  const auto megatron = pipe_trace("megatron");
+  CHECK(count(*megatron, "pipe_full_in", 0) == 0);
+  CHECK(count(*megatron, "pipe_partition", 2) == 0);
+}
+
+TEST_CASE("DeepSpeed's sends block the sender: stage 0's next forward waits for the first activation's send",
+          "[run][pipeline][deepspeed]") {
+  auto second_forward_start = [](const run_test::Trace& t) {
+    const auto embeddings = t.named("embedding", 0);  // stage 0's forward slots begin with it
+    REQUIRE(embeddings.size() == 2);
+    return embeddings[1].start_ns;
+  };
+  auto first_send_end = [](const run_test::Trace& t) {
+    auto sends = t.named("pp send");
+    REQUIRE(!sends.empty());
+    return sends.front().end_ns;
+  };
+  const auto ds = pipe_trace("deepspeed");
+  const auto megatron = pipe_trace("megatron");
+  // 1F1B on stage 0: F0, F1, B0, B1. Megatron's send runs beside F1; DeepSpeed's F1 waits for it.
+  CHECK(second_forward_start(*megatron) < first_send_end(*megatron));
+  CHECK(second_forward_start(*ds) >= first_send_end(*ds));
+  CHECK(ds->result.step_time_s > megatron->result.step_time_s);
+}
+
+TEST_CASE("DeepSpeed's pipeline engine runs a 1F1B schedule only", "[run][pipeline][deepspeed]") {
+  CHECK_THROWS_WITH(run_test::simulate_timeline({"parallel.pp=2", "parallel.dp=1", "parallel.pp_runtime=deepspeed",
+                                                 "parallel.pp_schedule=gpipe"}),
+                    Catch::Contains("parallel.pp_runtime") && Catch::Contains("1f1b"));
+}
