@@ -194,7 +194,7 @@ const std::vector<Doc>& docs() {
       {"parallel.dp", "data-parallel degree, or auto = GPUs / (tp·pp·cp)"},
       {"parallel.zero", "ZeRO stage: 0 DDP, 1 optimizer sharded, 2 + gradients, 3 + weights (FSDP)"},
       {"parallel.pp_schedule", "pipeline schedule"},
-      {"parallel.pp_runtime", "what runs the pipeline: megatron; torch (torch.distributed.pipelining: its buffers held between stages); deepspeed (DeepSpeed's PipelineEngine, 1f1b only: blocking sends, PartitionedTensor's TP all-gathers and copies)"},
+      {"parallel.pp_runtime", "what runs the pipeline: megatron; torch (torch.distributed.pipelining: its buffers held between stages); deepspeed (DeepSpeed's PipelineEngine, 1f1b only: blocking sends, one transfer at a time with a neighbour, PartitionedTensor's TP all-gathers and copies)"},
       {"parallel.virtual_stages", "model chunks per pipeline rank (interleaved schedule)"},
       {"parallel.sequence_parallel", "Megatron sequence parallelism inside the TP group"},
       {"parallel.async_tp", "AsyncTP: each sequence-parallel all-gather and reduce-scatter fused with its GEMM, chunk by chunk over copy-engine transfers (torch micro-pipelined TP; needs sequence_parallel, the compile framework and each TP group inside a node)"},

@@ -283,7 +283,8 @@ struct ParallelSpec {
   /// (torch.distributed.pipelining, torch 2.5–2.7: a receive buffer per microbatch held for
   /// good, every output and input gradient held until the next step) | deepspeed (DeepSpeed's
   /// PipelineEngine of 2021–22, its TrainSchedule a 1F1B: each send blocks the sender's compute
-  /// stream, and under TP PartitionedTensor all-gathers every tensor passed between stages, and
+  /// stream, the transfers with one neighbour run one at a time (one NCCL communicator per pair),
+  /// and under TP PartitionedTensor all-gathers every tensor passed between stages, and
   /// the stage's own output before its backward, with its copies: run/pipeline_wiring.cpp; its
   /// memory as megatron's).
   std::string pp_runtime = "megatron";

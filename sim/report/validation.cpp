@@ -340,7 +340,8 @@ ValidationPlan korthikanti_plan(const std::string& data_dir) {
 /// Round 15 models the fork's blocking input-gradient all-reduce (read in Megatron-DeepSpeed's
 /// megatron/mpu/layers.py, applied to the Megatron 2021 rows as well): −18.6/−20.4/−22.5 % →
 /// −16.7/−18.5/−20.6 %; then DeepSpeed's pipeline engine (parallel.pp_runtime deepspeed:
-/// blocking sends, PartitionedTensor's TP all-gathers): → −16.1/−18.0/−20.1 %.
+/// blocking sends, PartitionedTensor's TP all-gathers, one transfer at a time with a neighbour):
+/// → −16.0/−17.8/−20.0 % (−19.96).
 struct MtNlgRow {
   const char* file;   ///< scenarios/validation/mt-nlg/<file>.yaml
   int nodes;          ///< DGX A100 servers

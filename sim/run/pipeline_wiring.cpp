@@ -13,27 +13,40 @@ struct SlotTable {
   SlotTable(std::size_t ranks, int microbatches, int chunk_count, int stages)
       : m(microbatches), chunks(chunk_count), pp(stages), held(chunk_count / stages),
         entry(ranks * static_cast<std::size_t>(microbatches) * static_cast<std::size_t>(held) * 2, kNoTask),
-        exit(entry.size(), kNoTask), next(entry.size(), kNoTask) {}
+        exit(entry.size(), kNoTask), next(entry.size(), entry.size()) {}
   std::size_t index(std::size_t local, int mb, int chunk, Pass pass) const {
     return ((local * static_cast<std::size_t>(m) + static_cast<std::size_t>(mb)) * static_cast<std::size_t>(held) +
             static_cast<std::size_t>(chunk / pp)) * 2 + (pass == Pass::forward ? 0 : 1);
   }
   int m, chunks, pp, held;
   std::vector<TaskId> entry, exit;
-  /// The entry of the slot the rank runs next (kNoTask after its last), for blocking sends.
-  std::vector<TaskId> next;
+  /// The index of the slot the rank runs next (entry.size() after its last), for DeepSpeed's
+  /// blocking sends.
+  std::vector<std::size_t> next;
+  /// The entry of the slot after slot `index`, or kNoTask.
+  TaskId next_entry(std::size_t index) const { return next[index] < entry.size() ? entry[next[index]] : kNoTask; }
+  static bool is_backward(std::size_t index) { return index % 2 == 1; }
 };
 
 /// Pipeline sends: activations forward to the next chunk, gradients backward to the previous.
 /// Under DeepSpeed's pipeline engine (parallel.pp_runtime deepspeed) a send blocks the sender's
 /// compute stream: its next slot starts once the send is done (deepspeed/runtime/pipe/p2p.py,
 /// dist.send; the TrainSchedule issues it at the start of the next step, before that step's
-/// pass).
+/// pass). And the two transfers a step exchanges with one neighbour run one after the other on
+/// the pair's NCCL communicator: a stage whose forward is followed by a backward receives that
+/// backward's gradient (RecvGrad) before it sends the forward's output (SendActivation), and the
+/// neighbour sends the gradient before it receives the activation, so the activation's transfer
+/// starts once the gradient's is done (1F1B: the neighbour's backward of that gradient precedes
+/// its forward of that activation).
 void add_sends(StepBuilder& b, const SlotTable& slots) {
   const Layout& lay = b.layout();
   const std::uint32_t pp_name = b.name("pp send");
   const double bytes = b.costs().activation_bytes / lay.tp;  // Megatron's scatter/gather: 1/tp per TP rank
   const bool blocking = b.world().scenario.parallel.pp_runtime == "deepspeed";
+  // DeepSpeed: the gradient send into each backward slot, and the activation sends that wait for
+  // the gradient send into the slot after theirs.
+  std::vector<TaskId> grad_into(blocking ? slots.entry.size() : 0, kNoTask);
+  std::vector<std::pair<TaskId, std::size_t>> activation_after;
   for (std::size_t i = 0; i < b.ranks().size(); ++i) {
     const int r = b.ranks()[i];
     const Coord c = lay.coord_of(r);
@@ -54,15 +67,24 @@ void add_sends(StepBuilder& b, const SlotTable& slots) {
         const TaskId f = b.send(r, dst, bytes, pp_name, {static_cast<int>(i), static_cast<int>(dl)});
         b.depend(slots.exit[fwd(i, chunk)], f);
         b.depend(f, slots.entry[fwd(dl, chunk + 1)]);
-        if (blocking && slots.next[fwd(i, chunk)] != kNoTask) b.depend(f, slots.next[fwd(i, chunk)]);
+        if (blocking) {
+          if (slots.next_entry(fwd(i, chunk)) != kNoTask) b.depend(f, slots.next_entry(fwd(i, chunk)));
+          const std::size_t after = slots.next[fwd(i, chunk)];
+          if (after < slots.entry.size() && SlotTable::is_backward(after)) activation_after.emplace_back(f, after);
+        }
         if (slots.exit[bwd(dl, chunk + 1)] == kNoTask) continue;  // forward only (an evaluation pass)
         const TaskId g = b.send(dst, r, bytes, pp_name, {static_cast<int>(dl), static_cast<int>(i)});
         b.depend(slots.exit[bwd(dl, chunk + 1)], g);
         b.depend(g, slots.entry[bwd(i, chunk)]);
-        if (blocking && slots.next[bwd(dl, chunk + 1)] != kNoTask) b.depend(g, slots.next[bwd(dl, chunk + 1)]);
+        if (blocking) {
+          if (slots.next_entry(bwd(dl, chunk + 1)) != kNoTask) b.depend(g, slots.next_entry(bwd(dl, chunk + 1)));
+          grad_into[bwd(i, chunk)] = g;
+        }
       }
     }
   }
+  for (const auto& [f, slot] : activation_after)
+    if (grad_into[slot] != kNoTask) b.depend(grad_into[slot], f);
 }
 
 /// The parts of a backward-direction pass: the fused backward, or one of its halves.
@@ -211,7 +233,7 @@ void build_pipeline(StepBuilder& b, PassRunner& runner, const PipelineSchedule& 
       for (std::size_t g = 0; g < group.size(); ++g) {
         const auto local = static_cast<std::size_t>(group[g]);
         const std::size_t index = slots.index(local, mb, chunk, slot.pass);
-        if (previous[g] < slots.next.size()) slots.next[previous[g]] = slot_entry[g];
+        if (previous[g] < slots.next.size()) slots.next[previous[g]] = index;
         previous[g] = index;
         slots.entry[slots.index(local, mb, chunk, slot.pass)] = slot_entry[g];
         // A pass whose last part ended in a synchronous collective is done when it is.

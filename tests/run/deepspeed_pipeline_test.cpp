@@ -23,9 +23,10 @@ constexpr double kS = 512.0 * 64 * 2;
 std::unique_ptr<run_test::Trace> pipe_trace(const std::string& runtime) {
   return run_test::simulate_timeline({"parallel.tp=2", "parallel.pp=2", "parallel.dp=1", "cluster.nodes=2",
                                       "training.global_batch_tokens=1024", "parallel.pp_runtime=" + runtime,
-                                      // 1 GB/s between the nodes: a 1/tp send (32 KiB) takes 32.8 us,
-                                      // far longer than a kernel (1 us).
-                                      "cluster.topology.node.nic.bandwidth=1 GB/s"});
+                                      // 0.1 GB/s between the nodes: a 1/tp send (32 KiB) takes 328 us,
+                                      // longer than a stage's forward and backward of one
+                                      // microbatch (tens of 1 us kernels).
+                                      "cluster.topology.node.nic.bandwidth=0.1 GB/s"});
 }
 
 std::size_t count(const run_test::Trace& t, const std::string& name, int rank) { return t.named(name, rank).size(); }
@@ -81,4 +82,24 @@ TEST_CASE("DeepSpeed's pipeline engine runs a 1F1B schedule only", "[run][pipeli
   CHECK_THROWS_WITH(run_test::simulate_timeline({"parallel.pp=2", "parallel.dp=1", "parallel.pp_runtime=deepspeed",
                                                  "parallel.pp_schedule=gpipe"}),
                     Catch::Contains("parallel.pp_runtime") && Catch::Contains("1f1b"));
+}
+
+TEST_CASE("DeepSpeed's two transfers with one neighbour run one after the other", "[run][pipeline][deepspeed]") {
+  // The pair's NCCL communicator runs stage 0's RecvGrad(0) before its SendActivation(1), and
+  // stage 1's SendGrad(0) before its RecvActivation(1): every transfer between the stages waits
+  // for the one before (the two TP ranks' sends of one tensor run side by side).
+  auto overlapping_transfers = [](const run_test::Trace& t) {
+    const auto sends = t.named("pp send");
+    // Activations and gradients of 2 microbatches, from 2 TP ranks each, recorded on the sender
+    // and on the receiver.
+    REQUIRE(sends.size() == 16);
+    int n = 0;
+    for (const auto& a : sends)
+      for (const auto& b : sends)
+        if (a.start_ns < b.start_ns && b.start_ns < a.end_ns) ++n;
+    return n;
+  };
+  CHECK(overlapping_transfers(*pipe_trace("deepspeed")) == 0);
+  // Megatron's runtime sends the second activation while the first is still in flight.
+  CHECK(overlapping_transfers(*pipe_trace("megatron")) > 0);
 }
