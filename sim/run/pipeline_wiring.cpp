@@ -26,6 +26,9 @@ struct SlotTable {
   /// The entry of the slot after slot `index`, or kNoTask.
   TaskId next_entry(std::size_t index) const { return next[index] < entry.size() ? entry[next[index]] : kNoTask; }
   static bool is_backward(std::size_t index) { return index % 2 == 1; }
+  int microbatch_of(std::size_t index) const {
+    return static_cast<int>(index / 2 / static_cast<std::size_t>(held) % static_cast<std::size_t>(m));
+  }
 };
 
 /// Pipeline sends: activations forward to the next chunk, gradients backward to the previous.
@@ -33,11 +36,12 @@ struct SlotTable {
 /// compute stream: its next slot starts once the send is done (deepspeed/runtime/pipe/p2p.py,
 /// dist.send; the TrainSchedule issues it at the start of the next step, before that step's
 /// pass). And the two transfers a step exchanges with one neighbour run one after the other on
-/// the pair's NCCL communicator: a stage whose forward is followed by a backward receives that
-/// backward's gradient (RecvGrad) before it sends the forward's output (SendActivation), and the
-/// neighbour sends the gradient before it receives the activation, so the activation's transfer
-/// starts once the gradient's is done (1F1B: the neighbour's backward of that gradient precedes
-/// its forward of that activation).
+/// the pair's NCCL communicator: in the step after stage s's forward of microbatch i, the
+/// TrainSchedule runs the backward of microbatch i − (p − 1 − s) when there is one (in the
+/// warm-up that step is idle), and the stage receives its gradient (RecvGrad) before it sends
+/// forward i's output (SendActivation) while the neighbour sends that gradient before it receives
+/// the activation; so the activation's transfer starts once the gradient's is done. (The
+/// neighbour's backward of that gradient precedes its forward of that activation: no cycle.)
 void add_sends(StepBuilder& b, const SlotTable& slots) {
   const Layout& lay = b.layout();
   const std::uint32_t pp_name = b.name("pp send");
@@ -70,7 +74,10 @@ void add_sends(StepBuilder& b, const SlotTable& slots) {
         if (blocking) {
           if (slots.next_entry(fwd(i, chunk)) != kNoTask) b.depend(f, slots.next_entry(fwd(i, chunk)));
           const std::size_t after = slots.next[fwd(i, chunk)];
-          if (after < slots.entry.size() && SlotTable::is_backward(after)) activation_after.emplace_back(f, after);
+          const int paired = mb - (lay.pp - 1 - c[Dim::pp]);  // the backward of the step after
+          if (after < slots.entry.size() && SlotTable::is_backward(after) && paired >= 0 &&
+              slots.microbatch_of(after) == paired)
+            activation_after.emplace_back(f, after);
         }
         if (slots.exit[bwd(dl, chunk + 1)] == kNoTask) continue;  // forward only (an evaluation pass)
         const TaskId g = b.send(dst, r, bytes, pp_name, {static_cast<int>(dl), static_cast<int>(i)});

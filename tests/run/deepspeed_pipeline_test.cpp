@@ -103,3 +103,27 @@ TEST_CASE("DeepSpeed's two transfers with one neighbour run one after the other"
   // Megatron's runtime sends the second activation while the first is still in flight.
   CHECK(overlapping_transfers(*pipe_trace("megatron")) > 0);
 }
+
+TEST_CASE("DeepSpeed's serialised transfers pair only the backward its TrainSchedule runs next, so any layout runs",
+          "[run][pipeline][deepspeed]") {
+  // In the warm-up (and with fewer microbatches than stages) the step after a forward runs no
+  // backward, and the activation is sent without waiting for a gradient; pairing it with the
+  // rank's next backward instead would wait on the neighbour's forward of that very activation.
+  const std::string pipeline = IRONLAW_SOURCE_DIR "/tests/run/data/pipeline.yaml";
+  for (int pp : {2, 4}) {
+    for (int m : {1, 2, 3, 5}) {
+      INFO("pp " << pp << ", " << m << " microbatches");
+      const std::vector<std::string> base = {"parallel.pp=" + std::to_string(pp), "parallel.tp=2", "parallel.dp=1",
+                                             "cluster.nodes=" + std::to_string(pp * 2 / 4 > 0 ? pp * 2 / 4 : 1),
+                                             "training.global_batch_tokens=" + std::to_string(2048 * m)};
+      auto with = [&](const std::string& runtime) {
+        auto o = base;
+        o.push_back("parallel.pp_runtime=" + runtime);
+        NullSink sink;
+        return run::simulate(config::load_scenario(pipeline, o), sink, run::TraceLevel::step).step_time_s;
+      };
+      const double ds = with("deepspeed");
+      CHECK(ds >= with("megatron"));
+    }
+  }
+}
