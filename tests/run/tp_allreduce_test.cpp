@@ -22,7 +22,8 @@ std::unique_ptr<run_test::Trace> tp_trace(bool async) {
                                       std::string("parallel.async_tensor_parallel_allreduce=") + (async ? "true" : "false")});
 }
 
-/// Backward kernels of rank 0 that run while a collective of rank 0's TP group is in flight.
+/// Backward kernels of rank 0 that run while a collective is in flight (with dp 1 and no pipeline
+/// the only collectives are the TP group's).
 int backward_kernels_beside_collectives(const run_test::Trace& t) {
   int n = 0;
   for (const auto& c : t.sink.events) {
