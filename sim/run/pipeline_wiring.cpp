@@ -242,9 +242,9 @@ void build_pipeline(StepBuilder& b, PassRunner& runner, const PipelineSchedule& 
         const std::size_t index = slots.index(local, mb, chunk, slot.pass);
         if (previous[g] < slots.next.size()) slots.next[previous[g]] = index;
         previous[g] = index;
-        slots.entry[slots.index(local, mb, chunk, slot.pass)] = slot_entry[g];
+        slots.entry[index] = slot_entry[g];
         // A pass whose last part ended in a synchronous collective is done when it is.
-        slots.exit[slots.index(local, mb, chunk, slot.pass)] = gates[g] != kNoTask ? gates[g] : slot_exit[g];
+        slots.exit[index] = gates[g] != kNoTask ? gates[g] : slot_exit[g];
       }
     }
   }

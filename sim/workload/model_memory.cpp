@@ -204,13 +204,11 @@ MemoryBreakdown memory_per_gpu(const config::ModelSpec& model, const config::Tra
     m.transient += activation_bytes_per_layer(model, none, parallel, parallel.microbatch_size);
   }
   if (in_flight_microbatches > 0) m.transient += backward_gradient_bytes(model, training, parallel, parallel.microbatch_size);
-  // Transformer Engine's fp8 weights and transposes, kept across the step's microbatches: the
-  // linear layers' parameters (all but norms, embedding and LM head, which stay in bf16).
-  const double cache = fp8_weight_cache_bytes(training);
-  if (cache > 0) {
-    const double other = (p.norm + p.embedding + p.position + p.lm_head) / (parallel.tp * parallel.pp);
-    m.weight_cache = std::max(0.0, params_local - other) * cache;
-  }
+  // The linear layers' weights on the rank: all it holds but the norms, embedding and LM head.
+  const double other = (p.norm + p.embedding + p.position + p.lm_head) / (parallel.tp * parallel.pp);
+  const double linear = std::max(0.0, params_local - other);
+  // Transformer Engine's fp8 weights and transposes, kept across the step's microbatches.
+  m.weight_cache = linear * fp8_weight_cache_bytes(training);
   if (parallel.zero >= 3 && dp > 1) {
     const double layer_params = (p.attention + p.mlp - p.routed_experts + p.routed_experts / parallel.ep) /
                                 model.layers / parallel.tp;
@@ -219,10 +217,7 @@ MemoryBreakdown memory_per_gpu(const config::ModelSpec& model, const config::Tra
     if (parallel.pp > 1) {
       // No reshard after forward (torchtitan with PP): every unit of the stage stays gathered
       // from its first forward to the reduce-scatters after the last backward, and its
-      // gradients accumulate unsharded in the reduce dtype. The linear weights are what
-      // params_local holds beyond the norms, embedding and LM head.
-      const double other = (p.norm + p.embedding + p.position + p.lm_head) / (parallel.tp * parallel.pp);
-      const double linear = std::max(0.0, params_local - other);
+      // gradients accumulate unsharded in the reduce dtype.
       m.unsharded = linear * gathered_linear_bytes(training) + other * pb + params_local * rb;
       // One layer's gradients as autograd produces them (pb), before FSDP2 adds them to the
       // accumulated ones, and after the last microbatch its reduce-scatter input (rb).

@@ -62,7 +62,7 @@ struct Microbatch {
   /// microbatches (fp8_weight_cache_bytes > 0): the weight cast is a first-microbatch op, and no
   /// backward casts the weight.
   bool fp8_weight_cache = false;
-  /// fp8 parameters of Megatron-style code (fp8_all_gather under framework fused or
+  /// fp8 parameters of Megatron-style code (fp8_gathered_weights under framework fused or
   /// cuda_graphs): each weight's transpose is made once per step.
   bool fp8_weight_transpose = false;
   /// The model code expands grouped K/V to every query head before SDPA (sdpa_expands_kv).
@@ -123,7 +123,7 @@ void linear(std::vector<Op>& ops, const Microbatch& mb, std::string name, double
   cast.flops = batch * (m * k + weight) * 2.0;
   cast.kernels = weight > 0 ? 4 : 2;
   ops.push_back(cast);
-  if (mb.fp8_gathered_weights && mb.fp8_weight_transpose) {
+  if (mb.fp8_weight_transpose) {
     // Megatron-core's fp8 parameters: the dgrad GEMM's transposed copy of each weight is made
     // on its first use in the step (read 1, write 1 B) and kept for the later microbatches.
     Op w;

@@ -117,7 +117,8 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
   const double boundary = tokens * bpe * model.hidden / (parallel.sequence_parallel ? t : 1.0);
   const double pb = parameter_bytes(training.precision);
   const double rb = reduce_bytes(training);
-  const double gathered = (layer_params - layer_norms / t) * gathered_linear_bytes(training) + layer_norms / t * pb;
+  const double layer_linear = layer_params - layer_norms / t;  // a layer's linear weights on the rank
+  const double gathered = layer_linear * gathered_linear_bytes(training) + layer_norms / t * pb;
   const bool zero3 = parallel.zero >= 3 && dp > 1;
   // PyTorch's FSDP2 (the frameworks that run torch's own modules); otherwise a ZeRO-3 that
   // keeps a sharded low-precision copy and its gradient shard for good.
@@ -166,7 +167,7 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
   // Transformer Engine's fp8 weights and their transposes, cast on a step's first microbatch and
   // kept for the others (and the next step's first microbatch refills them in place).
   if (const double cache = fp8_weight_cache_bytes(training); cache > 0)
-    for (int l = 0; l < layers_local; ++l) r.alloc((layer_params - layer_norms / t) * cache, kCompute, "fp8 weight cache");
+    for (int l = 0; l < layers_local; ++l) r.alloc(layer_linear * cache, kCompute, "fp8 weight cache");
   // The optimizer step, after the step's backward passes: the first one creates torch.optim's
   // state tensors; foreach AdamW (torchtitan: foreach = not fused, fused off) takes the square
   // root of every second moment into new tensors (_multi_tensor_adamw: exp_avg_sq_sqrt =
