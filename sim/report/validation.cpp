@@ -233,6 +233,44 @@ constexpr TorchtitanRow kTorchtitan[] = {
     {"tt-405b-512gpu-cp8", "Llama 3.1 405B, 512 GPUs, 4D, FSDP 1 x CP 8, seq 256K", 16, 84.9},
 };
 
+/// The rows of one torchtitan scenario: tokens/s per GPU and, where `memory_gib` is finite, the
+/// peak reserved memory, against one step simulated untraced with `overrides`. A missing file,
+/// a layout the run layer refuses and a layout that does not fit predict NaN and say so.
+std::vector<ValidationRow> torchtitan_rows(const std::string& label, double tokens_per_gpu, double memory_gib,
+                                           const std::string& path, const std::vector<std::string>& overrides,
+                                           const std::string& src) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const bool with_memory = std::isfinite(memory_gib);
+  auto unpredicted = [&](const std::string& why) {
+    std::vector<ValidationRow> rows{{label + " tokens/s (" + why + ")", tokens_per_gpu, nan, "tok/s/GPU", src}};
+    if (with_memory) rows.push_back({label + " memory (" + why + ")", memory_gib, nan, "GiB", src, false, true});
+    return rows;
+  };
+  if (!std::filesystem::exists(path)) return unpredicted("no scenario");
+  std::vector<std::string> sets{"run.steps=1"};
+  sets.insert(sets.end(), overrides.begin(), overrides.end());
+  const config::Scenario s = config::load_scenario(path, sets);
+  NullSink sink;
+  run::SimulationResult r;
+  try {
+    r = run::simulate(s, sink, run::TraceLevel::none);
+  } catch (const InputError&) {
+    // A published layout the run layer refuses: reported as not simulated, never bent into
+    // another layout.
+    return unpredicted("layout not simulated");
+  }
+  const double gib = 1024.0 * 1024 * 1024;
+  std::vector<ValidationRow> rows;
+  if (r.out_of_memory) {
+    rows.push_back({label + " tokens/s (OOM)", tokens_per_gpu, nan, "tok/s/GPU", src});
+  } else {
+    rows.push_back({label + " tokens/s", tokens_per_gpu, s.training.global_batch_tokens / r.step_time_s / r.gpus,
+                    "tok/s/GPU", src});
+  }
+  if (with_memory) rows.push_back({label + " memory (reserved)", memory_gib, r.memory_reserved / gib, "GiB", src, false, true});
+  return rows;
+}
+
 ValidationPlan torchtitan_plan(const std::string& data_dir) {
   ValidationPlan plan{{"torchtitan",
                        "torchtitan Llama 3.1 on H100 96 GB / 500 W (Dec 2024 benchmark page): tokens/s per GPU and "
@@ -244,36 +282,79 @@ ValidationPlan torchtitan_plan(const std::string& data_dir) {
       "../shared/reference/calibration.md; 2, 4, 6 read in the torchtitan repository)";
   for (const auto& row : kTorchtitan) {
     const std::string path = data_dir + "/scenarios/validation/" + row.file + ".yaml";
-    plan.jobs.push_back({row.file, [row, path, src]() {
-                           const double nan = std::numeric_limits<double>::quiet_NaN();
-                           const std::string label = row.label;
-                           if (!std::filesystem::exists(path)) {
+    plan.jobs.push_back(
+        {row.file, [row, path, src] { return torchtitan_rows(row.label, row.tokens_per_gpu, row.memory_gib, path, {}, src); }});
+  }
+  return plan;
+}
+
+/// torchtitan's 2025 benchmark pages, added out of sample in round 16 (each prediction recorded
+/// before its row entered validate; nothing set from them):
+/// - benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md (PyTorch team, June 2025, the Grand
+///   Teton H100 96 GB / 500 W hosts of the Dec 2024 page): Llama 3.1 70B on 256 GPUs (FSDP 32 ×
+///   TP 8, full AC, local batch 16) and 8B on 64 GPUs (FSDP 8 × TP 8, per-op SAC, local batch
+///   12), compile, each with vanilla TP and with AsyncTP (the same scenario with
+///   parallel.async_tp=true), in bf16 and Float8 tensorwise; Float8 rowwise is not simulated
+///   (one fp8 recipe, tensorwise, is), so its rows carry no prediction;
+/// - benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md (Trainy, June 2025): Llama 3.1 8B
+///   with FSDP on 32 and 64 H200, compile + Float8 with fp8 all-gather, tokens/s and memory.
+struct TorchtitanTpRow {
+  const char* file;     ///< scenarios/validation/torchtitan-2025/<file>.yaml ("" = not simulated)
+  const char* label;
+  double vanilla_tp;    ///< published tokens/s per GPU, vanilla TP
+  double async_tp;      ///< published tokens/s per GPU, AsyncTP
+};
+
+constexpr TorchtitanTpRow kTorchtitanAsyncTp[] = {
+    {"70b-256gpu-tp-bf16", "Llama 3.1 70B, 256 H100, bf16", 597.3, 652.4},
+    {"70b-256gpu-tp-fp8", "Llama 3.1 70B, 256 H100, fp8 tensorwise", 809.8, 942.4},
+    {"", "Llama 3.1 70B, 256 H100, fp8 rowwise", 599.6, 624.8},
+    {"8b-64gpu-tp-bf16", "Llama 3.1 8B, 64 H100, bf16", 4378, 4809.4},
+    {"8b-64gpu-tp-fp8", "Llama 3.1 8B, 64 H100, fp8 tensorwise", 5078.1, 5570.1},
+    {"", "Llama 3.1 8B, 64 H100, fp8 rowwise", 3708.5, 3914.9},
+};
+
+constexpr TorchtitanRow kTorchtitanH200[] = {
+    {"8b-32gpu-h200-fp8", "Llama 3.1 8B, 32 H200, FSDP, compile+Float8", 10938, 47.96},
+    {"8b-64gpu-h200-fp8", "Llama 3.1 8B, 64 H200, FSDP, compile+Float8", 10753, 46.97},
+};
+
+ValidationPlan torchtitan_2025_plan(const std::string& data_dir) {
+  ValidationPlan plan{{"torchtitan-2025",
+                       "torchtitan's 2025 benchmark pages, out of sample: AsyncTP on H100 96 GB / 500 W (June 2025; 70B "
+                       "FSDP 32 x TP 8, 8B FSDP 8 x TP 8; Float8 rowwise not simulated) and Llama 3.1 8B with FSDP on "
+                       "H200 (Trainy, June 2025): tokens/s per GPU and peak memory (reserved)",
+                       {}, true},
+                      {}};
+  const std::string dir = data_dir + "/scenarios/validation/torchtitan-2025/";
+  const std::string tp_src = "pytorch/torchtitan benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md; "
+                             "scenarios/validation/torchtitan-2025/";
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (const auto& row : kTorchtitanAsyncTp) {
+    const std::string label = row.label;
+    if (std::string(row.file).empty()) {
+      plan.jobs.push_back({label, [row, label, tp_src, nan] {
+                             const std::string why = " (not simulated)";
                              return std::vector<ValidationRow>{
-                                 {label + " tokens/s (no scenario)", row.tokens_per_gpu, nan, "tok/s/GPU", src},
-                                 {label + " memory (no scenario)", row.memory_gib, nan, "GiB", src, false, true}};
-                           }
-                           const config::Scenario s = config::load_scenario(path, {"run.steps=1"});
-                           NullSink sink;
-                           run::SimulationResult r;
-                           try {
-                             r = run::simulate(s, sink, run::TraceLevel::none);
-                           } catch (const InputError&) {
-                             // A published layout the run layer refuses: reported as not
-                             // simulated, never bent into another layout.
-                             return std::vector<ValidationRow>{
-                                 {label + " tokens/s (layout not simulated)", row.tokens_per_gpu, nan, "tok/s/GPU", src},
-                                 {label + " memory (layout not simulated)", row.memory_gib, nan, "GiB", src, false, true}};
-                           }
-                           const double gib = 1024.0 * 1024 * 1024;
-                           std::vector<ValidationRow> rows;
-                           if (r.out_of_memory) {
-                             rows.push_back({label + " tokens/s (OOM)", row.tokens_per_gpu, nan, "tok/s/GPU", src});
-                           } else {
-                             rows.push_back({label + " tokens/s", row.tokens_per_gpu,
-                                             s.training.global_batch_tokens / r.step_time_s / r.gpus, "tok/s/GPU", src});
-                           }
-                           rows.push_back({label + " memory (reserved)", row.memory_gib, r.memory_reserved / gib, "GiB", src, false, true});
-                           return rows;
+                                 {label + ", TP tokens/s" + why, row.vanilla_tp, nan, "tok/s/GPU", tp_src},
+                                 {label + ", AsyncTP tokens/s" + why, row.async_tp, nan, "tok/s/GPU", tp_src}};
+                           }});
+      continue;
+    }
+    const std::string path = dir + row.file + ".yaml";
+    plan.jobs.push_back({std::string(row.file) + " TP", [row, label, path, tp_src, nan] {
+                           return torchtitan_rows(label + ", TP", row.vanilla_tp, nan, path, {"parallel.async_tp=false"}, tp_src);
+                         }});
+    plan.jobs.push_back({std::string(row.file) + " AsyncTP", [row, label, path, tp_src, nan] {
+                           return torchtitan_rows(label + ", AsyncTP", row.async_tp, nan, path, {"parallel.async_tp=true"}, tp_src);
+                         }});
+  }
+  const std::string h200_src = "pytorch/torchtitan benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md; "
+                               "scenarios/validation/torchtitan-2025/";
+  for (const auto& row : kTorchtitanH200) {
+    const std::string path = dir + row.file + ".yaml";
+    plan.jobs.push_back({row.file, [row, path, h200_src] {
+                           return torchtitan_rows(row.label, row.tokens_per_gpu, row.memory_gib, path, {}, h200_src);
                          }});
   }
   return plan;
@@ -543,8 +624,8 @@ ValidationPlan llama3_paper_plan(const std::string& data_dir) {
 }  // namespace
 
 std::vector<std::string> validation_case_names() {
-  return {"seed003",    "nccl-h100",  "megatron-2021", "korthikanti-2022",
-          "torchtitan", "bigscience", "mt-nlg",        "nemo-h100"};
+  return {"seed003",    "nccl-h100",       "megatron-2021", "korthikanti-2022", "torchtitan",
+          "bigscience", "mt-nlg", "nemo-h100", "torchtitan-2025"};
 }
 
 std::vector<std::string> validation_long_case_names() { return {"llama3-paper"}; }
@@ -558,6 +639,7 @@ ValidationPlan plan_validation(const std::string& name, const std::string& data_
   if (name == "megatron-2021") return megatron_plan(data_dir);
   if (name == "korthikanti-2022") return korthikanti_plan(data_dir);
   if (name == "torchtitan") return torchtitan_plan(data_dir);
+  if (name == "torchtitan-2025") return torchtitan_2025_plan(data_dir);
   if (name == "bigscience") return bigscience_plan(data_dir);
   if (name == "mt-nlg") return mt_nlg_plan(data_dir);
   if (name == "nemo-h100") return nemo_plan(data_dir);
