@@ -213,6 +213,7 @@ const std::vector<Doc>& docs() {
       {"training.activation_checkpointing", "recompute policy (op: torchtitan's per-op policy)"},
       {"training.framework", "how element-wise ops become kernels: hand-fused, PyTorch eager, torch.compile"},
       {"training.launch_blocking", "CUDA_LAUNCH_BLOCKING=1: each kernel launch waits for the kernel to finish, so the host cannot queue kernels ahead and every kernel pays its dispatch in series"},
+      {"training.compile_loss", "the loss is compiled too (torchtitan since April 2025: torch.compile of F.cross_entropy(logits.float())): fused reductions and one backward kernel, no fp32 copy of the logits; framework compile, not with tp > 1"},
       {"training.flash_attention", "fused (flash) attention kernel"},
       {"training.gradient_accumulation_fusion", "Megatron-core's gradient_accumulation_fusion: weight-gradient GEMMs accumulate into the fp32 main_grad (no separate add per microbatch)"},
       {"training.attention_kernel", "which fused attention kernel: flash2 (FlashAttention-2, torch SDPA's flash backend) or cudnn (cuDNN fused attention, Transformer Engine's choice on Hopper: the device's cudnn_attention_kernel)"},

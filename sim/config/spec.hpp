@@ -333,12 +333,19 @@ struct TrainingSpec {
   /// How element-wise ops become kernels: fused (hand-fused kernels, Megatron-style: one pass
   /// per op), eager (PyTorch eager, the model code's primitive ops one kernel each), compile
   /// (torch.compile per transformer block, as torchtitan applies it: fused passes in the
-  /// blocks, the loss eager).
+  /// blocks, the loss eager unless compile_loss).
   std::string framework = "fused";
   /// CUDA_LAUNCH_BLOCKING=1 in the job's environment: every kernel launch returns only once the
   /// kernel has finished, so the host thread issues kernel i only after kernel i − 1 ended and
   /// cannot queue ahead (workload::HostQueue): each kernel then costs its dispatch in series.
   bool launch_blocking = false;
+  /// The loss function is compiled too (framework compile only): torchtitan since April 2025
+  /// (pytorch/torchtitan#1033, components/loss.py build_cross_entropy_loss: torch.compile of
+  /// F.cross_entropy(pred.float(), labels) when training.compile). Inductor fuses the fp32 cast,
+  /// log-softmax and NLL into reductions over the logits and one backward kernel: no fp32 copy of
+  /// the logits is made, and the backward keeps the logits themselves. Not with torch's loss
+  /// parallel (tp > 1), which is not simulated compiled.
+  bool compile_loss = false;
   bool flash_attention = true;
   /// Which fused-attention kernel runs: flash2 (FlashAttention-2, the default: torch SDPA's
   /// flash backend on H100 through 2024, pytorch/pytorch#142132) or cudnn (cuDNN fused

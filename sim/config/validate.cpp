@@ -576,6 +576,13 @@ void validate_scenario(Scenario& sc, LoadState& st) {
                     str(p.zero) + " and framework " + t.framework);
     }
   }
+  if (t.compile_loss && st.ok({"training.compile_loss", "training.framework", "parallel.tp"}) &&
+      (t.framework != "compile" || p.tp > 1)) {
+    st.report("training.compile_loss",
+              "is torch.compile of the loss function: needs training.framework compile and parallel.tp 1 (a compiled "
+              "loss under torch's loss parallel is not simulated); got framework " + t.framework + " and tp " +
+                  str(p.tp));
+  }
   if (t.bf16_optimizer &&
       st.ok({"training.bf16_optimizer", "training.precision", "training.reduce_dtype", "parallel.zero",
              "training.gradient_accumulation_fusion"}) &&

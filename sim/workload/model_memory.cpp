@@ -245,8 +245,17 @@ double loss_bytes_per_logit(const config::TrainingSpec& training, const config::
     // the bf16 logits, their fp32 copy, the shifted copy and its exp, 2 + 3 × 4 B.)
     return std::max(bpe + 12.0, 16.0);
   }
+  if (training.compile_loss) {
+    // torch.compile of F.cross_entropy(logits.float()) (training.compile_loss): the forward's
+    // reductions read the logits without an fp32 copy, AOTAutograd's min-cut partition saves the
+    // logits themselves (smaller than the fp32 log-softmax, which the backward kernel recomputes
+    // in registers) and the fused backward writes their gradient in the training precision: the
+    // saved logits and the gradient, 2 × bpe.
+    return 2.0 * bpe;
+  }
   if (pytorch_model_code(training)) {
-    // F.cross_entropy(logits.float()) — eager under compile too, which torchtitan applies per
+    // F.cross_entropy(logits.float()) — eager under compile too (unless compile_loss: torchtitan
+    // before April 2025), which torchtitan applies per
     // transformer block: the bf16 logits, their fp32 copy and the fp32 log-softmax output are
     // alive together in forward; in backward the log-softmax output, the NLL gradient and the
     // log-softmax gradient (all fp32).

@@ -54,6 +54,9 @@ struct Microbatch {
   /// The loss outside the transformer blocks runs eager: also under compile, which torchtitan
   /// applies per transformer block (torch.compile on each block, not on the head and loss).
   bool eager_loss = false;
+  /// The loss is compiled (training.compile_loss): its reductions read the logits without an
+  /// fp32 copy, and one fused kernel writes their gradient.
+  bool compiled_loss = false;
   bool fp8_linear = false;         ///< linear layers in fp8 (torchtitan Float8 / Transformer Engine)
   /// The fp8 weights come from FSDP's fp8 all-gather (training.fp8_all_gather): cast once per
   /// gather on the shard, not per GEMM.
@@ -94,7 +97,8 @@ Microbatch microbatch(const config::ModelSpec& model, const config::TrainingSpec
   mb.attention_dropout = model.attention_dropout > 0;
   mb.hidden_dropout = model.hidden_dropout > 0;
   mb.eager = training.framework == "eager";
-  mb.eager_loss = pytorch_model_code(training);
+  mb.compiled_loss = training.compile_loss;
+  mb.eager_loss = pytorch_model_code(training) && !mb.compiled_loss;
   mb.expands_kv = sdpa_expands_kv(training) && !mb.sh.mla && mb.sh.kv_heads < mb.sh.heads;
   mb.fp8_linear = training.precision == "fp8";
   mb.fp8_gathered_weights = mb.fp8_linear && training.fp8_all_gather;
@@ -460,6 +464,13 @@ std::vector<Op> head_forward(const Microbatch& mb) {
     ce.bytes = t * vocab_local * (12.0 + mb.bpe);
     ce.kernels = 3;
   }
+  if (mb.compiled_loss) {
+    // Inductor's looped row reductions over a 100K-wide row: one pass for the maximum, one for
+    // the sum of exponentials (each reads the logits in the training precision), the target's
+    // logit gathered in the second: two kernels, nothing written per logit.
+    ce.bytes = t * vocab_local * 2.0 * mb.bpe;
+    ce.kernels = 2;
+  }
   ops.push_back(ce);
   return ops;
 }
@@ -574,6 +585,12 @@ std::vector<Op> head_backward_ops(const config::ModelSpec& model, const config::
     // and writes (12), the fp32 → bf16 copy backward (4 + bpe).
     ce_bwd.bytes = mb.tokens * mb.sh.vocab / mb.tp * (20.0 + mb.bpe);
     ce_bwd.kernels = 3;
+  }
+  if (mb.compiled_loss) {
+    // One fused kernel: read the saved logits, recompute the softmax from the row statistics,
+    // subtract the one-hot target, write the gradient in the training precision.
+    ce_bwd.bytes = mb.tokens * mb.sh.vocab / mb.tp * 2.0 * mb.bpe;
+    ce_bwd.kernels = 1;
   }
   ops.push_back(ce_bwd);
   forward.pop_back();

@@ -338,6 +338,13 @@ TEST_CASE("training.bf16_optimizer is DeepSpeed's BF16_Optimizer: bf16 with fp32
                     Catch::Contains("training.bf16_optimizer") && Catch::Contains("got fp16"));
   CHECK_THROWS_WITH(load_scenario(bloom, {"training.reduce_dtype=bf16"}), Catch::Contains("reduce_dtype bf16"));
   CHECK_THROWS_WITH(load_scenario(bloom, {"parallel.zero=3"}), Catch::Contains("zero 3"));
+  // A compiled loss is torch.compile's: framework compile, and not under torch's loss parallel.
+  const std::string h200 = IRONLAW_SOURCE_DIR "/scenarios/validation/torchtitan-2025/8b-32gpu-h200-fp8.yaml";
+  CHECK(load_scenario(h200).training.compile_loss);
+  CHECK_THROWS_WITH(load_scenario(h200, {"training.framework=eager"}),
+                    Catch::Contains("training.compile_loss") && Catch::Contains("framework eager"));
+  CHECK_THROWS_WITH(load_scenario(h200, {"parallel.tp=8", "parallel.dp=4"}),
+                    Catch::Contains("training.compile_loss") && Catch::Contains("tp 8"));
   // Megatron's blocking TP all-reduce cannot be combined with AsyncTP's fused collectives.
   const std::string tt70 = IRONLAW_SOURCE_DIR "/scenarios/validation/tt-70b-256gpu-2d-asynctp.yaml";
   CHECK_THROWS_WITH(load_scenario(tt70, {"parallel.async_tensor_parallel_allreduce=false"}),

@@ -68,6 +68,22 @@ TEST_CASE("eager cross-entropy upcasts the logits to fp32", "[workload][framewor
         logits * 14);
 }
 
+TEST_CASE("a compiled loss reads the logits twice and writes their gradient once", "[workload][framework]") {
+  // torchtitan since April 2025 compiles F.cross_entropy(logits.float()) (training.compile_loss):
+  // forward, a maximum pass and a sum-of-exponentials pass over the bf16 logits (2 × 2 B per
+  // logit, nothing written per logit); backward, one kernel that reads them and writes the bf16
+  // gradient (2 + 2 B): 4 B each way against the eager 14 and 22.
+  config::TrainingSpec t = llama_training("compile");
+  t.compile_loss = true;
+  const double logits = 8192.0 * 128256;
+  const Op& forward = find(head_forward_ops(llama3_8b(), t, 1, 1), "cross_entropy");
+  const Op& backward = find(head_backward_ops(llama3_8b(), t, 1, 1), "cross_entropy_bwd");
+  CHECK(forward.bytes == logits * 4);
+  CHECK(forward.kernels == 2);
+  CHECK(backward.bytes == logits * 4);
+  CHECK(backward.kernels == 1);
+}
+
 TEST_CASE("the fp8 recipe runs linear layers in fp8 and times their casts; attention stays bf16",
           "[workload][precision]") {
   const auto ops = layer_forward_ops(llama3_8b(), llama_training("compile", "fp8"), 1, 1);

@@ -159,6 +159,19 @@ TEST_CASE("the loss keeps fp32 copies of the logits under eager PyTorch", "[work
   CHECK(loss_bytes_per_logit(t, p) == 4);
 }
 
+TEST_CASE("a compiled loss keeps the logits and their gradient, no fp32 copy", "[workload][memory]") {
+  // AOTAutograd's partition of F.cross_entropy(logits.float()) saves the bf16 logits (the
+  // backward kernel recomputes the softmax from them) and the backward writes a bf16 gradient:
+  // 2 + 2 B per logit at the backward's peak, against the eager 3 × 4 B.
+  config::TrainingSpec t = mixed_adam();
+  config::ParallelSpec p;
+  t.framework = "compile";
+  t.compile_loss = true;
+  CHECK(loss_bytes_per_logit(t, p) == 4);
+  t.precision = "fp32";
+  CHECK(loss_bytes_per_logit(t, p) == 8);
+}
+
 TEST_CASE("torch's loss parallel keeps four fp32 logit-sized tensors in backward", "[workload][memory]") {
   // torch/distributed/tensor/parallel/loss.py, _nll_loss_and_log_softmax_backward: the kept fp32
   // log-softmax output x, grad_input = zeros_like(x), torch.exp(x) and grad_input + exp(x) are
