@@ -254,11 +254,10 @@ double loss_bytes_per_logit(const config::TrainingSpec& training, const config::
     return 2.0 * bpe;
   }
   if (pytorch_model_code(training)) {
-    // F.cross_entropy(logits.float()) — eager under compile too (unless compile_loss: torchtitan
-    // before April 2025), which torchtitan applies per
-    // transformer block: the bf16 logits, their fp32 copy and the fp32 log-softmax output are
-    // alive together in forward; in backward the log-softmax output, the NLL gradient and the
-    // log-softmax gradient (all fp32).
+    // F.cross_entropy(logits.float()), eager also under compile as torchtitan applied it before
+    // April 2025 (per transformer block, the loss outside; compile_loss above after): the bf16
+    // logits, their fp32 copy and the fp32 log-softmax output are alive together in forward; in
+    // backward the log-softmax output, the NLL gradient and the log-softmax gradient (all fp32).
     return std::max(bpe + 8.0, 12.0);
   }
   return 4.0;  // fused vocabulary-parallel cross-entropy: the fp32 probabilities
