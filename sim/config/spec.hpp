@@ -301,6 +301,8 @@ struct ParallelSpec {
   /// forks of 2021–22 (MT-NLG, BLOOM), whose ColumnParallelLinear is copy_to_tensor_model_
   /// parallel_region then F.linear: autograd's linear node computes the input and the weight
   /// gradient, then the copy's backward all-reduces, blocking the stream (OpTimer::Cuts).
+  /// PyTorch model code (DTensor TP) blocks so whatever this says: the redistribute's backward
+  /// follows the linear's (run/step_costs.cpp).
   bool async_tensor_parallel_allreduce = true;
   int ep = 1;
   std::vector<std::string> order{"tp", "cp", "pp", "dp"};

@@ -21,6 +21,45 @@ TensorParallel::TensorParallel(StepBuilder& b)
     fused_gather_name_ = b.name("tp async all_gather");
     fused_scatter_name_ = b.name("tp async reduce_scatter");
   }
+  const auto& s = b.world().scenario;
+  relayout_ = sequence_parallel_ && b.layout().tp > 1 && workload::torch_tensor_parallel(s.training, s.parallel);
+  if (relayout_) {
+    relayout_name_ = b.name("tp relayout");
+    OpTimer timer(s.topology.device, s.training.precision, s.training.framework, b.world().sink,
+                  s.training.launch_blocking);
+    auto copy = [&](const char* name, double bytes) {
+      workload::Op op;
+      op.name = name;
+      op.bytes = 2.0 * bytes;  // read and write the whole tensor
+      return timer.whole({op});
+    };
+    const double bytes = b.costs().activation_bytes;
+    scatter_copy_ = copy("tp_scatter_relayout", bytes);
+    gather_copy_ = copy("tp_gather_relayout", bytes);
+    fp8_gather_copy_ = copy("tp_gather_relayout", bytes / workload::bytes_per_element(s.training.precision));
+  }
+}
+
+std::vector<TaskId> TensorParallel::relayout_before_scatter(const std::vector<int>& group,
+                                                            const std::vector<TaskId>& inputs, EventKind kind) {
+  if (!relayout_) return inputs;
+  std::vector<TaskId> copies(group.size());
+  for (std::size_t g = 0; g < group.size(); ++g) {
+    copies[g] = b_.compute(group[g], kind, scatter_copy_, relayout_name_);
+    if (inputs[g] != kNoTask) b_.depend(inputs[g], copies[g]);
+  }
+  return copies;
+}
+
+std::vector<TaskId> TensorParallel::relayout_after_gather(const std::vector<int>& group, TaskId ag, bool fp8_gather,
+                                                          EventKind kind) {
+  if (!relayout_) return std::vector<TaskId>(group.size(), ag);
+  std::vector<TaskId> copies(group.size());
+  for (std::size_t g = 0; g < group.size(); ++g) {
+    copies[g] = b_.compute(group[g], kind, fp8_gather ? fp8_gather_copy_ : gather_copy_, relayout_name_);
+    b_.depend(ag, copies[g]);
+  }
+  return copies;
 }
 
 void TensorParallel::add_group(int first) { streams_.emplace(first, b_.add_stream("tp" + std::to_string(first))); }
@@ -355,10 +394,9 @@ PassRunner::PassTasks PassRunner::run(const std::vector<int>& group, const PartL
     if (part.gathers_input && tp_.async()) {
       // The embedding's backward: a plain all-gather of the gradient first.
       const TaskId ag = tp_.all_gather(group, kNoTask, out.last, false);
-      for (std::size_t g = 0; g < group.size(); ++g) {
+      for (std::size_t g = 0; g < group.size(); ++g)
         if (gates[g] != kNoTask) b_.depend(gates[g], ag);
-        gates[g] = ag;
-      }
+      gates = tp_.relayout_after_gather(group, ag, false, kind);
     }
     if (part.fused != Part::Fused::none) {
       tasks = tp_.fused(group, part, kind, name, gates, out.first);
@@ -388,8 +426,11 @@ PassRunner::PassTasks PassRunner::run(const std::vector<int>& group, const PartL
       // all-gather: it waits for the reduce-scatter and for this part; the next part for it.
       // AsyncTP: the all-gather is fused with the GEMM that consumes it (a later gather part);
       // the part after this one waits for the reduce-scatter alone.
-      const TaskId ag = tp_.async() ? pending_rs : tp_.all_gather(group, pending_rs, tasks, pending_fp8);
-      std::fill(gates.begin(), gates.end(), ag);
+      if (tp_.async()) {
+        std::fill(gates.begin(), gates.end(), pending_rs);
+      } else {
+        gates = tp_.relayout_after_gather(group, tp_.all_gather(group, pending_rs, tasks, pending_fp8), pending_fp8, kind);
+      }
       pending_rs = kNoTask;
     }
     if (part.after == After::all_to_all) {
@@ -404,14 +445,24 @@ PassRunner::PassTasks PassRunner::run(const std::vector<int>& group, const PartL
                               (backward ? key.unit == 0 : key.unit == s.model.layers - 1);
       const bool fp8_gather = fp8_tp && !feeds_bf16;
       if (part.after == After::sync_async && tp_.sequence_parallel() && i + 1 < parts.size()) {
-        pending_rs = tp_.reduce_scatter(group, tasks);  // its all-gather follows the next part (above)
+        // its all-gather follows the next part (above)
+        pending_rs = tp_.reduce_scatter(group, tp_.relayout_before_scatter(group, tasks, kind));
         pending_fp8 = fp8_gather;
         continue;
       }
-      // AsyncTP: a sync left as a plain collective (the embedding's, a backward input gradient's
-      // without weight gradients beside it) is its reduce-scatter; the gather is fused later.
-      const TaskId c = tp_.async() ? tp_.reduce_scatter(group, tasks) : tp_.all_reduce(group, tasks, fp8_gather);
-      for (std::size_t g = 0; g < group.size(); ++g) (part.after == After::sync ? gates : async_gates)[g] = c;
+      std::vector<TaskId> after(group.size(), kNoTask);
+      if (tp_.async()) {
+        // AsyncTP: a sync left as a plain collective (the embedding's, a backward input
+        // gradient's without weight gradients beside it) is its reduce-scatter; the gather is
+        // fused later.
+        std::fill(after.begin(), after.end(), tp_.reduce_scatter(group, tp_.relayout_before_scatter(group, tasks, kind)));
+      } else if (tp_.relayouts()) {
+        const TaskId rs = tp_.reduce_scatter(group, tp_.relayout_before_scatter(group, tasks, kind));
+        after = tp_.relayout_after_gather(group, tp_.all_gather(group, rs, {}, fp8_gather), fp8_gather, kind);
+      } else {
+        std::fill(after.begin(), after.end(), tp_.all_reduce(group, tasks, fp8_gather));
+      }
+      for (std::size_t g = 0; g < group.size(); ++g) (part.after == After::sync ? gates : async_gates)[g] = after[g];
     }
   }
   for (std::size_t g = 0; g < group.size(); ++g)

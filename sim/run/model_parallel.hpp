@@ -59,6 +59,26 @@ class TensorParallel {
   std::vector<TaskId> fused(const std::vector<int>& group, const Part& part, EventKind kind, std::uint32_t name,
                             const std::vector<TaskId>& gates, std::vector<TaskId>& first);
 
+  /// Whether the group's plain sequence-parallel collectives re-lay their tensors, as torch's
+  /// functional collectives do for a dimension other than 0 (PyTorch model code under SP:
+  /// DTensor's Shard(1) of a (batch, sequence, hidden) activation, torch/distributed/
+  /// _functional_collectives.py): reduce_scatter_tensor(scatter_dim=1) first copies its input
+  /// into rank order (torch.cat(torch.chunk(x, tp, dim=1))), all_gather_tensor(gather_dim=1)
+  /// copies the rank-stacked output into sequence order (torch.cat(torch.chunk(out, tp, dim=0),
+  /// dim=1)). Each copy reads and writes the whole microbatch's tensor on every member, at the
+  /// device's achieved HBM bandwidth; torch.cat copies even where the layouts coincide (one
+  /// sequence per microbatch), and compiled blocks keep it (a copy kernel between the collective
+  /// and the cuBLAS GEMM that reads its result). Megatron's SP gathers along its first dimension
+  /// (sequence-first activations): no copy. AsyncTP's fused collectives are not these.
+  bool relayouts() const { return relayout_; }
+  /// Each member's copy of its reduce-scatter input, after `inputs[g]` (relayouts() only; else
+  /// `inputs` unchanged): what the reduce-scatter waits for.
+  std::vector<TaskId> relayout_before_scatter(const std::vector<int>& group, const std::vector<TaskId>& inputs,
+                                              EventKind kind);
+  /// Each member's copy of all-gather `ag`'s output (1-byte elements when `fp8_gather`): what the
+  /// next part waits for (relayouts() only; else `ag` for every member).
+  std::vector<TaskId> relayout_after_gather(const std::vector<int>& group, TaskId ag, bool fp8_gather, EventKind kind);
+
  private:
   std::vector<int> global_of(const std::vector<int>& group) const;
 
@@ -66,6 +86,9 @@ class TensorParallel {
   std::uint32_t name_;
   bool sequence_parallel_;
   bool async_;
+  bool relayout_ = false;
+  std::uint32_t relayout_name_ = 0;
+  TimedOps scatter_copy_, gather_copy_, fp8_gather_copy_;
   std::uint32_t reduce_scatter_name_ = 0, all_gather_name_ = 0, fused_gather_name_ = 0, fused_scatter_name_ = 0;
   std::map<int, StreamId> streams_;  // by the group's first global rank
 };

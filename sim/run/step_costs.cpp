@@ -143,7 +143,13 @@ Costs build_costs(const config::Scenario& s, const Layout& lay, const config::Tr
   cuts.expert_parallel = lay.ep > 1;
   cuts.context_parallel = lay.cp;
   cuts.async_tp = s.parallel.async_tp && sp ? lay.tp : 0;
-  cuts.async_input_grad_allreduce = s.parallel.async_tensor_parallel_allreduce;
+  // A column-parallel layer's input gradient is communicated before its weight gradient only
+  // where the framework launches it so (Megatron's LinearWithGradAccumulationAndAsync...,
+  // parallel.async_tensor_parallel_allreduce). Under torch's TP (PyTorch model code) autograd's
+  // MmBackward computes both gradients in one node before the DTensor redistribute's backward
+  // issues the collective, which the next op (the norm's backward) then waits for: blocking.
+  cuts.async_input_grad_allreduce =
+      s.parallel.async_tensor_parallel_allreduce && !workload::torch_tensor_parallel(s.training, s.parallel);
   // The K and V that reach SDPA, and so the ring: PyTorch model code (training.framework eager
   // or compile, torchtitan's Llama at 9dec370, torchtitan/models/llama/model.py Attention.forward)
   // expands grouped K/V to every query head with repeat_kv before F.scaled_dot_product_attention

@@ -252,10 +252,11 @@ TEST_CASE("validate prints every case with published, predicted and error column
   CHECK(r.out.find("case bigscience:") != std::string::npos);
   CHECK(r.out.find("case mt-nlg:") != std::string::npos);
   CHECK(r.out.find("case nemo-h100:") != std::string::npos);
+  CHECK(r.out.find("case torchtitan-2025:") != std::string::npos);
   CHECK(r.out.find("median |error|") != std::string::npos);
   // Jobs: seed003 1, nccl 2, megatron-2021 10, korthikanti-2022 8, torchtitan 18, bigscience 1, mt-nlg 3,
-  // nemo-h100 5.
-  CHECK(r.err.find("validate: 48/48 done") != std::string::npos);
+  // nemo-h100 5, torchtitan-2025 12.
+  CHECK(r.err.find("validate: 60/60 done") != std::string::npos);
   int headers = 0, rows = 0;
   bool in_case = false;
   for (const auto& line : lines_of(r.out)) {
@@ -281,7 +282,7 @@ TEST_CASE("validate prints every case with published, predicted and error column
     CHECK(error_pct == Approx(100 * (predicted - published) / published).margin(0.006));
     ++rows;
   }
-  CHECK(headers == 8);  // seed003, nccl-h100, megatron-2021, korthikanti-2022, bigscience, mt-nlg and nemo-h100 (no scenario here), torchtitan
+  CHECK(headers == 9);  // seed003, nccl-h100, megatron-2021, korthikanti-2022, bigscience, mt-nlg, nemo-h100 and torchtitan-2025 (no scenario here), torchtitan
   CHECK(rows == 8 + 3 + 1 + 2);  // seed003's 8, nccl's 3 (1 node ring and NVLS, 16 nodes), Megatron row 1, torchtitan 8B eager (tokens/s, memory)
 }
 
