@@ -73,6 +73,18 @@ inline std::unique_ptr<Trace> simulate_timeline(const std::vector<std::string>& 
 
 inline double ns(std::int64_t v) { return static_cast<double>(v); }
 
+/// Backward kernels of `rank` that run while a collective is in flight (with dp 1 and no
+/// pipeline the only collectives are the TP group's).
+inline int backward_kernels_beside_collectives(const Trace& t, int rank = 0) {
+  int n = 0;
+  for (const auto& c : t.sink.events) {
+    if (c.kind != EventKind::collective || c.end_ns <= c.start_ns) continue;
+    for (const auto& e : t.sink.events)
+      if (e.rank == rank && e.kind == EventKind::backward && e.start_ns < c.end_ns && e.end_ns > c.start_ns) ++n;
+  }
+  return n;
+}
+
 /// Kernels an op list launches.
 inline double kernel_count(const std::vector<workload::Op>& ops) {
   double k = 0;

@@ -29,27 +29,16 @@ std::unique_ptr<run_test::Trace> sp_trace(const std::string& framework, bool asy
                                           (async_allreduce ? "true" : "false")});
 }
 
-/// Rank 0's backward kernels that run while a collective is in flight (dp 1, no pipeline: the
-/// only collectives are the TP group's).
-int backward_kernels_beside_collectives(const run_test::Trace& t) {
-  int n = 0;
-  for (const auto& c : t.sink.events) {
-    if (c.kind != EventKind::collective || c.end_ns <= c.start_ns) continue;
-    for (const auto& e : t.sink.events)
-      if (e.rank == 0 && e.kind == EventKind::backward && e.start_ns < c.end_ns && e.end_ns > c.start_ns) ++n;
-  }
-  return n;
-}
 
 }  // namespace
 
 TEST_CASE("under torch's TP the input gradient's collective waits for the weight gradient", "[run][tp]") {
   // Megatron's fused code overlaps the collective with the weight-gradient GEMM by default...
-  CHECK(backward_kernels_beside_collectives(*sp_trace("fused", true)) > 0);
+  CHECK(run_test::backward_kernels_beside_collectives(*sp_trace("fused", true)) > 0);
   // ...torch's autograd order does not, and the key cannot make it: the same step either way.
   const auto torch_default = sp_trace("compile", true);
   const auto torch_blocking = sp_trace("compile", false);
-  CHECK(backward_kernels_beside_collectives(*torch_default) == 0);
+  CHECK(run_test::backward_kernels_beside_collectives(*torch_default) == 0);
   CHECK(torch_default->result.step_time_s == torch_blocking->result.step_time_s);
 }
 

@@ -22,17 +22,6 @@ std::unique_ptr<run_test::Trace> tp_trace(bool async) {
                                       std::string("parallel.async_tensor_parallel_allreduce=") + (async ? "true" : "false")});
 }
 
-/// Backward kernels of rank 0 that run while a collective is in flight (with dp 1 and no pipeline
-/// the only collectives are the TP group's).
-int backward_kernels_beside_collectives(const run_test::Trace& t) {
-  int n = 0;
-  for (const auto& c : t.sink.events) {
-    if (c.kind != EventKind::collective || c.end_ns <= c.start_ns) continue;
-    for (const auto& e : t.sink.events)
-      if (e.rank == 0 && e.kind == EventKind::backward && e.start_ns < c.end_ns && e.end_ns > c.start_ns) ++n;
-  }
-  return n;
-}
 
 }  // namespace
 
@@ -42,8 +31,8 @@ TEST_CASE("Megatron's async all-reduce runs the input gradient's all-reduce besi
   const auto blocking = tp_trace(false);
   // Async: the qkv and mlp_up wgrad GEMMs of each of the 3 layers (and the LM head's) overlap
   // their all-reduce; blocking: no backward kernel runs while a TP collective is in flight.
-  CHECK(backward_kernels_beside_collectives(*async) > 0);
-  CHECK(backward_kernels_beside_collectives(*blocking) == 0);
+  CHECK(run_test::backward_kernels_beside_collectives(*async) > 0);
+  CHECK(run_test::backward_kernels_beside_collectives(*blocking) == 0);
   // The blocking order: each qkv wgrad ends before the next TP collective starts (the one that
   // reduces its input gradient), so the step is longer.
   CHECK(blocking->result.step_time_s > async->result.step_time_s);
