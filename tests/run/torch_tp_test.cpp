@@ -29,7 +29,6 @@ std::unique_ptr<run_test::Trace> sp_trace(const std::string& framework, bool asy
                                           (async_allreduce ? "true" : "false")});
 }
 
-
 }  // namespace
 
 TEST_CASE("under torch's TP the input gradient's collective waits for the weight gradient", "[run][tp]") {

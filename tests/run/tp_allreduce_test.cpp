@@ -22,7 +22,6 @@ std::unique_ptr<run_test::Trace> tp_trace(bool async) {
                                       std::string("parallel.async_tensor_parallel_allreduce=") + (async ? "true" : "false")});
 }
 
-
 }  // namespace
 
 TEST_CASE("Megatron's async all-reduce runs the input gradient's all-reduce beside the weight gradient",
