@@ -76,8 +76,8 @@ TEST_CASE("a compiled loss reads the logits twice and writes their gradient once
   config::TrainingSpec t = llama_training("compile");
   t.compile_loss = true;
   const double logits = 8192.0 * 128256;
-  const Op& forward = find(head_forward_ops(llama3_8b(), t, 1, 1), "cross_entropy");
-  const Op& backward = find(head_backward_ops(llama3_8b(), t, 1, 1), "cross_entropy_bwd");
+  const Op forward = find(head_forward_ops(llama3_8b(), t, 1, 1), "cross_entropy");
+  const Op backward = find(head_backward_ops(llama3_8b(), t, 1, 1), "cross_entropy_bwd");
   CHECK(forward.bytes == logits * 4);
   CHECK(forward.kernels == 2);
   CHECK(backward.bytes == logits * 4);
