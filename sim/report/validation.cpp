@@ -203,6 +203,10 @@ ValidationPlan megatron_plan(const std::string& data_dir) {
 /// the 8B rows' per-token time jump from CP 2 to CP 4 (64K → 128K) by twice what the attention
 /// FLOPs give, when every ring step has the same shape from CP 2 on. Since round 10 the rows the
 /// page runs with AsyncTP set parallel.async_tp (torch's micro-pipelined TP: run/model_parallel.hpp).
+/// Since round 16 torch TP runs as DTensor does (the input-gradient collective after the weight
+/// gradient; a copy around each sequence-dimension collective: TensorParallel::relayouts), which
+/// leaves the plain-TP 70B row 12 % too slow (the AsyncTP one −4 %): the simulated plain TP
+/// exposes more than the cluster's, by a cause not found (NVLS collectives are one candidate).
 struct TorchtitanRow {
   const char* file;        ///< scenarios/validation/<file>.yaml
   const char* label;
