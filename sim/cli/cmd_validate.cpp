@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -160,10 +161,14 @@ int cmd_validate(const Args& args) {
   }
   for (const auto& c : cases) {
     std::printf("case %s: %s\n", c.name.c_str(), c.description.c_str());
-    std::printf("  %-52s %14s %14s %9s  %s\n", "figure", "published", "predicted", "error", "unit");
+    // The figure column fits the case's longest label (at least 52 characters), so that the
+    // numbers of a case line up.
+    int width = 52;
+    for (const auto& r : c.rows) width = std::max(width, static_cast<int>(r.label.size()));
+    std::printf("  %-*s %14s %14s %9s  %s\n", width, "figure", "published", "predicted", "error", "unit");
     for (const auto& r : c.rows) {
-      std::printf("  %-52s %14.6g %14.6g %+8.2f%%  %s\n", r.label.c_str(), r.published, r.predicted, 100 * r.error(),
-                  r.unit.c_str());
+      std::printf("  %-*s %14.6g %14.6g %+8.2f%%  %s\n", width, r.label.c_str(), r.published, r.predicted,
+                  100 * r.error(), r.unit.c_str());
     }
     std::printf("  sources:\n");
     std::string last;
