@@ -73,11 +73,27 @@ TEST_CASE("the shipped device profiles carry the measured spread of GPU speeds",
   // on average; for a normal that range is 4 · 1.349 σ, so cv = 0.08 / 5.396 = 0.0148.
   for (const char* file : {"/topologies/dgx-h100-leaf-spine.yaml", "/topologies/dgx-a100-leaf-spine.yaml",
                            "/topologies/grand-teton-h100-96gb.yaml", "/topologies/v100-gpt3-cluster.yaml",
-                           "/topologies/dgx-h800-deepseek.yaml"}) {
+                           "/topologies/dgx-h800-deepseek.yaml", "/topologies/whitefiber-h200.yaml"}) {
     INFO(file);
     const auto t = config::load_topology(std::string(IRONLAW_SOURCE_DIR) + file);
     CHECK(t.device.speed_variation_cv == Approx(0.08 / (4 * 1.349)).epsilon(0.01));
   }
+}
+
+TEST_CASE("the H200 profile is the H100 SXM5's die with the H200 datasheet's memory", "[hardware][device]") {
+  // NVIDIA's H200 datasheet: the H100 SXM5's tensor-core peaks and 700 W limit, 141 GB of HBM3e
+  // at 4.8 TB/s against the H100 SXM5's 80 GB at 3.35 TB/s; CUDA reports 139.80 GiB of it.
+  const auto h200 = config::load_topology(std::string(IRONLAW_SOURCE_DIR) + "/topologies/whitefiber-h200.yaml").device;
+  const auto h100 = config::load_topology(std::string(IRONLAW_SOURCE_DIR) + "/topologies/dgx-h100-leaf-spine.yaml").device;
+  for (const char* p : {"bf16", "fp16", "fp8", "tf32", "fp32"}) {
+    INFO(p);
+    CHECK(h200.chip_peak_flops(p) == h100.chip_peak_flops(p));
+  }
+  CHECK(h200.power_limit_w == h100.power_limit_w);
+  CHECK(h200.sm_count == h100.sm_count);
+  CHECK(h200.hbm_bytes == Approx(139.80 * 1024 * 1024 * 1024));
+  // The achieved bandwidth keeps the H100's measured fraction of its datasheet figure.
+  CHECK(h200.hbm_bandwidth / h100.hbm_bandwidth == Approx(4.8 / 3.35).epsilon(0.01));
 }
 
 TEST_CASE("a speed spread outside the key's bounds is bad input naming the key", "[hardware][speed][config]") {
