@@ -453,6 +453,18 @@ MemoryBreakdown model_state_memory(double params_local, const config::TrainingSp
 double activation_bytes_per_layer(const config::ModelSpec& model, const config::TrainingSpec& training,
                                   const config::ParallelSpec& parallel, int sequences);
 
+/// What the backward of one checkpointed layer rebuilds, per microbatch of `sequences` [B]: the
+/// tensors policy none keeps (activation_bytes_per_layer) less those the policy saved, which
+/// the recompute reuses instead of making again (they are counted in the saved activations):
+/// full, the layer input where policy none keeps it as the first norm's input (not under eager
+/// RMSNorm, which keeps fp32 copies in its place); selective (the attention core), all but the
+/// core's score tensors; op (torchtitan's per-op policy), that input, the first MLP projection's
+/// output, the attention output and its log-sum-exp (the kept outputs of wq, wv and w2 are not
+/// what policy none keeps: it holds the rotated Q, the expanded V and no w2 output). 0 for
+/// policy none. Throws as activation_bytes_per_layer. O(1).
+double recomputed_activation_bytes(const config::ModelSpec& model, const config::TrainingSpec& training,
+                                   const config::ParallelSpec& parallel, int sequences);
+
 /// The gradient tensors one transformer layer's backward holds at its peak, per microbatch of
 /// `sequences` sequences on one GPU, beyond the activations it kept or recomputed and its weight
 /// gradients: the layer's output gradient (h, ÷tp under sequence parallelism) held through the

@@ -147,6 +147,30 @@ double activation_bytes_per_layer(const config::ModelSpec& model, const config::
   return tokens * per_token + scores * tokens;
 }
 
+double recomputed_activation_bytes(const config::ModelSpec& model, const config::TrainingSpec& training,
+                                   const config::ParallelSpec& parallel, int sequences) {
+  const std::string& policy = training.activation_checkpointing;
+  config::TrainingSpec none = training;
+  none.activation_checkpointing = "none";
+  const double rebuilt = activation_bytes_per_layer(model, none, parallel, sequences);
+  if (policy == "none") return 0;
+  // selective keeps everything policy none keeps but the attention core's score tensors.
+  if (policy == "selective") return rebuilt - activation_bytes_per_layer(model, training, parallel, sequences);
+  const Shape sh = shape_of(model);
+  const double t = parallel.tp;
+  const double sp = parallel.sequence_parallel ? t : 1.0;
+  const double bpe = bytes_per_element(training.precision);
+  const double tokens = static_cast<double>(training.sequence_length) * sequences;  // the rank's share under CP
+  // The layer input is policy none's first norm input, unless eager RMSNorm keeps fp32 copies.
+  const bool input_kept = !(training.framework == "eager" && sh.rmsnorm);
+  double reused = input_kept ? bpe * sh.hidden / sp : 0.0;
+  if (policy == "op") {
+    const double f = (sh.is_moe_layer(0) ? sh.moe_ffn : sh.ffn) / t;
+    reused += bpe * f + bpe * sh.heads * sh.v_head_dim / t + 4.0 * sh.heads / t;
+  }
+  return std::max(0.0, rebuilt - tokens * reused);
+}
+
 double backward_gradient_bytes(const config::ModelSpec& model, const config::TrainingSpec& training,
                                const config::ParallelSpec& parallel, int sequences) {
   if (sequences <= 0) throw std::invalid_argument("sequences per microbatch must be positive");
@@ -198,10 +222,8 @@ MemoryBreakdown memory_per_gpu(const config::ModelSpec& model, const config::Tra
   m.activations = per_layer * layers_local * in_flight_microbatches + logits_count * loss_bytes_per_logit(training, parallel) +
                   head_input_bytes(model, training, parallel, parallel.microbatch_size) * in_flight_microbatches;
   if (training.activation_checkpointing != "none" && in_flight_microbatches > 0) {
-    // Backward of a checkpointed layer holds that layer's recomputed activations.
-    config::TrainingSpec none = training;
-    none.activation_checkpointing = "none";
-    m.transient += activation_bytes_per_layer(model, none, parallel, parallel.microbatch_size);
+    // Backward of a checkpointed layer holds what it rebuilt of that layer.
+    m.transient += recomputed_activation_bytes(model, training, parallel, parallel.microbatch_size);
   }
   if (in_flight_microbatches > 0) m.transient += backward_gradient_bytes(model, training, parallel, parallel.microbatch_size);
   // The linear layers' weights on the rank: all it holds but the norms, embedding and LM head.

@@ -100,12 +100,7 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
   const MemoryBreakdown state = model_state_memory(params_local, training, parallel.zero, dp);
 
   const double activations = activation_bytes_per_layer(model, training, parallel, parallel.microbatch_size);
-  double recomputed = 0;
-  if (training.activation_checkpointing != "none") {
-    config::TrainingSpec none = training;
-    none.activation_checkpointing = "none";
-    recomputed = activation_bytes_per_layer(model, none, parallel, parallel.microbatch_size);
-  }
+  const double recomputed = recomputed_activation_bytes(model, training, parallel, parallel.microbatch_size);
   const double backward_grads = backward_gradient_bytes(model, training, parallel, parallel.microbatch_size);
   const double bpe = bytes_per_element(training.precision);
   const double s = static_cast<double>(training.sequence_length);  // the rank's share under CP

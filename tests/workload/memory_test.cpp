@@ -274,15 +274,45 @@ TEST_CASE("memory per GPU divides parameters by tp·pp and adds activations and 
   // 2,101,346,304 B; the LM head's input of each microbatch in flight, 8192·4096·2 = 67,108,864 B.
   const double per_layer = activation_bytes_per_layer(m, t, p, 1);
   CHECK(mem.activations == per_layer * 16 * 2 + 2'101'346'304.0 + 2 * 67'108'864.0);
-  // Under recompute, the backward of one layer holds its recomputed activations besides, and
+  // Under recompute, the backward of one layer holds what it rebuilt besides — under selective
+  // recompute with flash attention nothing: the core's scores live inside the fused kernel — and
   // every backward its gradients: per token (tp 2, no sequence parallelism, h 4,096, f 7,168)
   // the layer's output gradient 4,096 and the SwiGLU product's peak 3f = 21,504 (above h + f,
   // 2f + h, f + 2h and the attention's q + K/V + 2h = 11,264): 25,600 × 2 B × 8,192 tokens.
+  CHECK(recomputed_activation_bytes(m, t, p, 1) == 0);
+  CHECK(backward_gradient_bytes(m, t, p, 1) == 419'430'400.0);
+  CHECK(mem.transient == 419'430'400.0);
+  CHECK(mem.total() == mem.weights + mem.gradients + mem.optimizer + mem.activations + mem.transient);
+}
+
+TEST_CASE("a checkpointed layer's backward rebuilds what its policy did not keep", "[workload][memory]") {
+  // Llama 3 8B, one 8,192-token sequence, compile, bf16, no TP. What policy none keeps is
+  // rebuilt, less what the policy kept and the recompute reuses, per token:
+  // - full: the layer input, the first norm's input: 2 · 4,096 = 8,192 B;
+  // - op (torchtitan's policy keeps wq, wv, w1 and w2 outputs, the attention output and its
+  //   log-sum-exp): the input 8,192, w1's output 2 · 14,336 = 28,672 (SwiGLU's gate, which policy
+  //   none keeps), the attention output 8,192 and the log-sum-exp 4 · 32 = 128: 45,184 B (wq's
+  //   and wv's outputs are not what none keeps: it holds the rotated Q and the expanded V);
+  // - none: nothing is rebuilt.
+  const config::ModelSpec m = llama3_8b();
+  config::TrainingSpec t = mixed_adam();
+  t.sequence_length = 8192;
+  t.framework = "compile";
+  config::ParallelSpec p;
   config::TrainingSpec none = t;
   none.activation_checkpointing = "none";
-  CHECK(backward_gradient_bytes(m, t, p, 1) == 419'430'400.0);
-  CHECK(mem.transient == activation_bytes_per_layer(m, none, p, 1) + 419'430'400.0);
-  CHECK(mem.total() == mem.weights + mem.gradients + mem.optimizer + mem.activations + mem.transient);
+  const double all = activation_bytes_per_layer(m, none, p, 1);
+  t.activation_checkpointing = "full";
+  CHECK(recomputed_activation_bytes(m, t, p, 1) == all - 8192.0 * 8'192);
+  t.activation_checkpointing = "op";
+  CHECK(recomputed_activation_bytes(m, t, p, 1) == all - 8192.0 * 45'184);
+  t.activation_checkpointing = "none";
+  CHECK(recomputed_activation_bytes(m, t, p, 1) == 0);
+  // Eager RMSNorm keeps fp32 copies, not the input: full rebuilds all that none keeps.
+  t.framework = "eager";
+  none.framework = "eager";
+  t.activation_checkpointing = "full";
+  CHECK(recomputed_activation_bytes(m, t, p, 1) == activation_bytes_per_layer(m, none, p, 1));
 }
 
 TEST_CASE("a layer's backward holds its output gradient and the largest set of gradients autograd keeps together",

@@ -201,8 +201,9 @@ TEST_CASE("the ledger of torchtitan's 405B 1F1B stage 0 at its peak is the hand 
   //   128 MiB): microbatches 1 … 7 through 15 layers and microbatch 0's first layer, 106;
   // - the recomputed layer (everything policy none keeps, per token: norm inputs 2·2h/8 = 8,192,
   //   the two gathered fp8 norm outputs 2·16,384 = 32,768, Q, the expanded K and V and O
-  //   2·4·2,048 = 16,384, log-sum-exp 4·16 = 64, SwiGLU 3·2·6,656 = 39,936: 97,344 B) for
-  //   32,768 tokens, and its fresh bf16 gradients 398,462,976 · 2 B;
+  //   2·4·2,048 = 16,384, log-sum-exp 4·16 = 64, SwiGLU 3·2·6,656 = 39,936: 97,344 B, less the
+  //   block input the recompute reuses, 2h/8 = 4,096: 93,248 B) for 32,768 tokens, and its fresh
+  //   bf16 gradients 398,462,976 · 2 B;
   // - the gradients that layer's backward holds (backward_gradient_bytes): its output gradient,
   //   sequence-parallel, 16,384/8 = 2,048 per token, and the gate projection's input gradient
   //   written beside the up projection's, both every token (2·16,384), with the gate's
@@ -230,7 +231,7 @@ TEST_CASE("the ledger of torchtitan's 405B 1F1B stage 0 at its peak is the hand 
       {"optimizer state", params * 12 / 8},
       {"pp outputs kept", 8 * mib128},
       {"pp receive buffers", 8 * mib128},
-      {"recomputed activations", 32768.0 * 97'344},
+      {"recomputed activations", 32768.0 * 93'248},
       {"saved activations", 106 * mib128},
       {"unsharded weights", 15 * (398'458'880.0 + 2 * 4096) + 2 * 262'668'288.0},
   };
