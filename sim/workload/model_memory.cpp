@@ -50,6 +50,12 @@ bool torch_tensor_parallel(const config::TrainingSpec& training, const config::P
 
 namespace {
 
+/// Whether a norm keeps fp32 copies in place of its input: PyTorch's eager RMSNorm as Llama-style
+/// code writes it (x.float(), pow, mean, rsqrt, mul, type_as, mul by the gain).
+bool norm_keeps_fp32_copies(const Shape& sh, const config::TrainingSpec& training) {
+  return training.framework == "eager" && sh.rmsnorm;
+}
+
 /// What autograd keeps of one layer with nothing recomputed, per token (Korthikanti et al. 2022
 /// §4.1 generalised to the layer's ops: grouped-query K/V, SwiGLU, RMSNorm, rotary).
 LayerActivations kept_without_recompute(const Shape& sh, const config::TrainingSpec& training,
@@ -67,7 +73,7 @@ LayerActivations kept_without_recompute(const Shape& sh, const config::TrainingS
   // Each norm keeps its input; PyTorch's eager RMSNorm as Llama-style code writes it (x.float(),
   // pow, mean, rsqrt, mul, type_as, mul by the gain) keeps the fp32 copy and the normalised
   // value instead. Its output is the next GEMM's input, kept once more.
-  const double norm_kept = eager && sh.rmsnorm ? (4.0 + bpe) * h : bpe * h;
+  const double norm_kept = norm_keeps_fp32_copies(sh, training) ? (4.0 + bpe) * h : bpe * h;
   a.replicated += 2.0 * norm_kept;
   if (parallel.sequence_parallel && torch_tensor_parallel(training, parallel)) {
     // PyTorch's DTensor sequence parallelism (torchtitan apply_tp: PrepareModuleInput with
@@ -161,9 +167,8 @@ double recomputed_activation_bytes(const config::ModelSpec& model, const config:
   const double sp = parallel.sequence_parallel ? t : 1.0;
   const double bpe = bytes_per_element(training.precision);
   const double tokens = static_cast<double>(training.sequence_length) * sequences;  // the rank's share under CP
-  // The layer input is policy none's first norm input, unless eager RMSNorm keeps fp32 copies.
-  const bool input_kept = !(training.framework == "eager" && sh.rmsnorm);
-  double reused = input_kept ? bpe * sh.hidden / sp : 0.0;
+  // The layer input is policy none's first norm input, unless that norm keeps fp32 copies.
+  double reused = norm_keeps_fp32_copies(sh, training) ? 0.0 : bpe * sh.hidden / sp;
   if (policy == "op") {
     const double f = (sh.is_moe_layer(0) ? sh.moe_ffn : sh.ffn) / t;
     reused += bpe * f + bpe * sh.heads * sh.v_head_dim / t + 4.0 * sh.heads / t;

@@ -52,7 +52,8 @@ struct Microbatch {
   bool hidden_dropout = false;     ///< dropout on the attention and MLP block outputs
   bool eager = false;              ///< PyTorch eager: element-wise ops as the model code writes them
   /// The loss outside the transformer blocks runs eager: also under compile, which torchtitan
-  /// applies per transformer block (torch.compile on each block, not on the head and loss).
+  /// applied per transformer block before April 2025 (torch.compile on each block, not on the
+  /// head and loss); false when the loss is compiled (compiled_loss).
   bool eager_loss = false;
   /// The loss is compiled (training.compile_loss): its reductions read the logits without an
   /// fp32 copy, and one fused kernel writes their gradient.
