@@ -220,7 +220,11 @@ std::vector<Op> head_backward_ops(const config::ModelSpec& model, const config::
 /// Forward ops recomputed in backward under the activation-checkpointing policy
 /// (none: empty; selective: the attention core, attn_dropout included; full: the whole layer
 /// forward, dropouts included, MoE markers included as "recompute_moe_dispatch" /
-/// "recompute_moe_combine": the all-to-alls repeat; op (torchtitan): every element-wise op and
+/// "recompute_moe_combine": the all-to-alls repeat — except under PyTorch model code
+/// (training.framework eager or compile) on a dense layer without hidden dropout, where the
+/// recompute ends at the MLP down projection's input, its last saved tensor: no down-projection
+/// GEMM (under eager Float8 the GEMM, without its TP reduction), no reduction, no residual add
+/// (torch.compile's partitioner; torch.utils.checkpoint's early stop); op (torchtitan): every element-wise op and
 /// the matmuls whose outputs the policy does not keep — wk (a qkv GEMM of n = g·d/tp), wo, and
 /// w3 (half of the fused SwiGLU up GEMM; GELU MLP: the down projection) — never the attention
 /// core).

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -495,6 +496,30 @@ std::vector<Op> steady_microbatch(std::vector<Op> ops) {
 
 namespace {
 
+/// PyTorch's full recompute ends where the layer's last tensor for backward is rebuilt. Under
+/// torch.compile the partitioner puts in the backward graph only the recomputed nodes whose
+/// values the backward reads; in eager, torch.utils.checkpoint without reentrancy (torchtitan's
+/// checkpoint_wrapper, CheckpointImpl.NO_REENTRANT) stops the rerun as soon as the pack hook
+/// has seen as many saved tensors as the forward saved (set_checkpoint_early_stop, on by
+/// default since torch 2.1). A dense layer's last saved tensor is the MLP down projection's
+/// input: the down projection's output, its tensor-parallel reduction and the residual add
+/// are never rebuilt. An aten matmul saves its inputs before it runs, so in eager the
+/// down-projection GEMM itself is skipped; torchao's Float8 matmul (an autograd.Function,
+/// whose ctx.save_for_backward is packed once its forward has returned) runs it, and the stop
+/// comes before its reduction. Megatron-LM's and DeepSpeed's reentrant checkpoints rerun the
+/// whole layer and backpropagate through its output (not called for them). Layers with hidden
+/// dropout keep the tail: the dropout's mask is saved from the down projection's output.
+void stop_at_last_saved_tensor(std::vector<Op>& ops, const Microbatch& mb) {
+  const auto down = std::find_if(ops.begin(), ops.end(), [](const Op& op) { return op.is_gemm() && op.name == "mlp_down"; });
+  if (down == ops.end()) return;
+  if (mb.eager && mb.fp8_linear) {
+    down->role = OpRole::plain;  // the GEMM runs; nothing reduces its output
+    ops.erase(down + 1, ops.end());
+  } else {
+    ops.erase(down, ops.end());
+  }
+}
+
 std::vector<Op> with_prefix(std::vector<Op> ops, const std::string& prefix) {
   for (Op& op : ops) op.name = prefix + op.name;
   return ops;
@@ -605,7 +630,11 @@ std::vector<Op> layer_recompute_ops(const config::ModelSpec& model, const config
   const Microbatch mb = microbatch(model, training, sequences, tp, ep, sequence_parallel);
   const std::string& policy = training.activation_checkpointing;
   // A recompute runs after the step's first forward: TE's cached fp8 weights serve it.
-  if (policy == "full") return with_recipe(with_prefix(steady_microbatch(forward_ops(mb, moe)), "recompute_"), mb);
+  if (policy == "full") {
+    std::vector<Op> ops = steady_microbatch(forward_ops(mb, moe));
+    if (pytorch_model_code(training) && !moe && !mb.hidden_dropout) stop_at_last_saved_tensor(ops, mb);
+    return with_recipe(with_prefix(std::move(ops), "recompute_"), mb);
+  }
   if (policy == "selective") return with_recipe(with_prefix(attention_core_forward(mb), "recompute_"), mb);
   if (policy == "op") {
     // torchtitan's op-level policy keeps the attention core's outputs and every second matmul's

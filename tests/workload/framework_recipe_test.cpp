@@ -125,6 +125,45 @@ TEST_CASE("torchtitan's op policy recomputes wk, wo, w3 and the element-wise ops
     CHECK(has(ops, name));
 }
 
+TEST_CASE("PyTorch's full recompute stops at the down projection's input; Megatron's reruns the whole layer",
+          "[workload][recompute]") {
+  // Llama 3 8B at TP 2, one 8,192-token sequence. The forward's last saved tensor is w2's input
+  // (aten mm saves its inputs before it runs), so torch.compile's partitioner and
+  // torch.utils.checkpoint's early stop rebuild nothing after it: the recompute is the forward
+  // less w2 (2·t·h·(f/tp) = 2 × 8192 × 4096 × 7168 FLOP), its TP reduction and the residual add.
+  const double w2_flops = 2.0 * 8192 * 4096 * (14336 / 2);
+  auto total_flops = [](const std::vector<Op>& ops) {
+    double f = 0;
+    for (const Op& op : ops) f += op.flops;
+    return f;
+  };
+  const auto fused = layer_recompute_ops(llama3_8b(), llama_training("fused", "bf16", "full"), 1, 2);
+  CHECK(has(fused, "recompute_mlp_down"));
+  CHECK(has(fused, "recompute_residual_mlp"));
+  CHECK(find(fused, "recompute_mlp_down").role == OpRole::tp_row_parallel);
+  for (const char* mode : {"eager", "compile"}) {
+    INFO(mode);
+    const auto training = llama_training(mode, "bf16", "full");
+    const auto ops = layer_recompute_ops(llama3_8b(), training, 1, 2);
+    const auto forward = steady_microbatch(layer_forward_ops(llama3_8b(), training, 1, 2));
+    CHECK_FALSE(has(ops, "recompute_mlp_down"));
+    CHECK_FALSE(has(ops, "recompute_residual_mlp"));
+    CHECK(ops.back().name == "recompute_mlp_act");  // w2's input, the last tensor saved
+    CHECK(ops.size() + 2 == forward.size());
+    const double residual_flops = find(forward, "residual_mlp").flops;
+    CHECK(total_flops(ops) == Approx(total_flops(forward) - w2_flops - residual_flops).epsilon(1e-12));
+  }
+  // torchao's Float8 matmul packs its saved tensors after its forward ran: in eager the fp8
+  // GEMM runs and nothing reduces its output; compiled, the partitioner drops it (its fp8 input,
+  // which the backward reads, is still cast).
+  const auto eager_fp8 = layer_recompute_ops(llama3_8b(), llama_training("eager", "fp8", "full"), 1, 2);
+  CHECK(find(eager_fp8, "recompute_mlp_down").role == OpRole::plain);
+  CHECK(eager_fp8.back().name == "recompute_mlp_down");
+  const auto compiled_fp8 = layer_recompute_ops(llama3_8b(), llama_training("compile", "fp8", "full"), 1, 2);
+  CHECK_FALSE(has(compiled_fp8, "recompute_mlp_down"));
+  CHECK(compiled_fp8.back().name == "recompute_mlp_down_cast");
+}
+
 TEST_CASE("PyTorch model code expands grouped K/V to every query head before SDPA; fused code does not",
           "[workload][framework][attention]") {
   // torchtitan's Llama (9dec370 models/llama/model.py) calls repeat_kv on K and V: per tensor the
