@@ -441,9 +441,16 @@ PassRunner::PassTasks PassRunner::run(const std::vector<int>& group, const PartL
         b_.depend(tasks[g], gates[g]);
       }
     } else if (part.after != After::none) {
-      const bool feeds_bf16 = static_cast<int>(i) == last_sync &&
+      // (A recompute's gathers feed its own layer's Float8 linears.)
+      const bool feeds_bf16 = static_cast<int>(i) == last_sync && key.part != PassPart::recompute &&
                               (backward ? key.unit == 0 : key.unit == s.model.layers - 1);
       const bool fp8_gather = fp8_tp && !feeds_bf16;
+      if (part.after == After::gather) {
+        // A PyTorch recompute's own all-gather of a norm output; under AsyncTP the GEMM that
+        // takes it (a fused gather part) gathers.
+        if (!tp_.async()) gates = tp_.relayout_after_gather(group, tp_.all_gather(group, kNoTask, tasks, fp8_gather), fp8_gather, kind);
+        continue;
+      }
       if (part.after == After::sync_async && tp_.sequence_parallel() && i + 1 < parts.size()) {
         // its all-gather follows the next part (above)
         pending_rs = tp_.reduce_scatter(group, tp_.relayout_before_scatter(group, tasks, kind));

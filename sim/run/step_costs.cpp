@@ -16,6 +16,7 @@ using workload::OpRole;
 After sync_after(const workload::Op& op, bool weight_gradients_follow) {
   if (op.role == OpRole::tp_row_parallel || op.role == OpRole::vocab_embedding) return After::sync;
   if (op.role == OpRole::tp_column_input_grad) return weight_gradients_follow ? After::sync_async : After::sync;
+  if (op.role == OpRole::tp_sequence_gather) return After::gather;
   return After::none;
 }
 

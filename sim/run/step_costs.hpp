@@ -32,8 +32,10 @@ struct TimedOps {
 
 /// What follows a compute part: nothing, or a tensor-parallel collective that the next part
 /// waits for (`sync`), or one that runs concurrently with the next part — the weight-gradient
-/// GEMM — and that the part after it waits for (`sync_async`, Megatron's async all-reduce).
-enum class After { none, sync, sync_async, all_to_all };
+/// GEMM — and that the part after it waits for (`sync_async`, Megatron's async all-reduce), or a
+/// sequence-parallel all-gather alone that the next part waits for (`gather`: a PyTorch
+/// recompute's, workload::OpRole::tp_sequence_gather).
+enum class After { none, sync, sync_async, all_to_all, gather };
 
 /// A run of ops on one rank. A ring part (`ring_steps` > 0) is context parallelism's ring
 /// attention: its ops run `ring_steps` times, the k-th after the k-th key/value block has
@@ -83,7 +85,8 @@ using PartList = std::vector<Part>;
 /// row-parallel GEMM outputs and the vocab-parallel embedding are all-reduced before the next
 /// op (`sync`); a column-parallel GEMM's input gradient is all-reduced while the weight
 /// gradient that follows runs (`sync_async`), or before the next op when `weight_gradients_follow`
-/// is false (a pass of input gradients only, whose weight gradients run later).
+/// is false (a pass of input gradients only, whose weight gradients run later); a
+/// tp_sequence_gather marker is an all-gather (`gather`).
 After sync_after(const workload::Op& op, bool weight_gradients_follow = true);
 /// Whether an expert-parallel all-to-all follows the op (the MoE markers).
 bool all_to_all_after(const workload::Op& op);

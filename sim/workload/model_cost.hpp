@@ -93,6 +93,10 @@ enum class OpRole : std::uint8_t {
   expert_combine,        ///< MoE marker: the combine all-to-all (backward: the output gradients' trip to the experts)
   attention_core,        ///< the fused (flash) attention core, forward or recompute
   attention_core_grad,   ///< its backward
+  /// A marker (no kernel): the sequence-parallel all-gather of the norm output before it, which
+  /// a PyTorch recompute reruns where no reduce-scatter of its own precedes it
+  /// (layer_recompute_ops); nothing under AsyncTP, where the GEMM that takes it gathers.
+  tp_sequence_gather,
 };
 
 /// One kernel of the step, with what it costs on one GPU for one microbatch.
@@ -220,14 +224,19 @@ std::vector<Op> head_backward_ops(const config::ModelSpec& model, const config::
 /// Forward ops recomputed in backward under the activation-checkpointing policy
 /// (none: empty; selective: the attention core, attn_dropout included; full: the whole layer
 /// forward, dropouts included, MoE markers included as "recompute_moe_dispatch" /
-/// "recompute_moe_combine": the all-to-alls repeat — except under PyTorch model code
-/// (training.framework eager or compile) on a dense layer without hidden dropout, where the
-/// recompute ends at the MLP down projection's input, its last saved tensor: no down-projection
-/// GEMM (under eager Float8 the GEMM, without its TP reduction), no reduction, no residual add
-/// (torch.compile's partitioner; torch.utils.checkpoint's early stop); op (torchtitan): every element-wise op and
+/// "recompute_moe_combine": the all-to-alls repeat; op (torchtitan): every element-wise op and
 /// the matmuls whose outputs the policy does not keep — wk (a qkv GEMM of n = g·d/tp), wo, and
 /// w3 (half of the fused SwiGLU up GEMM; GELU MLP: the down projection) — never the attention
 /// core).
+/// PyTorch model code (training.framework eager or compile) on a dense layer without hidden
+/// dropout, full and op: the recompute ends at the MLP down projection's input, the layer's last
+/// saved tensor (torch.compile's partitioner; torch.utils.checkpoint's early stop): no
+/// down-projection GEMM (eager Float8: the GEMM, role plain), no reduction after it, no residual
+/// add. With tp > 1 and sequence parallelism (DTensor TP) it reruns the all-gathers it needs as
+/// "recompute_norm_attn_gather" / "recompute_norm_mlp_gather" markers (OpRole::
+/// tp_sequence_gather, no kernel) after the norms: after norm_attn always, after norm_mlp
+/// under op, whose save list keeps wo's reduce-scattered output — so compiled wo is not
+/// recomputed and eager it is, role plain, its reduction taken from the cache.
 std::vector<Op> layer_recompute_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
                                     int sequences, int tp, int layer = 0, int ep = 1, bool sequence_parallel = false);
 
@@ -451,7 +460,10 @@ MemoryBreakdown model_state_memory(double params_local, const config::TrainingSp
 /// Policies: none; selective (Korthikanti: the s² terms recomputed); full: the layer input
 /// bpe·h (÷t under sequence_parallel); op (torchtitan): the layer input, the attention output
 /// and log-sum-exp, and the outputs of the 1st, 3rd, ... matmuls in forward order (wq, wk, wv,
-/// wo, w1, w3, w2 → wq, wv, w1, w2). Under context parallelism training.sequence_length is the
+/// wo, w1, w3, w2 → wq, wv, w1, w2) — compiled less the last one (w2's: no backward node reads
+/// it, and the partitioner saves only what one does; eager's checkpoint cache keeps it) —, and
+/// under DTensor sequence parallelism the reduce-scatter outputs (h/t each): wo's and w2's
+/// eager, wo's compiled. Under context parallelism training.sequence_length is the
 /// rank's own share of a sequence (callers pass sequence_length / cp, as the op costs take it;
 /// the unfused score term spans the keys of the whole sequence, that share × cp).
 double activation_bytes_per_layer(const config::ModelSpec& model, const config::TrainingSpec& training,

@@ -145,9 +145,19 @@ double activation_bytes_per_layer(const config::ModelSpec& model, const config::
     } else {
       mm_outputs.insert(mm_outputs.end(), {f, h});
     }
+    // Eager, its selective-checkpoint cache stores every output the policy saves; compiled, the
+    // partitioner saves of those only what a backward node reads, which the layer's last matmul
+    // output (SwiGLU's w2, kept by the count) is not. Under DTensor sequence parallelism the
+    // reduce-scatter outputs are saved too (torchtitan's _save_list, 9dec370): wo's and w2's
+    // (h/tp each), of which compiled only wo's, the residual stream the MLP's norm reads.
+    const bool compiled = training.framework == "compile";
     double kept = bpe * h / sp;
-    for (std::size_t i = 0; i < mm_outputs.size(); i += 2) kept += bpe * mm_outputs[i];
+    for (std::size_t i = 0; i < mm_outputs.size(); i += 2) {
+      if (compiled && i + 1 == mm_outputs.size()) continue;
+      kept += bpe * mm_outputs[i];
+    }
     kept += bpe * sh.heads * sh.v_head_dim / t + 4.0 * sh.heads / t;
+    if (parallel.sequence_parallel && torch_tensor_parallel(training, parallel)) kept += (compiled ? 1.0 : 2.0) * bpe * h / t;
     return tokens * kept;
   }
   return tokens * per_token + scores * tokens;

@@ -496,28 +496,46 @@ std::vector<Op> steady_microbatch(std::vector<Op> ops) {
 
 namespace {
 
-/// PyTorch's full recompute ends where the layer's last tensor for backward is rebuilt. Under
+/// PyTorch's recompute ends where the layer's last tensor for backward is rebuilt. Under
 /// torch.compile the partitioner puts in the backward graph only the recomputed nodes whose
 /// values the backward reads; in eager, torch.utils.checkpoint without reentrancy (torchtitan's
-/// checkpoint_wrapper, CheckpointImpl.NO_REENTRANT) stops the rerun as soon as the pack hook
-/// has seen as many saved tensors as the forward saved (set_checkpoint_early_stop, on by
-/// default since torch 2.1). A dense layer's last saved tensor is the MLP down projection's
-/// input: the down projection's output, its tensor-parallel reduction and the residual add
-/// are never rebuilt. An aten matmul saves its inputs before it runs, so in eager the
-/// down-projection GEMM itself is skipped; torchao's Float8 matmul (an autograd.Function,
-/// whose ctx.save_for_backward is packed once its forward has returned) runs it, and the stop
-/// comes before its reduction. Megatron-LM's and DeepSpeed's reentrant checkpoints rerun the
-/// whole layer and backpropagate through its output (not called for them). Layers with hidden
-/// dropout keep the tail: the dropout's mask is saved from the down projection's output.
+/// checkpoint_wrapper, CheckpointImpl.NO_REENTRANT, and its selective policies) stops the rerun
+/// as soon as the pack hook has seen as many saved tensors as the forward saved
+/// (set_checkpoint_early_stop, on by default since torch 2.1). A dense layer's last saved tensor
+/// is the MLP down projection's input (after its fp8 cast under Float8): the down projection's
+/// output, its tensor-parallel reduction and the residual add are never rebuilt. An aten matmul
+/// saves its inputs before it runs, so in eager the down-projection GEMM itself is skipped;
+/// torchao's Float8 matmul (an autograd.Function, whose ctx.save_for_backward is packed once its
+/// forward has returned) runs it, and the stop comes before its reduction. Megatron-LM's and
+/// DeepSpeed's reentrant checkpoints rerun the whole layer and backpropagate through its output
+/// (not called for them). Layers with hidden dropout keep the tail: the dropout's mask is saved
+/// from the down projection's output.
 void stop_at_last_saved_tensor(std::vector<Op>& ops, const Microbatch& mb) {
-  const auto down = std::find_if(ops.begin(), ops.end(), [](const Op& op) { return op.is_gemm() && op.name == "mlp_down"; });
-  if (down == ops.end()) return;
-  if (mb.eager && mb.fp8_linear) {
-    down->role = OpRole::plain;  // the GEMM runs; nothing reduces its output
-    ops.erase(down + 1, ops.end());
-  } else {
-    ops.erase(down, ops.end());
+  auto act = std::find_if(ops.begin(), ops.end(), [](const Op& op) { return op.name == "mlp_act"; });
+  if (act == ops.end()) return;
+  auto cut = act + 1;
+  if (cut != ops.end() && cut->name == "mlp_down_cast") ++cut;
+  if (cut != ops.end() && cut->is_gemm() && cut->name == "mlp_down" && mb.eager && mb.fp8_linear) {
+    cut->role = OpRole::plain;  // the GEMM runs; nothing reduces its output
+    ++cut;
   }
+  ops.erase(cut, ops.end());
+}
+
+/// A sequence-parallel all-gather that a PyTorch recompute (DTensor TP with sequence
+/// parallelism) reruns of its own: of the output of the norm `norm` (norm_attn, norm_mlp), the
+/// input every column-parallel linear after it reads for its weight gradient — all-gather
+/// outputs are never saved (torchtitan's op policy saves reduce-scatter outputs only) — where no
+/// reduce-scatter in the list comes before it (a forward pass has it as the tail of the
+/// previous row-parallel GEMM's reduction).
+void gather_after(std::vector<Op>& ops, const std::string& norm) {
+  const auto it = std::find_if(ops.begin(), ops.end(), [&](const Op& op) { return op.name == norm; });
+  if (it == ops.end()) return;
+  Op gather;
+  gather.name = norm + "_gather";
+  gather.role = OpRole::tp_sequence_gather;
+  gather.kernels = 0;
+  ops.insert(it + 1, gather);
 }
 
 std::vector<Op> with_prefix(std::vector<Op> ops, const std::string& prefix) {
@@ -630,16 +648,25 @@ std::vector<Op> layer_recompute_ops(const config::ModelSpec& model, const config
   const Microbatch mb = microbatch(model, training, sequences, tp, ep, sequence_parallel);
   const std::string& policy = training.activation_checkpointing;
   // A recompute runs after the step's first forward: TE's cached fp8 weights serve it.
+  // PyTorch model code on a dense layer without hidden dropout: the recompute ends at its last
+  // saved tensor, and DTensor TP with sequence parallelism reruns the all-gathers it needs.
+  const bool torch_recompute = pytorch_model_code(training) && !moe && !mb.hidden_dropout;
+  const bool torch_sp = torch_recompute && tp > 1 && sequence_parallel;
   if (policy == "full") {
     std::vector<Op> ops = steady_microbatch(forward_ops(mb, moe));
-    if (pytorch_model_code(training) && !moe && !mb.hidden_dropout) stop_at_last_saved_tensor(ops, mb);
+    if (torch_recompute) stop_at_last_saved_tensor(ops, mb);
+    if (torch_sp) gather_after(ops, "norm_attn");  // the MLP's comes with attn_out's reduction
     return with_recipe(with_prefix(std::move(ops), "recompute_"), mb);
   }
   if (policy == "selective") return with_recipe(with_prefix(attention_core_forward(mb), "recompute_"), mb);
   if (policy == "op") {
     // torchtitan's op-level policy keeps the attention core's outputs and every second matmul's
     // output (Llama order: wq, wk, wv, wo, w1, w3, w2 → wq, wv, w1, w2 kept): recompute wk, wo,
-    // w3 (GELU MLP: the down projection) and every element-wise op.
+    // w3 (GELU MLP: the down projection) and every element-wise op. Its save list holds the
+    // reduce-scatter too (_c10d_functional.reduce_scatter_tensor): under sequence-parallel TP
+    // wo's reduce-scattered output is kept, so compiled nothing reads wo's recomputed output
+    // (the partitioner drops the GEMM) and eager reruns the GEMM but takes the reduction's
+    // output from the cache.
     std::vector<Op> ops;
     for (const Op& op : steady_microbatch(forward_ops(mb, moe))) {
       if (op.fused_attention || !op.is_gemm()) {
@@ -654,6 +681,10 @@ std::vector<Op> layer_recompute_ops(const config::ModelSpec& model, const config
         ops.push_back(wk);
       } else if (op.name == "attn_out" || (mb.sh.swiglu ? op.name == "mlp_up" : op.name == "mlp_down")) {
         Op g = op;
+        if (op.name == "attn_out" && torch_sp) {
+          if (!mb.eager) continue;
+          g.role = OpRole::plain;
+        }
         if (mb.sh.swiglu && op.name == "mlp_up") {  // w3 only: half of the fused gate-and-up GEMM
           g.n = op.n / 2;
           g.flops = op.flops / 2;
@@ -661,6 +692,11 @@ std::vector<Op> layer_recompute_ops(const config::ModelSpec& model, const config
         }
         ops.push_back(g);
       }
+    }
+    if (torch_recompute) stop_at_last_saved_tensor(ops, mb);
+    if (torch_sp) {
+      gather_after(ops, "norm_attn");
+      gather_after(ops, "norm_mlp");
     }
     return with_recipe(with_prefix(ops, "recompute_"), mb);
   }

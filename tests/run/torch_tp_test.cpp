@@ -13,6 +13,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/records.hpp"
@@ -66,4 +67,44 @@ TEST_CASE("torch's sequence-parallel collectives copy their tensors, Megatron's 
   // reduce-scatter starts.
   for (std::size_t i = 0; i < gather.size(); ++i) CHECK(gather[i].start_ns >= ag[i].end_ns);
   for (std::size_t i = 0; i < scatter.size(); ++i) CHECK(scatter[i].end_ns <= rs[i].start_ns);
+}
+
+TEST_CASE("PyTorch's recompute reruns the layer's all-gathers but not the reduction after its down projection",
+          "[run][tp][recompute]") {
+  // tiny-dense (3 layers) at TP 2 with sequence parallelism. Per layer and microbatch, Megatron's reentrant
+  // full recompute reruns the forward's two reduce-scatter + all-gather pairs (after attn_out
+  // and mlp_down). PyTorch's stops at mlp_down's input: the pair after attn_out and an
+  // all-gather of the layer input, 1 reduce-scatter and 2 all-gathers. torchtitan's op policy,
+  // compiled, keeps attn_out's reduce-scattered output: the two norm outputs' all-gathers only.
+  auto collectives = [](const std::string& framework, const std::string& recompute, bool async_tp = false) {
+    const auto t = run_test::simulate_timeline({"parallel.tp=2", "parallel.dp=1", "parallel.sequence_parallel=true",
+                                                "training.framework=" + framework,
+                                                "training.activation_checkpointing=" + recompute,
+                                                std::string("parallel.async_tp=") + (async_tp ? "true" : "false")});
+    auto count = [&](const std::string& name) {
+      auto events = t->named(name);
+      std::erase_if(events, [](const EventRecord& e) { return e.rank != 0; });
+      return static_cast<int>(events.size());
+    };
+    return std::pair{count("tp reduce_scatter"), count("tp all_gather")};
+  };
+  const int layers = 3 * 2;  // layer passes: 3 layers × 2 microbatches (1,024 tokens of 512 with dp 1)
+  const auto [fused_rs, fused_ag] = collectives("fused", "none");
+  const auto [fused_full_rs, fused_full_ag] = collectives("fused", "full");
+  CHECK(fused_full_rs - fused_rs == 2 * layers);
+  CHECK(fused_full_ag - fused_ag == 2 * layers);
+  const auto [torch_rs, torch_ag] = collectives("compile", "none");
+  const auto [torch_full_rs, torch_full_ag] = collectives("compile", "full");
+  CHECK(torch_full_rs - torch_rs == layers);
+  CHECK(torch_full_ag - torch_ag == 2 * layers);
+  const auto [torch_op_rs, torch_op_ag] = collectives("compile", "op");
+  CHECK(torch_op_rs == torch_rs);
+  CHECK(torch_op_ag - torch_ag == 2 * layers);
+  // Under AsyncTP the recompute's GEMMs gather for themselves (fused parts: the column-parallel
+  // qkv and mlp_up, 2 per layer pass) and attn_out reduce-scatters fused: the markers add no
+  // plain collective.
+  const auto [async_rs, async_ag] = collectives("compile", "none", true);
+  const auto [async_full_rs, async_full_ag] = collectives("compile", "full", true);
+  CHECK(async_full_rs == async_rs);
+  CHECK(async_full_ag == async_ag);
 }

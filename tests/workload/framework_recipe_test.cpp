@@ -3,6 +3,8 @@
 // Every expected figure is counted by hand from the kernels PyTorch runs.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "workload/model_cost.hpp"
 #include "workload_test_models.hpp"
 
@@ -162,6 +164,67 @@ TEST_CASE("PyTorch's full recompute stops at the down projection's input; Megatr
   const auto compiled_fp8 = layer_recompute_ops(llama3_8b(), llama_training("compile", "fp8", "full"), 1, 2);
   CHECK_FALSE(has(compiled_fp8, "recompute_mlp_down"));
   CHECK(compiled_fp8.back().name == "recompute_mlp_down_cast");
+  // With sequence parallelism the forward's gather of the layer input is the tail of the
+  // previous layer's last reduction, which the recompute does not run: it gathers the
+  // attention norm's output itself (a marker after the norm, no kernel). The MLP's gather still
+  // follows attn_out's reduction. Megatron's recompute has the previous layer's pattern.
+  const auto sp = layer_recompute_ops(llama3_8b(), llama_training("compile", "bf16", "full"), 1, 2, 0, 1, true);
+  const auto gather = std::find_if(sp.begin(), sp.end(), [](const Op& op) { return op.name == "recompute_norm_attn_gather"; });
+  REQUIRE(gather != sp.end());
+  CHECK(gather->role == OpRole::tp_sequence_gather);
+  CHECK((gather->kernels == 0 && gather->bytes == 0 && gather->flops == 0));
+  CHECK((gather - 1)->name == "recompute_norm_attn");
+  CHECK_FALSE(has(sp, "recompute_norm_mlp_gather"));
+  CHECK(find(sp, "recompute_attn_out").role == OpRole::tp_row_parallel);
+  const auto fused_sp = layer_recompute_ops(llama3_8b(), llama_training("fused", "bf16", "full"), 1, 2, 0, 1, true);
+  CHECK_FALSE(has(fused_sp, "recompute_norm_attn_gather"));
+}
+
+TEST_CASE("torchtitan's op policy under sequence-parallel TP keeps wo's reduce-scattered output",
+          "[workload][recompute][tp]") {
+  // _save_list holds _c10d_functional.reduce_scatter_tensor: nothing the backward reads needs
+  // wo's output, so compiled the partitioner drops wo from the recompute; eager reruns the GEMM
+  // and takes the reduction from the cache. Both gather the two norm outputs (all-gathers are
+  // never saved, and wq, wv, w1 read their gathered inputs for their weight gradients), and
+  // neither reruns anything after w2's input.
+  for (const char* mode : {"eager", "compile"}) {
+    INFO(mode);
+    const auto ops = layer_recompute_ops(llama3_8b(), llama_training(mode, "bf16", "op"), 1, 2, 0, 1, true);
+    CHECK(has(ops, "recompute_norm_attn_gather"));
+    CHECK(has(ops, "recompute_norm_mlp_gather"));
+    CHECK_FALSE(has(ops, "recompute_residual_mlp"));
+    CHECK(ops.back().name == "recompute_mlp_act");
+    CHECK(find(ops, "recompute_mlp_up").n == 14336 / 2);  // w3 only
+  }
+  const auto eager = layer_recompute_ops(llama3_8b(), llama_training("eager", "bf16", "op"), 1, 2, 0, 1, true);
+  CHECK(find(eager, "recompute_attn_out").role == OpRole::plain);
+  const auto compiled = layer_recompute_ops(llama3_8b(), llama_training("compile", "bf16", "op"), 1, 2, 0, 1, true);
+  CHECK_FALSE(has(compiled, "recompute_attn_out"));
+  // Without TP wo's output is the residual stream the MLP's norm reads: recomputed.
+  const auto single = layer_recompute_ops(llama3_8b(), llama_training("compile", "bf16", "op"), 1, 1);
+  CHECK(find(single, "recompute_attn_out").role == OpRole::tp_row_parallel);
+  CHECK_FALSE(has(single, "recompute_norm_attn_gather"));
+}
+
+TEST_CASE("compiled, torchtitan's op policy does not keep w2's output; eager's checkpoint cache does",
+          "[workload][memory][recompute]") {
+  // Llama 3 8B, one 8,192-token sequence, bf16. Kept per token under the op policy: the layer
+  // input h, wq's q = 4,096, wv's 1,024, w1's 14,336, the attention output 4,096, fp32
+  // log-sum-exp 4 B × 32 heads, and eager also w2's h = 4,096.
+  config::ParallelSpec p;
+  const double t = 8192;
+  const double compiled_per_token = 2.0 * (4096 + 4096 + 1024 + 14336 + 4096) + 4.0 * 32;
+  const double eager_per_token = compiled_per_token + 2.0 * 4096;
+  CHECK(activation_bytes_per_layer(llama3_8b(), llama_training("compile", "bf16", "op"), p, 1) == t * compiled_per_token);
+  CHECK(activation_bytes_per_layer(llama3_8b(), llama_training("eager", "bf16", "op"), p, 1) == t * eager_per_token);
+  // TP 8 with sequence parallelism: the widths ÷8, the input h/8, w2's partial sums whole (h),
+  // and the reduce-scatter outputs h/8 each: wo's and w2's eager, wo's compiled.
+  p.tp = 8;
+  p.sequence_parallel = true;
+  const double sp_compiled = 2.0 * (4096 / 8 + 4096 / 8 + 1024 / 8 + 14336 / 8 + 4096 / 8) + 4.0 * 32 / 8 + 2.0 * 4096 / 8;
+  const double sp_eager = sp_compiled + 2.0 * 4096 + 2.0 * 4096 / 8;
+  CHECK(activation_bytes_per_layer(llama3_8b(), llama_training("compile", "bf16", "op"), p, 1) == Approx(t * sp_compiled).epsilon(1e-12));
+  CHECK(activation_bytes_per_layer(llama3_8b(), llama_training("eager", "bf16", "op"), p, 1) == Approx(t * sp_eager).epsilon(1e-12));
 }
 
 TEST_CASE("PyTorch model code expands grouped K/V to every query head before SDPA; fused code does not",
