@@ -417,6 +417,8 @@ void parse_parallel(Section s, ParallelSpec& p) {
   s.integer("virtual_stages", p.virtual_stages, kPositive);
   s.flag("sequence_parallel", p.sequence_parallel);
   s.flag("async_tp", p.async_tp);
+  s.flag("tp_comm_overlap", p.tp_comm_overlap);
+  s.flag("overlap_param_gather", p.overlap_param_gather);
   s.flag("async_tensor_parallel_allreduce", p.async_tensor_parallel_allreduce);
   s.integer("ep", p.ep, kPositive);
   parse_order(s, p.order);

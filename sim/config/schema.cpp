@@ -198,6 +198,8 @@ const std::vector<Doc>& docs() {
       {"parallel.virtual_stages", "model chunks per pipeline rank (interleaved schedule)"},
       {"parallel.sequence_parallel", "Megatron sequence parallelism inside the TP group"},
       {"parallel.async_tp", "AsyncTP: each sequence-parallel all-gather and reduce-scatter fused with its GEMM, chunk by chunk over copy-engine transfers (torch micro-pipelined TP; needs sequence_parallel, the compile framework and each TP group inside a node)"},
+      {"parallel.tp_comm_overlap", "Megatron-core's --tp-comm-overlap (Transformer Engine userbuffers): sequence-parallel all-gathers and forward reduce-scatters overlapped with their GEMMs chunk by chunk, as AsyncTP's fused parts (needs sequence_parallel, the fused or cuda_graphs framework and each TP group inside a node)"},
+      {"parallel.overlap_param_gather", "Megatron-core's --overlap-param-gather: the distributed optimizer's parameter all-gather runs layer by layer during the next forward, one layer ahead, instead of after the optimizer (needs zero 1 or 2 and the fused or cuda_graphs framework)"},
       {"parallel.async_tensor_parallel_allreduce", "Megatron's async_tensor_model_parallel_allreduce: a column-parallel linear's input gradient is all-reduced beside its weight-gradient GEMM; false: after both gradients, blocking (Megatron-LM before Sept 2021, Megatron-DeepSpeed forks); PyTorch model code (framework eager or compile) always blocks: torch TP's autograd order"},
       {"parallel.ep", "expert-parallel degree (MoE), inside data parallelism"},
       {"parallel.order", "placement of the dimensions on the GPUs, innermost first"},

@@ -295,6 +295,26 @@ struct ParallelSpec {
   /// sequence-parallel all-gather fused with the GEMM that consumes it, each reduce-scatter with
   /// the GEMM that produces it, chunk by chunk over copy-engine transfers (run/model_parallel.hpp).
   bool async_tp = false;
+  /// Megatron-core's --tp-comm-overlap (Transformer Engine's userbuffers, initialize_ub's default
+  /// methods in transformer_engine/pytorch/module/base.py): ring-exchange all-gathers split into
+  /// tp chunks, each chunk's GEMM beside the next chunk's copy-engine transfer (qkv_fprop,
+  /// fc1_fprop, proj_dgrad, fc2_dgrad), and the row-parallel forward GEMMs' reduce-scatters
+  /// pipelined with their GEMM (proj_fprop, fc2_fprop); the backward input-gradient
+  /// reduce-scatters run beside the weight-gradient GEMM ("bulk"), as Megatron's own overlap does.
+  /// Simulated with AsyncTP's fused parts (run/model_parallel.hpp); not modelled: the 16 SMs TE's
+  /// pipelined reduce-scatter and bulk overlaps take from the GEMM (num_sm, set_sm_margin), its
+  /// 4 pipeline splits (AsyncTP's tp are used), and the userbuffers' HBM (registered outside
+  /// PyTorch's caching allocator).
+  bool tp_comm_overlap = false;
+  /// Megatron-core's --overlap-param-gather (ZeRO 1/2, its distributed optimizer): the updated
+  /// parameters are all-gathered bucket by bucket during the next step's forward — each layer's
+  /// gather dispatched by the forward pre-hook of the layer before it, waited for by its own
+  /// (megatron/core/distributed/param_and_grad_buffer.py finish_param_sync) — instead of at once
+  /// after the optimizer. A step is simulated in its steady state: its forward gathers what the
+  /// previous step's optimizer updated.
+  bool overlap_param_gather = false;
+  /// Whether the TP collectives run fused with their GEMMs (AsyncTP or TE's comm overlap).
+  bool fused_tp_collectives() const { return async_tp || tp_comm_overlap; }
   /// Megatron-LM's async_tensor_model_parallel_allreduce (its default since Sept 2021): a
   /// column-parallel linear's input gradient is all-reduced while its weight-gradient GEMM runs.
   /// false: Megatron-LM before it (the code of Narayanan et al. 2021) and the Megatron-DeepSpeed

@@ -407,23 +407,24 @@ void validate_scenario(Scenario& sc, LoadState& st) {
   if (st.ok({"parallel.tp", "model.heads"}) && m.heads % p.tp != 0) {
     st.report("parallel.tp", "must divide model.heads (" + str(m.heads) + "), got " + str(p.tp));
   }
-  if (p.async_tp && st.ok({"parallel.async_tp"})) {
-    // What torch's micro-pipeline pass fuses (torch/_inductor/fx_passes/micro_pipeline_tp.py):
-    // an all-gather whose result is a matmul's left operand, a reduce-scatter of one matmul's
-    // output, inside one host (symmetric memory is mapped over NVLink between the GPUs of a
-    // node). Simulated for dense attention blocks, where every column-parallel GEMM consumes a
-    // gathered sequence and every row-parallel one feeds a scatter.
+  // What torch's micro-pipeline pass fuses (torch/_inductor/fx_passes/micro_pipeline_tp.py), and
+  // Transformer Engine's userbuffers overlap (Megatron-core's --tp-comm-overlap): an all-gather
+  // whose result is a matmul's left operand, a reduce-scatter of one matmul's output, inside one
+  // host (symmetric memory and userbuffers are mapped over NVLink between the GPUs of a node).
+  // Simulated for dense attention blocks, where every column-parallel GEMM consumes a gathered
+  // sequence and every row-parallel one feeds a scatter.
+  auto check_fused_tp = [&](const std::string& key, const std::string& what, bool framework_ok,
+                            const std::string& frameworks) {
     if (st.ok({"parallel.tp"}) && p.tp < 2) {
-      st.report("parallel.async_tp", "fuses tensor-parallel collectives; expected parallel.tp > 1, got " + str(p.tp));
+      st.report(key, "fuses tensor-parallel collectives; expected parallel.tp > 1, got " + str(p.tp));
     } else if (st.ok({"parallel.sequence_parallel"}) && !p.sequence_parallel) {
-      st.report("parallel.async_tp", "fuses the all-gathers and reduce-scatters of sequence parallelism; "
-                                     "expected parallel.sequence_parallel: true");
-    } else if (st.ok({"training.framework"}) && t.framework != "compile") {
-      st.report("parallel.async_tp", "is an inductor pass of torch.compile; expected training.framework: compile, got " +
-                                         t.framework);
+      st.report(key, "fuses the all-gathers and reduce-scatters of sequence parallelism; "
+                     "expected parallel.sequence_parallel: true");
+    } else if (st.ok({"training.framework"}) && !framework_ok) {
+      st.report(key, "is " + what + "; expected training.framework: " + frameworks + ", got " + t.framework);
     } else if (st.ok({"model.experts", "model.kv_lora_rank"}) && (m.experts > 1 || m.kv_lora_rank > 0)) {
-      st.report("parallel.async_tp", "is simulated for dense models with standard attention; this model has " +
-                                         std::string(m.experts > 1 ? "routed experts" : "latent attention (MLA)"));
+      st.report(key, "is simulated for dense models with standard attention; this model has " +
+                         std::string(m.experts > 1 ? "routed experts" : "latent attention (MLA)"));
     } else if (dp_known && st.ok({"parallel.order", "cluster.topology.node.gpus"})) {
       // The TP group spans tp consecutive multiples of the product of the dimensions placed
       // inside it: on one node when that span divides the node's GPUs.
@@ -434,11 +435,20 @@ void validate_scenario(Scenario& sc, LoadState& st) {
       }
       const long long span = inner * p.tp;
       if (span > sc.topology.node.gpus || sc.topology.node.gpus % span != 0) {
-        st.report("parallel.async_tp", "needs each TP group inside one node (symmetric memory over NVLink); with "
-                                       "parallel.order its " + str(p.tp) + " ranks span " + std::to_string(span) +
-                                           " GPUs, the node has " + str(sc.topology.node.gpus));
+        st.report(key, "needs each TP group inside one node (buffers mapped over NVLink); with parallel.order its " +
+                           str(p.tp) + " ranks span " + std::to_string(span) + " GPUs, the node has " +
+                           str(sc.topology.node.gpus));
       }
     }
+  };
+  if (p.async_tp && p.tp_comm_overlap && st.ok({"parallel.async_tp", "parallel.tp_comm_overlap"})) {
+    st.report("parallel.tp_comm_overlap", "is Transformer Engine's overlap under Megatron-core, parallel.async_tp "
+                                          "torch's under torch.compile: expected one of them, got both");
+  } else if (p.async_tp && st.ok({"parallel.async_tp"})) {
+    check_fused_tp("parallel.async_tp", "an inductor pass of torch.compile", t.framework == "compile", "compile");
+  } else if (p.tp_comm_overlap && st.ok({"parallel.tp_comm_overlap"})) {
+    check_fused_tp("parallel.tp_comm_overlap", "Transformer Engine's userbuffers under Megatron-core",
+                   t.framework == "fused" || t.framework == "cuda_graphs", "fused or cuda_graphs");
   }
   if (st.locations.count("parallel.pp_runtime") > 0 && st.ok({"parallel.pp", "parallel.pp_runtime"}) && p.pp == 1) {
     st.report("parallel.pp_runtime", "a pipeline runtime needs pipeline parallelism; expected parallel.pp > 1, got 1");
@@ -599,6 +609,21 @@ void validate_scenario(Scenario& sc, LoadState& st) {
     st.report("parallel.async_tensor_parallel_allreduce",
               "false is Megatron's blocking all-reduce of input gradients; parallel.async_tp fuses the TP "
               "collectives instead: expected true with async_tp");
+  }
+  if (p.overlap_param_gather && st.ok({"parallel.overlap_param_gather", "parallel.zero", "training.framework"})) {
+    if (p.zero != 1 && p.zero != 2) {
+      st.report("parallel.overlap_param_gather", "overlaps the distributed optimizer's parameter all-gather; expected "
+                                                 "parallel.zero 1 or 2, got " + str(p.zero));
+    } else if (t.framework != "fused" && t.framework != "cuda_graphs") {
+      st.report("parallel.overlap_param_gather", "is Megatron-core's; expected training.framework: fused or "
+                                                 "cuda_graphs, got " + t.framework);
+    }
+  }
+  if (!p.async_tensor_parallel_allreduce && p.tp_comm_overlap &&
+      st.ok({"parallel.async_tensor_parallel_allreduce", "parallel.tp_comm_overlap"})) {
+    st.report("parallel.async_tensor_parallel_allreduce",
+              "false is Megatron's blocking all-reduce of input gradients; parallel.tp_comm_overlap overlaps "
+              "the TP collectives instead: expected true with tp_comm_overlap");
   }
   if (st.ok({"training.precision", "cluster.topology.device.peak_flops"}) &&
       sc.topology.device.peak_flops.count(t.precision) == 0) {

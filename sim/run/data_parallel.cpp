@@ -67,21 +67,55 @@ class Buckets : public DataParallelStrategy {
   CollectiveOp op_;
 };
 
-/// ZeRO 1 and 2: reduce-scattered buckets; the updated shards are all-gathered after the optimizer.
+/// ZeRO 1 and 2: reduce-scattered buckets; the updated shards are all-gathered after the
+/// optimizer, or, under parallel.overlap_param_gather, unit by unit during the forward.
 class ShardedOptimizer final : public Buckets {
  public:
   ShardedOptimizer() : Buckets(CollectiveOp::reduce_scatter) {}
 
+  std::vector<TaskId> reduce_gradients(StepBuilder& b, const ReductionGroup& g) const override {
+    if (b.world().scenario.parallel.overlap_param_gather) gather_during_forward(b, g);
+    return Buckets::reduce_gradients(b, g);
+  }
+
   void after_optimizer(StepBuilder& b, const ReductionGroup& g, const std::vector<TaskId>& optimizer) const override {
+    if (b.world().scenario.parallel.overlap_param_gather) return;  // the next step's forward gathers
     const Units u(b);
     double held = 0;
-    // Megatron-core's fp8_param_gather (training.fp8_all_gather under ZeRO 1/2): the updated
-    // linear weights are gathered as the fp8 parameters they are.
-    const bool fp8 = b.world().scenario.training.fp8_all_gather;
-    for (int unit : g.units) held += fp8 ? u.gather_bytes(unit) : u.bytes(unit);
+    for (int unit : g.units) held += bytes(b, u, unit);
     const TaskId ag = b.collective(CollectiveOp::all_gather, g.group, held, u.name(CollectiveOp::all_gather, "params"),
                                    g.members, g.all_gather);
     for (TaskId o : optimizer) b.depend(o, ag);
+  }
+
+ private:
+  /// Megatron-core's fp8_param_gather (training.fp8_all_gather under ZeRO 1/2): the updated
+  /// linear weights are gathered as the fp8 parameters they are.
+  static double bytes(StepBuilder& b, const Units& u, int unit) {
+    return b.world().scenario.training.fp8_all_gather ? u.gather_bytes(unit) : u.bytes(unit);
+  }
+
+  /// Megatron-core's overlap_param_gather in its steady state: each unit's gather, in the order
+  /// of first use, before the unit's first forward; the first waits for nothing (the step's
+  /// first forward pre-hook starts and waits for it), the i-th is dispatched by the forward
+  /// pre-hook of unit i − 1, i.e. once unit i − 2's first forward is done (finish_param_sync
+  /// dispatches the next bucket group's all-gather).
+  static void gather_during_forward(StepBuilder& b, const ReductionGroup& g) {
+    const Units u(b);
+    UnitTasks& t = b.units();
+    for (std::size_t i = 0; i < g.first_use.size(); ++i) {
+      const auto [unit, mb] = g.first_use[i];
+      const TaskId ag = b.collective(CollectiveOp::all_gather, g.group, bytes(b, u, unit),
+                                     u.name(CollectiveOp::all_gather, "params " + u.label(unit)), g.members,
+                                     g.all_gather);
+      for (int mem : g.members) {
+        b.depend(ag, t.at(t.fwd_first, mem, mb, unit));
+        if (i >= 2) {
+          const auto [earlier, earlier_mb] = g.first_use[i - 2];
+          b.depend(t.at(t.fwd_first, mem, earlier_mb, earlier), ag);
+        }
+      }
+    }
   }
 };
 

@@ -10,7 +10,7 @@ using comm::CollectiveOp;
 
 TensorParallel::TensorParallel(StepBuilder& b)
     : b_(b), name_(b.name("tp all_reduce")), sequence_parallel_(b.world().scenario.parallel.sequence_parallel),
-      async_(sequence_parallel_ && b.world().scenario.parallel.async_tp && b.layout().tp > 1) {
+      async_(sequence_parallel_ && b.world().scenario.parallel.fused_tp_collectives() && b.layout().tp > 1) {
   if (sequence_parallel_) {
     reduce_scatter_name_ = b.name("tp reduce_scatter");
     all_gather_name_ = b.name("tp all_gather");

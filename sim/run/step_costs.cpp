@@ -143,7 +143,7 @@ Costs build_costs(const config::Scenario& s, const Layout& lay, const config::Tr
   cuts.tensor_parallel = lay.tp > 1;
   cuts.expert_parallel = lay.ep > 1;
   cuts.context_parallel = lay.cp;
-  cuts.async_tp = s.parallel.async_tp && sp ? lay.tp : 0;
+  cuts.async_tp = s.parallel.fused_tp_collectives() && sp ? lay.tp : 0;
   // A column-parallel layer's input gradient is communicated before its weight gradient only
   // where the framework launches it so (Megatron's LinearWithGradAccumulationAndAsync...,
   // parallel.async_tensor_parallel_allreduce). Under torch's TP (PyTorch model code) autograd's
