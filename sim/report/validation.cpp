@@ -190,8 +190,9 @@ ValidationPlan megatron_plan(const std::string& data_dir) {
 /// torchtitan on H100 (pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md, Dec 2024;
 /// ../shared/reference/calibration.md): tokens/s per GPU and peak memory of tables 1, 3, 4 and 5,
 /// each a scenario under scenarios/validation/ with the page's settings and its a-priori
-/// choices (table 4, the 70B rows, added out of sample in round 5). Still missing: the ≈16 GiB the 405B 1F1B memory row still lacks (the 70B rows
-/// without PP are within 10 %, so it sits with FSDP under PP; not found in the code read so far).
+/// choices (table 4, the 70B rows, added out of sample in round 5). Still missing: the ≈13 GiB the 405B 1F1B memory row lacks (−16 %; the 70B rows
+/// without PP are within 5 %, and the published CP 1 row of table 6, the same per-microbatch
+/// tokens and model state, reserves 7.2 GiB less: not found in the code read so far).
 /// Tables 2 and 6 (context parallelism, FSDP sharded over dp × cp as torchtitan's dp_shard_cp
 /// mesh does) were added out of sample in round 6. Since round 7 the attention kernel is timed
 /// per pass and loop length (FlashAttention-2 on H100, device attention_kernel) and CP as
@@ -204,9 +205,10 @@ ValidationPlan megatron_plan(const std::string& data_dir) {
 /// FLOPs give, when every ring step has the same shape from CP 2 on. Since round 10 the rows the
 /// page runs with AsyncTP set parallel.async_tp (torch's micro-pipelined TP: run/model_parallel.hpp).
 /// Since round 16 torch TP runs as DTensor does (the input-gradient collective after the weight
-/// gradient; a copy around each sequence-dimension collective: TensorParallel::relayouts), which
-/// leaves the plain-TP 70B row 12 % too slow (the AsyncTP one −4 %): the simulated plain TP
-/// exposes more than the cluster's, by a cause not found (NVLS collectives are one candidate).
+/// gradient; a copy around each sequence-dimension collective: TensorParallel::relayouts), and
+/// since round 17 PyTorch's recompute stops at the layer's last saved tensor (no w2, no
+/// reduction after it) and the op policy keeps the reduce-scatter outputs: the plain-TP 70B row
+/// −7.3 %, the AsyncTP one −0.1 %.
 struct TorchtitanRow {
   const char* file;        ///< scenarios/validation/<file>.yaml
   const char* label;
@@ -508,11 +510,13 @@ ValidationPlan bigscience_plan(const std::string& data_dir) {
 /// compared. Modelled since, each sourced and tested, nothing set from the rows: cuDNN fused
 /// attention under framework fused (what TE runs on Hopper; 8B -18.4 -> -7.9 %), Megatron-core's
 /// gradient_accumulation_fusion, stated in the DDP scenarios (70B -10.0 -> -5.4 %, 405B -13.9 ->
-/// -5.6 %, GPT-3 -21.5 -> -12.6 %). Still missing (all rows predicted too slow): TE's fp8 weight
-/// caching across microbatches (is_first_microbatch: ironlaw re-casts every weight every
-/// microbatch, about 1.2 s of GPT-3's step), TE's input casts fused into the norms and
-/// activations, TE/Megatron's TP communication overlap (userbuffers), Megatron's p2p
-/// context-parallel ring (CP runs as torch's all-gather rotation), CUDA graphs.
+/// -5.6 %, GPT-3 -21.5 -> -12.6 %), TE's fp8 weight cache and Megatron's fp8 parameters (round
+/// 15), and in round 17 what the recipes turn on for the TP rows: TE's userbuffers overlap
+/// (parallel.tp_comm_overlap) and the distributed optimizer's overlap_param_gather (70B -2.8 ->
+/// +1.6 %, 405B +4.0 -> +5.7 %, GPT-3 -1.6 -> +2.7 %). Still missing: TE's input casts fused into
+/// the norms and activations, the SMs TE's overlap kernels take from the GEMMs (num_sm with
+/// set_sm_margin), Megatron's p2p context-parallel ring (CP runs as torch's all-gather
+/// rotation), CUDA graphs.
 struct NemoRow {
   const char* file;        ///< scenarios/validation/nemo/<file>.yaml
   const char* label;
