@@ -11,6 +11,7 @@
 //   (run/model_parallel.hpp, TensorParallel::relayouts): one copy per collective.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <utility>
@@ -107,4 +108,26 @@ TEST_CASE("PyTorch's recompute reruns the layer's all-gathers but not the reduct
   const auto [async_full_rs, async_full_ag] = collectives("compile", "full", true);
   CHECK(async_full_rs == async_rs);
   CHECK(async_full_ag == async_ag);
+}
+
+TEST_CASE("Float8 TP gathers fp8 in the recompute too; only the LM head's and the embedding's gathers stay bf16",
+          "[run][tp][recompute][precision]") {
+  // tiny-dense at TP 2 with sequence parallelism, compile + fp8 + full recompute, 2 microbatches.
+  // Float8 TP casts before the all-gather that feeds a Float8 linear: every gather is fp8 (half
+  // of bf16's bytes) but the forward's last (the LM head's input) and the backward's last (the
+  // embedding's gradient), one each per microbatch. A recompute's gathers feed its own layer's
+  // linears, the last layer's included.
+  const auto t = run_test::simulate_timeline({"parallel.tp=2", "parallel.dp=1", "parallel.sequence_parallel=true",
+                                              "training.framework=compile", "training.precision=fp8",
+                                              "cluster.topology.device.peak_flops.fp8=1e19 FLOPS",
+                                              "training.activation_checkpointing=full"});
+  std::vector<double> sizes;
+  for (const auto& e : t->named("tp all_gather"))
+    if (e.rank == 0) sizes.push_back(e.bytes);
+  REQUIRE_FALSE(sizes.empty());
+  const double bf16 = *std::max_element(sizes.begin(), sizes.end());
+  const auto at_bf16 = std::count(sizes.begin(), sizes.end(), bf16);
+  const auto at_fp8 = std::count(sizes.begin(), sizes.end(), bf16 / 2);
+  CHECK(at_bf16 == 2 * 2);
+  CHECK(at_fp8 + at_bf16 == static_cast<long>(sizes.size()));
 }
