@@ -62,6 +62,15 @@ std::vector<TaskId> TensorParallel::relayout_after_gather(const std::vector<int>
   return copies;
 }
 
+TaskId TensorParallel::scatter_in_pass(const std::vector<int>& group, const std::vector<TaskId>& inputs, EventKind kind) {
+  return reduce_scatter(group, relayout_before_scatter(group, inputs, kind));
+}
+
+std::vector<TaskId> TensorParallel::gather_in_pass(const std::vector<int>& group, TaskId rs,
+                                                   const std::vector<TaskId>& inputs, bool fp8_gather, EventKind kind) {
+  return relayout_after_gather(group, all_gather(group, rs, inputs, fp8_gather), fp8_gather, kind);
+}
+
 void TensorParallel::add_group(int first) { streams_.emplace(first, b_.add_stream("tp" + std::to_string(first))); }
 
 std::vector<int> TensorParallel::global_of(const std::vector<int>& group) const {
@@ -392,11 +401,11 @@ PassRunner::PassTasks PassRunner::run(const std::vector<int>& group, const PartL
     const Part& part = parts[i];
     std::vector<TaskId> tasks(group.size());
     if (part.gathers_input && tp_.async()) {
-      // The embedding's backward: a plain all-gather of the gradient first.
-      const TaskId ag = tp_.all_gather(group, kNoTask, out.last, false);
-      for (std::size_t g = 0; g < group.size(); ++g)
-        if (gates[g] != kNoTask) b_.depend(gates[g], ag);
-      gates = tp_.relayout_after_gather(group, ag, false, kind);
+      // The embedding's backward: a plain all-gather of the gradient first, after the pass so
+      // far and what the part waited for.
+      std::vector<TaskId> before = out.last;
+      before.insert(before.end(), gates.begin(), gates.end());
+      gates = tp_.gather_in_pass(group, kNoTask, before, false, kind);
     }
     if (part.fused != Part::Fused::none) {
       tasks = tp_.fused(group, part, kind, name, gates, out.first);
@@ -429,7 +438,7 @@ PassRunner::PassTasks PassRunner::run(const std::vector<int>& group, const PartL
       if (tp_.async()) {
         std::fill(gates.begin(), gates.end(), pending_rs);
       } else {
-        gates = tp_.relayout_after_gather(group, tp_.all_gather(group, pending_rs, tasks, pending_fp8), pending_fp8, kind);
+        gates = tp_.gather_in_pass(group, pending_rs, tasks, pending_fp8, kind);
       }
       pending_rs = kNoTask;
     }
@@ -448,12 +457,12 @@ PassRunner::PassTasks PassRunner::run(const std::vector<int>& group, const PartL
       if (part.after == After::gather) {
         // A PyTorch recompute's own all-gather of a norm output; under AsyncTP the GEMM that
         // takes it (a fused gather part) gathers.
-        if (!tp_.async()) gates = tp_.relayout_after_gather(group, tp_.all_gather(group, kNoTask, tasks, fp8_gather), fp8_gather, kind);
+        if (!tp_.async()) gates = tp_.gather_in_pass(group, kNoTask, tasks, fp8_gather, kind);
         continue;
       }
       if (part.after == After::sync_async && tp_.sequence_parallel() && i + 1 < parts.size()) {
         // its all-gather follows the next part (above)
-        pending_rs = tp_.reduce_scatter(group, tp_.relayout_before_scatter(group, tasks, kind));
+        pending_rs = tp_.scatter_in_pass(group, tasks, kind);
         pending_fp8 = fp8_gather;
         continue;
       }
@@ -462,10 +471,9 @@ PassRunner::PassTasks PassRunner::run(const std::vector<int>& group, const PartL
         // AsyncTP: a sync left as a plain collective (the embedding's, a backward input
         // gradient's without weight gradients beside it) is its reduce-scatter; the gather is
         // fused later.
-        std::fill(after.begin(), after.end(), tp_.reduce_scatter(group, tp_.relayout_before_scatter(group, tasks, kind)));
+        std::fill(after.begin(), after.end(), tp_.scatter_in_pass(group, tasks, kind));
       } else if (tp_.relayouts()) {
-        const TaskId rs = tp_.reduce_scatter(group, tp_.relayout_before_scatter(group, tasks, kind));
-        after = tp_.relayout_after_gather(group, tp_.all_gather(group, rs, {}, fp8_gather), fp8_gather, kind);
+        after = tp_.gather_in_pass(group, tp_.scatter_in_pass(group, tasks, kind), {}, fp8_gather, kind);
       } else {
         std::fill(after.begin(), after.end(), tp_.all_reduce(group, tasks, fp8_gather));
       }

@@ -71,6 +71,16 @@ class TensorParallel {
   /// and the cuBLAS GEMM that reads its result). Megatron's SP gathers along its first dimension
   /// (sequence-first activations): no copy. AsyncTP's fused collectives are not these.
   bool relayouts() const { return relayout_; }
+  /// A pass's sequence-parallel reduce-scatter of what `inputs` computed, after each member's
+  /// copy of its input when relayouts() (in `kind` records).
+  TaskId scatter_in_pass(const std::vector<int>& group, const std::vector<TaskId>& inputs, EventKind kind);
+  /// A pass's sequence-parallel all-gather (all_gather's arguments), then each member's copy of
+  /// its output when relayouts(): what the next part waits for, per member (the all-gather for
+  /// every member otherwise).
+  std::vector<TaskId> gather_in_pass(const std::vector<int>& group, TaskId rs, const std::vector<TaskId>& inputs,
+                                     bool fp8_gather, EventKind kind);
+
+ private:
   /// Each member's copy of its reduce-scatter input, after `inputs[g]` (relayouts() only; else
   /// `inputs` unchanged): what the reduce-scatter waits for.
   std::vector<TaskId> relayout_before_scatter(const std::vector<int>& group, const std::vector<TaskId>& inputs,
@@ -79,7 +89,6 @@ class TensorParallel {
   /// next part waits for (relayouts() only; else `ag` for every member).
   std::vector<TaskId> relayout_after_gather(const std::vector<int>& group, TaskId ag, bool fp8_gather, EventKind kind);
 
- private:
   std::vector<int> global_of(const std::vector<int>& group) const;
 
   StepBuilder& b_;
