@@ -59,7 +59,7 @@ bool norm_keeps_fp32_copies(const Shape& sh, const config::TrainingSpec& trainin
 /// What autograd keeps of one layer with nothing recomputed, per token (Korthikanti et al. 2022
 /// §4.1 generalised to the layer's ops: grouped-query K/V, SwiGLU, RMSNorm, rotary).
 LayerActivations kept_without_recompute(const Shape& sh, const config::TrainingSpec& training,
-                                        const config::ParallelSpec& parallel) {
+                                        const config::ParallelSpec& parallel, bool attention_dropout) {
   const double tp = parallel.tp;
   const double bpe = bytes_per_element(training.precision);
   const bool eager = training.framework == "eager";
@@ -98,8 +98,9 @@ LayerActivations kept_without_recompute(const Shape& sh, const config::TrainingS
   if (training.flash_attention) {
     a.split += 4.0 * sh.heads / tp;  // fp32 log-sum-exp row statistics
   } else {
-    // Per key: the softmax output, the dropout keep mask and the dropout output.
-    a.scores = (bpe + 1.0 + bpe) * sh.heads / tp;
+    // Per key: the softmax output, and under attention dropout its keep mask and output (with
+    // p = 0 torch's dropout returns its input: ATen's _dropout, no mask and no copy).
+    a.scores = (attention_dropout ? bpe + 1.0 + bpe : bpe) * sh.heads / tp;
   }
   // MLP: GELU keeps its input and output (the down projection's input); SwiGLU the gate and up
   // outputs and their product (eager also the SiLU output).
@@ -126,7 +127,7 @@ double activation_bytes_per_layer(const config::ModelSpec& model, const config::
   const double h = sh.hidden;
   const std::string& policy = training.activation_checkpointing;
   if (policy == "full") return tokens * bpe * h / sp;  // the layer input only
-  const LayerActivations a = kept_without_recompute(sh, training, parallel);
+  const LayerActivations a = kept_without_recompute(sh, training, parallel, model.attention_dropout > 0);
   // Dropout keep masks (1 B per element): the attention and MLP block outputs.
   const double masks = model.hidden_dropout > 0 ? 2.0 * h : 0.0;
   const double per_token = (a.replicated + masks) / sp + a.split;

@@ -70,6 +70,12 @@ TEST_CASE("activations per layer follow Korthikanti et al. 2022", "[workload][me
   config::ParallelSpec p;
   const double sbh = 25'165'824.0;
   CHECK(activation_bytes_per_layer(m, t, p, 1) == sbh * (34 + 80));  // 2,868,903,936 B
+  // Of the paper's 5·a·s²·b, the dropout keep mask (a·s²·b) and output (2·a·s²·b) exist only
+  // under attention dropout (torch's dropout with p = 0 returns its input): the softmax output
+  // alone, 2·a·s²·b = 2·96·2048/12288 = 32·sbh.
+  m.attention_dropout = 0;
+  CHECK(activation_bytes_per_layer(m, t, p, 1) == sbh * (34 + 32));
+  m.attention_dropout = 0.1;
   // TP 8 without sequence parallelism: sbh·(10 + 24/8 + 80/8) = 23·sbh.
   p.tp = 8;
   CHECK(activation_bytes_per_layer(m, t, p, 1) == 23 * sbh);
