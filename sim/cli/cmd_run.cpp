@@ -243,6 +243,16 @@ int cmd_run(const Args& args) {
         }
         peak += "}}";
       }
+      if (result.memory_by_stage.size() > 1) {
+        // The text summary's "reserved by pipeline stage": [{"reserved": B, "allocated": B}, ...].
+        peak += ", \"memory_by_stage\": [";
+        for (std::size_t i = 0; i < result.memory_by_stage.size(); ++i) {
+          const auto& m = result.memory_by_stage[i];
+          peak += std::string(i ? ", " : "") + "{\"reserved\": " + json_number(m.reserved) +
+                  ", \"allocated\": " + json_number(m.allocated) + "}";
+        }
+        peak += "]";
+      }
       std::cout << values_json(scenario.name, values, peak);
     }
   } else if (!vm.count("quiet")) {

@@ -1,5 +1,6 @@
 #include "report/metrics.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
@@ -178,6 +179,32 @@ std::string format_memory_table(const run::SimulationResult& r) {
       out += buf;
     }
   }
+  out += format_stage_memory(r);
+  return out;
+}
+
+std::string format_stage_memory(const run::SimulationResult& r) {
+  const auto& stages = r.memory_by_stage;
+  if (stages.size() < 2) return {};
+  constexpr std::size_t kPerLine = 8;
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  bool over = false;
+  std::string out = "reserved by pipeline stage (GiB):\n";
+  for (std::size_t first = 0; first < stages.size(); first += kPerLine) {
+    const std::size_t last = std::min(stages.size(), first + kPerLine) - 1;
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "  stages %3zu-%-3zu", first, last);
+    out += buf;
+    for (std::size_t i = first; i <= last; ++i) {
+      const bool full = r.allocator_capacity > 0 && stages[i].reserved > r.allocator_capacity;
+      over = over || full;
+      std::snprintf(buf, sizeof buf, " %7.2f%s", stages[i].reserved / kGiB, full ? "*" : " ");
+      out += buf;
+    }
+    while (out.back() == ' ') out.pop_back();
+    out += "\n";
+  }
+  if (over) out += "  * over the " + bytes_gib(r.allocator_capacity) + " the allocator may reserve\n";
   return out;
 }
 

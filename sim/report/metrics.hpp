@@ -54,5 +54,9 @@ std::string format_summary(const config::Scenario& scenario, const run::Simulati
                            const training::WholeRunResult* whole = nullptr);
 /// The per-term memory table printed for an out-of-memory layout.
 std::string format_memory_table(const run::SimulationResult& result);
+/// The peak each pipeline stage reserves, eight stages a line, a star on those over the
+/// allocator's capacity; empty without pipeline parallelism (or without an allocator replay).
+/// Part of format_memory_table.
+std::string format_stage_memory(const run::SimulationResult& result);
 
 }  // namespace ironlaw::report

@@ -153,6 +153,7 @@ SimulationResult simulate_memory(const config::Scenario& s) {
         res.memory_peak_ledger = peaks.ledger;
       }
       res.memory_allocated_peak = std::max(res.memory_allocated_peak, peaks.allocated);
+      res.memory_by_stage.push_back({peaks.reserved, peaks.allocated});
     }
   }
   res.out_of_memory = res.memory_reserved > res.allocator_capacity;

@@ -91,6 +91,15 @@ struct SimulationResult : StepBreakdown {
   /// That stage's live tensors at its allocated peak, by kind, in name order [B]
   /// (workload::StepMemoryPeaks::ledger): what fills the memory when it is fullest.
   std::vector<std::pair<std::string, double>> memory_peak_ledger;
+  /// Every pipeline stage's replay, in stage order (empty where nothing was replayed): the
+  /// stages differ in layers, root modules (embedding on the first, LM head and loss on the
+  /// last) and the microbatches their schedule keeps in flight, so the peak over all GPUs that
+  /// frameworks report (memory_reserved) hides how unbalanced they are.
+  struct StageMemory {
+    double reserved = 0;   ///< the stage's peak reserved by the caching allocator [B]
+    double allocated = 0;  ///< the stage's peak of live tensors [B]
+  };
+  std::vector<StageMemory> memory_by_stage;
 
   std::vector<StepRecord> steps;
   /// Means over the simulated steps and ranks; the breakdown's parts sum to step_time_s on
