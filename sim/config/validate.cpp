@@ -463,14 +463,20 @@ void validate_scenario(Scenario& sc, LoadState& st) {
   }
   // Layers need not divide evenly over the pipeline: the first and last chunks take the
   // shortfall (they also hold the embedding and the LM head, as Llama 3 405B's 126 layers on 16
-  // stages do). Every chunk needs at least one layer.
+  // stages do), down to none: a first chunk of the embedding alone and a last one of the LM head
+  // and loss alone (Llama 3's 1-layer chunks; Megatron-core's account_for_embedding/loss_in_
+  // pipeline_split). Every other chunk needs at least one layer: at most model.layers + 2 chunks.
   const long long chunks = static_cast<long long>(p.pp) * p.virtual_stages;  // both < 2^31: no overflow
-  if (st.ok({"parallel.pp", "parallel.virtual_stages", "model.layers"}) && m.layers < chunks) {
+  if (st.ok({"parallel.pp", "parallel.virtual_stages", "model.layers"}) && m.layers + 2LL < chunks) {
     if (p.virtual_stages == 1) {
-      st.report("parallel.pp", "must not exceed model.layers (" + str(m.layers) + "), got " + str(p.pp));
+      st.report("parallel.pp", "must not exceed model.layers + 2 (" + std::to_string(m.layers + 2LL) +
+                                   ": the first and last stage may hold only the embedding and only the LM head), got " +
+                                   str(p.pp));
     } else {
       st.report("parallel.virtual_stages", "pp*virtual_stages = " + std::to_string(chunks) +
-                                               " must not exceed model.layers (" + str(m.layers) + ")");
+                                               " must not exceed model.layers + 2 (" + std::to_string(m.layers + 2LL) +
+                                               ": the first and last chunk may hold only the embedding and only the "
+                                               "LM head)");
     }
   }
   if (st.ok({"parallel.ep", "model.experts"}) && m.experts % p.ep != 0) {

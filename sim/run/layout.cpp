@@ -59,7 +59,18 @@ int Layout::first_layer(int j) const {
 }
 
 std::vector<int> split_layers(int layers, int chunks) {
-  if (chunks < 1 || layers < chunks) throw std::invalid_argument("split_layers: need 1 ≤ chunks ≤ layers");
+  if (chunks < 1 || layers < 1 || chunks > layers + 2)
+    throw std::invalid_argument("split_layers: need 1 ≤ chunks ≤ layers + 2");
+  if (chunks > layers) {
+    // One layer a chunk, and the first (then also the last) chunk holds none: the embedding
+    // alone, the LM head and loss alone (Megatron-core's account_for_embedding_in_pipeline_split
+    // and account_for_loss_in_pipeline_split; Llama 3 405B's 126 layers on 16 stages of 8
+    // chunks, §3.3.2).
+    std::vector<int> out(static_cast<std::size_t>(chunks), 1);
+    out.front() = 0;
+    if (chunks == layers + 2) out.back() = 0;
+    return out;
+  }
   const int per = (layers + chunks - 1) / chunks;  // the full size of a middle chunk
   std::vector<int> out(static_cast<std::size_t>(chunks), per);
   int shortfall = per * chunks - layers;

@@ -72,7 +72,15 @@ double allocator_capacity(const config::DeviceSpec& device, const Layout& layout
 
 /// Splits `layers` over `chunks` pipeline chunks: as even as possible, with the first and the
 /// last chunk taking the shortfall (they also run the embedding and the LM head; Llama 3 405B
-/// puts 126 layers on 16 stages this way, §3.3.2). Every chunk gets at least one layer.
+/// puts 126 layers on 16 stages this way, §3.3.2). Every chunk gets at least one layer, except
+/// with more chunks than layers (at most layers + 2): one layer a chunk, the first chunk the
+/// embedding alone and, with layers + 2, the last the LM head and loss alone — Llama 3 405B's 16
+/// stages of 8 one-layer chunks ("the first model chunk on the first stage has only the
+/// embedding, and the last model chunk on the last stage has only output projection and loss
+/// calculation", §3.3.2), Megatron-core's account_for_embedding_in_pipeline_split and
+/// account_for_loss_in_pipeline_split (which count the embedding and the loss as a layer each:
+/// the same split wherever layers + 2 divides evenly). Throws std::invalid_argument for
+/// chunks < 1, layers < 1 or chunks > layers + 2.
 std::vector<int> split_layers(int layers, int chunks);
 
 }  // namespace ironlaw::run

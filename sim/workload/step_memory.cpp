@@ -73,7 +73,10 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
   std::vector<int> first_layer(static_cast<std::size_t>(chunks), 0);
   int layers_local = 0;
   for (int c = 0; c < chunks; ++c) {
-    if (stage.chunk_layers[static_cast<std::size_t>(c)] < 1)
+    // Only the model's first chunk (the embedding alone) or its last (the LM head alone) may hold
+    // no layer (run::split_layers); not one that is both, the whole model.
+    const bool end_chunk = (c == 0 && stage.first) != (c == chunks - 1 && stage.last);
+    if (stage.chunk_layers[static_cast<std::size_t>(c)] < (end_chunk ? 0 : 1))
       throw std::invalid_argument("replay_step_memory: a chunk holds no layer");
     first_layer[static_cast<std::size_t>(c)] = layers_local;
     layers_local += stage.chunk_layers[static_cast<std::size_t>(c)];
@@ -317,6 +320,9 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
         r.release(loss_buffers);
         r.release(head_input_kept);
       }
+      // A last chunk of the LM head alone (no layer) frees them after the head's backward.
+      r.release(loss_buffers);
+      r.release(head_input_kept);
       if (stage.torch_pipelining && !first_stage(pass.chunk)) kept.push_back(r.alloc(boundary, kCompute, "pp input gradients kept"));
       if (last && !reshard) {
         if (fsdp2) {

@@ -84,7 +84,8 @@ struct StepMemoryPeaks {
 /// One pipeline rank as memory sees it.
 struct StageMemory {
   std::vector<MemoryPass> passes;  ///< the rank's schedule order (forward and backward passes)
-  std::vector<int> chunk_layers;   ///< layers of each local chunk, chunk 0 first (all ≥ 1)
+  std::vector<int> chunk_layers;   ///< layers of each local chunk, chunk 0 first (≥ 1; 0 for the
+                                   ///< pipeline's first chunk under `first`, last under `last`)
   bool first = true;               ///< local chunk 0 is the pipeline's first stage (embedding)
   bool last = true;                ///< the last local chunk is the last stage (final norm, LM head, loss)
   int microbatches = 1;            ///< per step and pipeline
@@ -98,7 +99,8 @@ struct StageMemory {
 /// memory_per_gpu's for `parallel` and `dp` (the ranks ZeRO shards over: dp × cp); the parameters held are those of the stage's
 /// layers (count_params' per-layer linear weights split over TP with routed experts over EP,
 /// plus the layer's norms) and of its root modules. Throws std::invalid_argument for an empty
-/// pass list, a chunk out of range, a chunk of no layers, or a layer-list model.
+/// pass list, a chunk out of range, a chunk of no layers (but the pipeline's first or last, which
+/// may hold only the embedding or only the LM head), or a layer-list model.
 /// Cost: O(passes · layers per chunk · log blocks).
 StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config::TrainingSpec& training,
                                    const config::ParallelSpec& parallel, int dp, const StageMemory& stage,

@@ -52,7 +52,8 @@ TEST_CASE("a layout that does not divide the GPUs is an error at the layout key"
                "--set: parallel.tp: must divide model.heads (8), got 3"});
   CHECK(scenario_errors("basic.yaml", {"parallel.pp=4", "parallel.tp=1"}) == Errors{"(no error)"});
   CHECK(scenario_errors("basic.yaml", {"parallel.pp=8", "parallel.tp=1"}) ==
-        Errors{"--set: parallel.pp: must not exceed model.layers (4), got 8"});
+        Errors{"--set: parallel.pp: must not exceed model.layers + 2 (6: the first and last stage may hold only the "
+               "embedding and only the LM head), got 8"});
 }
 
 TEST_CASE("a global batch that does not split into sequences and microbatches is an error", "[errors][layout]") {

@@ -30,6 +30,16 @@ TEST_CASE("layers split evenly, the first and last chunks taking the shortfall",
   CHECK(std::set<int>(llama.begin() + 1, llama.end() - 1) == std::set<int>{8});
   CHECK(run::split_layers(5, 5) == std::vector<int>{1, 1, 1, 1, 1});
   CHECK(run::split_layers(10, 4) == std::vector<int>{2, 3, 3, 2});
+  // Up to two chunks more than layers: the ends hold none, the first the embedding alone, the last
+  // the LM head alone (Llama 3 405B, 126 layers on 16 stages of 8 one-layer chunks, §3.3.2).
+  CHECK(run::split_layers(6, 7) == std::vector<int>{0, 1, 1, 1, 1, 1, 1});
+  CHECK(run::split_layers(6, 8) == std::vector<int>{0, 1, 1, 1, 1, 1, 1, 0});
+  const auto paper = run::split_layers(126, 128);
+  CHECK(paper.front() == 0);
+  CHECK(paper.back() == 0);
+  CHECK(std::set<int>(paper.begin() + 1, paper.end() - 1) == std::set<int>{1});
+  CHECK_THROWS(run::split_layers(6, 9));
+  CHECK_THROWS(run::split_layers(0, 1));
 }
 
 TEST_CASE("the allocator gets the device's capacity less the CUDA context and one NCCL buffer set per group",

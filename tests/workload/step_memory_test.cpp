@@ -402,3 +402,42 @@ TEST_CASE("torch's AdamW creates its moments in the first step and its foreach s
       replay_step_memory(model, t, par, 1, pipeline_rank(2, false, false, 1, false), byte_granular()).allocated;
   CHECK(peak == Approx(20 * 2 * layer).epsilon(1e-9));
 }
+
+TEST_CASE("a last chunk of the LM head alone frees each microbatch's loss buffers after its backward",
+          "[workload][memory][allocator][pipeline]") {
+  // The last pipeline stage with one layer in its first local chunk and only the LM head and loss
+  // in its second (run::split_layers with two chunks more than layers), run 1F1B-like: each
+  // microbatch's forward through both chunks, then its backward. The loss buffers (logits ×
+  // loss_bytes_per_logit) and the head's kept input live from the head's forward or backward to
+  // the end of that backward, one microbatch at a time: the peak does not grow with the
+  // microbatches (it did when they were freed only inside the layer loop, which an empty chunk
+  // never enters).
+  const auto model = llama3_8b();
+  config::ParallelSpec par;
+  par.microbatch_size = 1;
+  const auto t = bf16_sgd("none");
+  auto stage = [](int microbatches) {
+    StageMemory s;
+    s.chunk_layers = {1, 0};
+    s.first = false;
+    s.last = true;
+    s.microbatches = microbatches;
+    for (int m = 0; m < microbatches; ++m) {
+      s.passes.push_back({true, m, 0});
+      s.passes.push_back({true, m, 1});
+      s.passes.push_back({false, m, 1});
+      s.passes.push_back({false, m, 0});
+    }
+    return s;
+  };
+  const double one = replay_step_memory(model, t, par, 1, stage(1), byte_granular()).allocated;
+  const double four = replay_step_memory(model, t, par, 1, stage(4), byte_granular()).allocated;
+  CHECK(four == Approx(one).epsilon(1e-12));
+  // One loss buffer of 8,192 × 128,256 logits is over 4 GB under any recipe: had three more been
+  // kept, the peak would have grown by at least 12 GB.
+  CHECK(loss_bytes_per_logit(t, par) * 8192.0 * 128256 > 4e9);
+  // A chunk without layers is refused anywhere but at the ends of the pipeline.
+  StageMemory middle = stage(1);
+  middle.last = false;
+  CHECK_THROWS(replay_step_memory(model, t, par, 1, middle, byte_granular()));
+}
