@@ -415,6 +415,7 @@ void parse_parallel(Section s, ParallelSpec& p) {
   s.choice("pp_schedule", p.pp_schedule, {"gpipe", "1f1b", "interleaved", "zb-h1"});
   s.choice("pp_runtime", p.pp_runtime, {"megatron", "torch", "deepspeed"});
   s.integer("virtual_stages", p.virtual_stages, kPositive);
+  s.integer("microbatch_group_size", p.microbatch_group_size, kNonNegative);
   s.flag("sequence_parallel", p.sequence_parallel);
   s.flag("async_tp", p.async_tp);
   s.flag("tp_comm_overlap", p.tp_comm_overlap);

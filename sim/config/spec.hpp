@@ -289,6 +289,10 @@ struct ParallelSpec {
   /// memory as megatron's).
   std::string pp_runtime = "megatron";
   int virtual_stages = 1;
+  /// Megatron-core's microbatch_group_size_per_vp_stage (--microbatch-group-size-per-virtual-
+  /// pipeline-stage; the Llama 3 paper's N): the interleaved schedule runs each model chunk over
+  /// groups of this many consecutive microbatches. 0: the default, the pipeline's stages.
+  int microbatch_group_size = 0;
   bool sequence_parallel = false;
   /// AsyncTP (torch's micro-pipelined tensor parallelism, torch._inductor.config._micro_pipeline_tp
   /// with symmetric memory: torchtitan's experimental.enable_async_tensor_parallel): each

@@ -139,6 +139,7 @@ const std::vector<KeyBound>& key_bounds() {
       {"parallel.cp", 1, 1'048'576, false, "ranks of a parallel dimension"},
       {"parallel.ep", 1, 1'048'576, false, "ranks of a parallel dimension"},
       {"parallel.virtual_stages", 1, 1024, false, "model chunks per pipeline rank"},
+      {"parallel.microbatch_group_size", 0, 1e7, true, "microbatches per group, 0: pp"},
       {"parallel.microbatch_size", 1, 1e7, false, "sequences per microbatch"},
       {"parallel.bucket_size", 1, 1e13, false, "1 B to 10 TB per gradient bucket"},
       {"training.sequence_length", 1, 1e8, false, "tokens per sequence"},
@@ -315,6 +316,7 @@ void validate_parameter_server(const Scenario& sc, LoadState& st) {
   }
   // Keys of the data-parallel step that this mode has no use for: written, they are refused.
   for (const char* key : {"parallel.order", "parallel.bucket_size", "parallel.pp_schedule", "parallel.pp_runtime", "parallel.virtual_stages",
+                          "parallel.microbatch_group_size",
                           "parallel.sequence_parallel", "run.detail", "run.collectives", "training.batch_ramp"}) {
     if (st.locations.count(key) > 0) {
       st.report(key, "not simulated under parameter_server (it belongs to the data-parallel step); remove it");
@@ -460,6 +462,15 @@ void validate_scenario(Scenario& sc, LoadState& st) {
   if (st.ok({"parallel.pp_schedule", "parallel.virtual_stages"}) && p.pp_schedule != "interleaved" &&
       p.virtual_stages != 1) {
     st.report("parallel.virtual_stages", "must be 1 unless pp_schedule is interleaved, got " + str(p.virtual_stages));
+  }
+  // Only Megatron-core's interleaved schedule groups the microbatches (torch.distributed.pipelining
+  // and DeepSpeed have no such setting): written elsewhere it would be ignored, so it is refused.
+  if (st.ok({"parallel.microbatch_group_size", "parallel.pp_schedule", "parallel.virtual_stages", "parallel.pp_runtime"}) &&
+      p.microbatch_group_size != 0 && (p.pp_schedule != "interleaved" || p.virtual_stages < 2 || p.pp_runtime != "megatron")) {
+    st.report("parallel.microbatch_group_size",
+              "groups microbatches in Megatron-core's interleaved schedule only (pp_schedule interleaved, virtual_stages "
+              "> 1, pp_runtime megatron); got " + str(p.microbatch_group_size) + " with " + p.pp_schedule +
+                  ", virtual_stages " + str(p.virtual_stages) + ", pp_runtime " + p.pp_runtime);
   }
   // Layers need not divide evenly over the pipeline: the first and last chunks take the
   // shortfall (they also hold the embedding and the LM head, as Llama 3 405B's 126 layers on 16

@@ -128,7 +128,7 @@ int stride_of(const config::Scenario& s, const std::string& dim) {
 /// can be lower or higher (plan() checks the candidates it may simulate with that replay).
 double memory_of(const config::Scenario& s, const run::Layout& lay) {
   const double in_flight = run::in_flight_microbatches(s.parallel.pp_schedule, 0, lay.pp, lay.microbatches,
-                                                       lay.virtual_stages);
+                                                       lay.virtual_stages, lay.microbatch_group);
   config::TrainingSpec per_rank = s.training;
   per_rank.sequence_length = s.training.sequence_length / lay.cp;
   return workload::memory_per_gpu(s.model, per_rank, s.parallel, lay.dp * lay.cp, static_cast<int>(std::ceil(in_flight)))

@@ -141,10 +141,34 @@ Layout resolve_layout(const config::Scenario& s) {
                          "microbatches of " + std::to_string(l.microbatch_sequences) + " over " +
                          std::to_string(l.dp) + " data-parallel ranks");
   }
-  if (l.virtual_stages > 1 && l.microbatches % l.pp != 0) {
-    throw InputError(s.where("parallel.virtual_stages"), "parallel.virtual_stages",
-                     "the interleaved schedule needs the microbatches per pipeline (" +
-                         std::to_string(l.microbatches) + ") to be a multiple of pp (" + std::to_string(l.pp) + ")");
+  l.microbatch_group = p.microbatch_group_size > 0 ? p.microbatch_group_size : l.pp;
+  if (l.virtual_stages > 1) {
+    // Megatron-core's checks (forward_backward_pipelining_with_interleaving): the group spans pp
+    // to m microbatches, and a last group shorter than the others still spans pp (a shorter one
+    // would wait on its own first chunk's outputs: "dependency bubbles"). With the default group
+    // of pp, the microbatches are a multiple of pp, as torch.distributed.pipelining's
+    // Interleaved1F1B also requires.
+    const int m = l.microbatches, n = l.microbatch_group, rest = m % n;
+    const bool set = p.microbatch_group_size > 0;
+    const std::string key = set ? "parallel.microbatch_group_size" : "parallel.virtual_stages";
+    if (n > m) {
+      throw InputError(s.where(key), key,
+                       "the interleaved schedule needs a microbatch group (" + std::to_string(n) +
+                           (set ? "" : ", pp by default") + ") of at most the microbatches per pipeline (" +
+                           std::to_string(m) + ")");
+    }
+    if (rest != 0 && rest < l.pp) {
+      throw InputError(s.where(key), key,
+                       "the interleaved schedule needs the microbatches per pipeline (" + std::to_string(m) +
+                           ") to be a multiple of the microbatch group (" + std::to_string(n) +
+                           (set ? "" : ", pp by default") + "), or to leave a last group of at least pp (" +
+                           std::to_string(l.pp) + "); got a last group of " + std::to_string(rest));
+    }
+    if (n < l.pp) {
+      throw InputError(s.where(key), key,
+                       "the interleaved schedule needs a microbatch group of at least pp (" + std::to_string(l.pp) +
+                           "), got " + std::to_string(n));
+    }
   }
   l.tokens_per_step = static_cast<double>(sequences) * seq;
   l.chunk_layers = split_layers(s.model.layers, l.chunks());

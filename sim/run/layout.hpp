@@ -25,6 +25,9 @@ struct Layout {
   int gpus = 1;
   int tp = 1, pp = 1, cp = 1, dp = 1, ep = 1;
   int virtual_stages = 1;        ///< model chunks per pipeline rank (interleaved 1F1B)
+  /// Interleaved 1F1B: consecutive microbatches each chunk runs before the stage moves to its
+  /// next chunk (parallel.microbatch_group_size, by default pp).
+  int microbatch_group = 1;
   int microbatch_sequences = 1;  ///< sequences per microbatch
   int microbatches = 1;          ///< per optimizer step per pipeline (gradient accumulation)
   double tokens_per_step = 0;    ///< global batch

@@ -58,30 +58,42 @@ class OneForwardOneBackward final : public PipelineSchedule {
 
 class Interleaved final : public PipelineSchedule {
  public:
+  explicit Interleaved(int group) : group_(group) {}
   std::vector<PipelineSlot> order(int stage, int stages, int m, int v) const override {
     check_sizes(stage, stages, m, v);
-    if (v > 1 && m % stages != 0)
-      throw std::invalid_argument("pipeline_order: interleaved needs microbatches to be a multiple of stages");
+    const int n = group(stages);
+    if (v > 1 && (n < stages || n > m || (m % n != 0 && m % n < stages)))
+      throw std::invalid_argument(
+          "pipeline_order: interleaved needs a microbatch group from stages to microbatches whose last group is "
+          "whole or at least stages");
+    // Megatron-core's schedule table (get_schedule_table): groups of n consecutive microbatches
+    // (the last one takes what is left), each run through chunk 0, then chunk 1, ...; the k-th
+    // forward runs entry k, the k-th backward entry k with the chunks in reverse.
+    std::vector<PipelineSlot> table;
+    table.reserve(static_cast<std::size_t>(m) * static_cast<std::size_t>(v));
+    for (int first = 0; first < m; first += n) {
+      const int end = first + n >= m ? m : first + n;
+      for (int chunk = 0; chunk < v; ++chunk)
+        for (int mb = first; mb < end; ++mb) table.push_back({Pass::forward, mb, chunk});
+    }
     return one_forward_one_backward(
-        m * v, warmup(stage, stages, m, v), [&](int k) { return slot(Pass::forward, k, stages, v); },
-        [&](int k) { return slot(Pass::backward, k, stages, v); });
+        m * v, warmup(stage, stages, m, v, n), [&](int k) { return table[static_cast<std::size_t>(k)]; },
+        [&](int k) {
+          const PipelineSlot& t = table[static_cast<std::size_t>(k)];
+          return PipelineSlot{Pass::backward, t.microbatch, v - 1 - t.local_chunk};
+        });
   }
   double in_flight(int stage, int stages, int m, int v) const override {
-    return static_cast<double>(std::min(warmup(stage, stages, m, v) + 1, m * v)) / v;
+    return static_cast<double>(std::min(warmup(stage, stages, m, v, group(stages)) + 1, m * v)) / v;
   }
 
  private:
-  static int warmup(int stage, int stages, int m, int v) {
-    return std::min((stages - stage - 1) * 2 + (v - 1) * stages, m * v);
+  int group(int stages) const { return group_ > 0 ? group_ : stages; }
+  /// Megatron-core's get_pp_rank_microbatches: (stages − stage − 1)·2 + (v − 1)·n.
+  static int warmup(int stage, int stages, int m, int v, int n) {
+    return std::min((stages - stage - 1) * 2 + (v - 1) * n, m * v);
   }
-  /// Megatron's mapping of the k-th forward (or backward) of a stage to (microbatch, chunk).
-  static PipelineSlot slot(Pass pass, int k, int stages, int v) {
-    const int group = k / stages;
-    int chunk = group % v;
-    if (pass == Pass::backward) chunk = v - 1 - chunk;
-    const int microbatch = (k / (stages * v)) * stages + k % stages;
-    return {pass, microbatch, chunk};
-  }
+  int group_;  ///< microbatches per group; 0: the stages
 };
 
 class ZeroBubbleH1 final : public PipelineSchedule {
@@ -108,22 +120,22 @@ class ZeroBubbleH1 final : public PipelineSchedule {
 
 }  // namespace
 
-std::unique_ptr<PipelineSchedule> make_schedule(const std::string& name) {
+std::unique_ptr<PipelineSchedule> make_schedule(const std::string& name, int microbatch_group) {
   if (name == "gpipe") return std::make_unique<GPipe>();
   if (name == "1f1b") return std::make_unique<OneForwardOneBackward>();
-  if (name == "interleaved") return std::make_unique<Interleaved>();
+  if (name == "interleaved") return std::make_unique<Interleaved>(microbatch_group);
   if (name == "zb-h1") return std::make_unique<ZeroBubbleH1>();
   throw std::invalid_argument("pipeline_order: unknown schedule \"" + name + "\"");
 }
 
 std::vector<PipelineSlot> pipeline_order(const std::string& schedule, int stage, int stages, int microbatches,
-                                         int virtual_stages) {
-  return make_schedule(schedule)->order(stage, stages, microbatches, virtual_stages);
+                                         int virtual_stages, int microbatch_group) {
+  return make_schedule(schedule, microbatch_group)->order(stage, stages, microbatches, virtual_stages);
 }
 
 double in_flight_microbatches(const std::string& schedule, int stage, int stages, int microbatches,
-                              int virtual_stages) {
-  return make_schedule(schedule)->in_flight(stage, stages, microbatches, virtual_stages);
+                              int virtual_stages, int microbatch_group) {
+  return make_schedule(schedule, microbatch_group)->in_flight(stage, stages, microbatches, virtual_stages);
 }
 
 }  // namespace ironlaw::run

@@ -56,8 +56,10 @@ class PipelineSchedule {
 /// - "1f1b": stages − stage − 1 warm-up forwards, then one forward / one backward, then the
 ///   remaining backwards (PipeDream-Flush; Narayanan et al. 2021);
 /// - "interleaved": Megatron-LM's interleaved 1F1B over `virtual_stages` chunks per stage:
-///   forwards walk the chunks in groups of `stages` microbatches; warm-up
-///   (stages − stage − 1)·2 + (virtual_stages − 1)·stages (Narayanan et al. 2021, §2.2);
+///   forwards walk the chunks in groups of `microbatch_group` microbatches (0: `stages`, the
+///   only grouping of Narayanan et al. 2021 §2.2; Megatron-core's microbatch_group_size_per_vp_
+///   stage, from stages to the microbatches, the last group whole or at least stages: its
+///   get_schedule_table); warm-up (stages − stage − 1)·2 + (virtual_stages − 1)·microbatch_group;
 /// - "zb-h1": ZB-H1 (Qi et al. 2024, §3.1): 1F1B's warm-up and order with the input-gradient
 ///   pass B in place of the backward; stage s keeps up to s weight-gradient passes W pending
 ///   (a W runs right after a B once more than s are pending) and runs the rest after its last
@@ -65,16 +67,17 @@ class PipelineSchedule {
 ///   equal F, B, W per stage its bubble is (stages − 1)(F + B − W) against 1F1B's
 ///   (stages − 1)(F + B + W).
 /// Throws std::invalid_argument for an unknown name.
-std::unique_ptr<PipelineSchedule> make_schedule(const std::string& name);
+std::unique_ptr<PipelineSchedule> make_schedule(const std::string& name, int microbatch_group = 0);
 
-/// make_schedule(schedule)->order(...), also checking that virtual stages > 1 come with the
-/// interleaved schedule and microbatches that are a multiple of the stages.
+/// make_schedule(schedule, microbatch_group)->order(...), also checking that virtual stages > 1
+/// come with the interleaved schedule and a microbatch group it can run.
 std::vector<PipelineSlot> pipeline_order(const std::string& schedule, int stage, int stages, int microbatches,
-                                         int virtual_stages);
+                                         int virtual_stages, int microbatch_group = 0);
 
-/// make_schedule(schedule)->in_flight(...): gpipe m; 1f1b and zb-h1 min(stages − stage, m);
-/// interleaved: the warm-up count + 1, in chunk-microbatches, divided by virtual_stages.
+/// make_schedule(schedule, microbatch_group)->in_flight(...): gpipe m; 1f1b and zb-h1
+/// min(stages − stage, m); interleaved: the warm-up count + 1, in chunk-microbatches, divided by
+/// virtual_stages.
 double in_flight_microbatches(const std::string& schedule, int stage, int stages, int microbatches,
-                              int virtual_stages);
+                              int virtual_stages, int microbatch_group = 0);
 
 }  // namespace ironlaw::run

@@ -113,7 +113,7 @@ SimulationResult simulate_memory(const config::Scenario& s) {
   res.gpus = lay.gpus;
   res.hbm_bytes = s.topology.device.hbm_bytes;
   res.allocator_capacity = allocator_capacity(s.topology.device, lay);
-  const auto schedule = make_schedule(s.parallel.pp_schedule);
+  const auto schedule = make_schedule(s.parallel.pp_schedule, lay.microbatch_group);
   const double in_flight = schedule->in_flight(0, lay.pp, lay.microbatches, lay.virtual_stages);
   config::TrainingSpec per_rank = s.training;  // a CP rank holds 1/cp of each sequence
   per_rank.sequence_length = s.training.sequence_length / lay.cp;
@@ -182,7 +182,7 @@ SimulationResult simulate(const config::Scenario& s, RecordSink& sink, TraceLeve
   const ResourceEstimate size = estimate_resources(s, lay);
   const SimulationCpuBudget budget(s.name, s.run.forward_only ? size.min_simulated_s / 3 : size.min_simulated_s,
                                    size.driver);
-  const auto schedule = make_schedule(s.parallel.pp_schedule);
+  const auto schedule = make_schedule(s.parallel.pp_schedule, lay.microbatch_group);
   config::TrainingSpec per_rank = s.training;  // a CP rank holds 1/cp of each sequence
   per_rank.sequence_length = s.training.sequence_length / lay.cp;
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "config/load.hpp"
+#include "core/error.hpp"
 #include "core/records.hpp"
 #include "run/pipeline_schedule.hpp"
 #include "run/simulation.hpp"
@@ -62,6 +63,61 @@ TEST_CASE("interleaved 1F1B walks the chunks in groups of p microbatches", "[pip
   CHECK(order.size() == 2u * 8 * 3);
 }
 
+TEST_CASE("interleaved 1F1B over groups of N microbatches follows Megatron-core's schedule table", "[pipeline]") {
+  // megatron/core/pipeline_parallel/schedules.py (get_schedule_table, get_pp_rank_microbatches):
+  // its own example, PP 2, N 3, M 5, VP 2: forwards take microbatches 0 1 2 0 1 2 3 4 3 4 on
+  // chunks 0 0 0 1 1 1 0 0 1 1 (the last group takes the 2 left over, >= pp), the backwards the
+  // same entries with the chunks reversed; stage 0 warms up with (2-0-1)*2 + (2-1)*3 = 5 forwards.
+  CHECK(slots(run::pipeline_order("interleaved", 0, 2, 5, 2, 3)) ==
+        "F0 F1 F2 F0.1 F1.1 F2.1 B0.1 F3 B1.1 F4 B2.1 F3.1 B0 F4.1 B1 B2 B3.1 B4.1 B3 B4 ");
+  // The default group is the stages: the same order as groups of p written out.
+  CHECK(run::pipeline_order("interleaved", 1, 4, 8, 2) == run::pipeline_order("interleaved", 1, 4, 8, 2, 4));
+  // A larger group warms up longer: stage 0 of 4 with 2 chunks holds (3*2 + 1*N + 1) / 2 stage-
+  // microbatches, 5.5 with N = 4 and 7.5 with N = 8.
+  CHECK(run::in_flight_microbatches("interleaved", 0, 4, 8, 2) == 5.5);
+  CHECK(run::in_flight_microbatches("interleaved", 0, 4, 8, 2, 8) == 7.5);
+  // Megatron-core's limits: N from pp to M, and a last group whole or at least pp.
+  CHECK_THROWS_AS(run::pipeline_order("interleaved", 0, 4, 8, 2, 3), std::invalid_argument);
+  CHECK_THROWS_AS(run::pipeline_order("interleaved", 0, 4, 8, 2, 9), std::invalid_argument);
+  CHECK_THROWS_AS(run::pipeline_order("interleaved", 0, 4, 10, 2, 8), std::invalid_argument);  // last group 2 < 4
+  CHECK(run::pipeline_order("interleaved", 0, 4, 10, 2, 5).size() == 2u * 10 * 2);
+  CHECK(run::pipeline_order("interleaved", 0, 4, 6, 2, 6).size() == 2u * 6 * 2);
+}
+
+TEST_CASE("a microbatch group is refused at its key where no interleaved Megatron schedule runs it",
+          "[pipeline][config]") {
+  auto message = [](std::vector<std::string> overrides) {
+    try {
+      const auto s = config::load_scenario(kPipeline, overrides);
+      run::simulate_memory(s);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  const std::vector<std::string> interleaved{"parallel.pp_schedule=interleaved", "parallel.virtual_stages=2"};
+  auto with = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), interleaved.begin(), interleaved.end());
+    return more;
+  };
+  // Not interleaved, or torch's schedule (it has no such setting): refused, never ignored.
+  CHECK(message({"parallel.microbatch_group_size=4"}).find("parallel.microbatch_group_size") != std::string::npos);
+  CHECK(message(with({"parallel.microbatch_group_size=4", "parallel.pp_runtime=torch"})).find("pp_runtime torch") !=
+        std::string::npos);
+  // 6 microbatches on 4 stages: the default group of pp leaves 2; a group of 6 runs them.
+  const std::string six = "training.global_batch_tokens=12 Ki";
+  CHECK(message(with({six})).find("parallel.virtual_stages: the interleaved schedule needs the microbatches per "
+                                  "pipeline (6) to be a multiple of the microbatch group (4, pp by default)") !=
+        std::string::npos);
+  CHECK(message(with({six, "parallel.microbatch_group_size=6"})) == "(no error)");
+  // 8 microbatches in groups of 5 leave a last group of 3 < pp; groups of 3 are shorter than pp;
+  // groups of 9 exceed the microbatches.
+  CHECK(message(with({"parallel.microbatch_group_size=5"})).find("last group of 3") != std::string::npos);
+  CHECK(message(with({"parallel.microbatch_group_size=3"})).find("at least pp (4)") != std::string::npos);
+  CHECK(message(with({"parallel.microbatch_group_size=9"})).find("at most the microbatches per pipeline (8)") !=
+        std::string::npos);
+}
+
 TEST_CASE("schedules reject what they cannot run", "[pipeline]") {
   CHECK_THROWS_AS(run::pipeline_order("zigzag", 0, 4, 8, 1), std::invalid_argument);
   CHECK_THROWS_AS(run::pipeline_order("1f1b", 0, 4, 8, 2), std::invalid_argument);
@@ -93,6 +149,19 @@ TEST_CASE("interleaving v chunks per stage shrinks the bubble to (p-1)/(v*m+p-1)
   // Narayanan et al. 2021 §2.2.2: the bubble time falls by the factor v.
   CHECK(idle_fraction({"parallel.pp_schedule=interleaved", "parallel.virtual_stages=2"}) ==
         Approx(3.0 / 19.0).epsilon(0.005));
+}
+
+TEST_CASE("a larger microbatch group keeps the interleaved bubble on an ideal system", "[pipeline][bubble]") {
+  // With uniform chunks and a group N >= p, stage 0 moves to its next chunk after N forwards,
+  // by which time the first microbatch has come back from the last stage (p forwards): the fill
+  // and the drain still cost p - 1 chunk passes each side, (p-1)/(v*m+p-1) as with N = p, while
+  // the warm-up (memory) grows with N. p = 4, m = 8, v = 2: N = 8 (one group), and m = 6 with
+  // N = 6 (12 Ki tokens), whose microbatches are not a multiple of p.
+  CHECK(idle_fraction({"parallel.pp_schedule=interleaved", "parallel.virtual_stages=2",
+                       "parallel.microbatch_group_size=8"}) == Approx(3.0 / 19.0).epsilon(0.005));
+  CHECK(idle_fraction({"parallel.pp_schedule=interleaved", "parallel.virtual_stages=2",
+                       "parallel.microbatch_group_size=6", "training.global_batch_tokens=12 Ki"}) ==
+        Approx(3.0 / 15.0).epsilon(0.005));
 }
 
 TEST_CASE("ZB-H1 runs 1F1B with input-gradient passes, stage s holding back up to s weight-gradient passes",
