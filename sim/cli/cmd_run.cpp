@@ -222,6 +222,19 @@ int cmd_run(const Args& args) {
     units.push_back(m.unit);
   }
   writer.write_summary(row, units);
+  if (result.memory_by_stage.size() > 1) {
+    // Every pipeline stage's allocator replay, the summary's "reserved by pipeline stage".
+    std::vector<std::int64_t> stage;
+    std::vector<double> reserved, allocated;
+    for (std::size_t i = 0; i < result.memory_by_stage.size(); ++i) {
+      stage.push_back(static_cast<std::int64_t>(i));
+      reserved.push_back(result.memory_by_stage[i].reserved);
+      allocated.push_back(result.memory_by_stage[i].allocated);
+    }
+    using output::TableColumn;
+    writer.write_table("memory_by_stage", {TableColumn{"stage", "1", stage}, TableColumn{"reserved_bytes", "B", reserved},
+                                           TableColumn{"allocated_bytes", "B", allocated}});
+  }
   const auto& series = result.link_series;
   if (!series.names.empty())
     writer.write_link_series(series.names, series.bandwidth, series.start_s, series.bin_s, series.end_s, series.busy);
