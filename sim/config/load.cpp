@@ -295,7 +295,7 @@ void parse_model(Section s, ModelSpec& m) {
   s.choice("norm", m.norm, {"layernorm", "rmsnorm"});
   s.flag("bias", m.bias);
   s.flag("tied_embeddings", m.tied_embeddings);
-  s.choice("position_embedding", m.position_embedding, {"rope", "learned", "relative"});
+  s.choice("position_embedding", m.position_embedding, {"rope", "learned", "relative", "alibi"});
   s.integer("max_position", m.max_position, Rule{.sign = Sign::non_negative, .form = Form::either});
   s.integer("experts", m.experts, Rule{.sign = Sign::positive, .form = Form::either});
   s.integer("experts_per_token", m.experts_per_token, Rule{.sign = Sign::positive, .form = Form::either});

@@ -37,7 +37,7 @@ const std::vector<Doc>& docs() {
       {"model.norm", "normalisation layer"},
       {"model.bias", "linear layers carry biases (GPT-2/3)"},
       {"model.tied_embeddings", "the LM head shares the embedding table"},
-      {"model.position_embedding", "rope, a learned table (max_position rows) or relative (Transformer-XL style)"},
+      {"model.position_embedding", "rope, a learned table (max_position rows), relative (Transformer-XL style) or alibi (a per-head linear bias on the attention scores, no parameters: BLOOM, MPT)"},
       {"model.max_position", "rows of a learned position table"},
       {"model.experts", "MoE: routed experts per MoE layer (1 = dense)"},
       {"model.experts_per_token", "MoE: routed experts each token goes to (top-k)"},

@@ -245,7 +245,9 @@ struct ModelSpec {
   std::string norm = "layernorm";    ///< layernorm | rmsnorm
   bool bias = false;                 ///< linear layers carry biases (GPT-2/3)
   bool tied_embeddings = false;
-  std::string position_embedding = "rope";  ///< rope | learned | relative (Gopher-style, no table)
+  /// rope | learned | relative (Gopher-style, no table) | alibi (Press et al. 2022: a per-head
+  /// linear bias on the attention scores, no parameters; BLOOM, MPT)
+  std::string position_embedding = "rope";
   int max_position = 0;              ///< rows of a learned position table
   int experts = 1;                   ///< MoE: routed experts per MoE layer (1 = dense)
   int experts_per_token = 1;         ///< MoE: routed experts each token goes to (top-k)

@@ -172,9 +172,10 @@ struct Op {
 /// (or q_proj_dgrad) and kv_up_dgrad under MLA, shared_up_dgrad and the routed mlp_up_dgrad.
 /// Attention core: flash → one causal "attn_core" op, FLOPs = sequences·(a/tp)·s(s+1)/2·
 /// 2·(d + d_v) (seed 003's 4·d per cell when d_v = d), k = d + d_v, bytes = Q, K, V, O + fp32
-/// row statistics (no s² term); no flash → attn_scores (full s × s, the mask applied
-/// afterwards), attn_softmax (s² read + written), attn_dropout (attention_dropout > 0 only),
-/// attn_values. Elementwise ops: bytes = elements · (reads + writes) · bytes_per_element; those
+/// row statistics (no s² term); no flash → alibi_bias (position_embedding alibi only: s²
+/// written and read back, baddbmm's copy of the broadcast bias), attn_scores (full s × s, the
+/// mask applied afterwards), attn_softmax (s² read + written), attn_dropout (attention_dropout >
+/// 0 only), attn_values. Elementwise ops: bytes = elements · (reads + writes) · bytes_per_element; those
 /// outside the TP regions (the norms, hidden dropouts and residual adds; the final norm) run on
 /// all t·h elements on every TP rank, or on t·h/tp under `sequence_parallel` (Megatron SP,
 /// Korthikanti et al. 2022 §4.2.2: the sequence split between the reduce-scatter and the

@@ -221,11 +221,21 @@ std::vector<Op> attention_core_forward(const Microbatch& mb) {
     op.bytes = mb.tokens * (heads + kv_heads) * (d + dv) * mb.bpe + mb.tokens * heads * 4.0;
     // Attention dropout, if any, is applied to the probability tiles inside the kernel (its
     // random numbers are regenerated from the seed in backward): no extra op, no mask in HBM.
+    // ALiBi inside a fused kernel (FlashAttention-2's alibi_slopes, Triton kernels) is a bias
+    // computed per tile from the head's slope: no HBM traffic; its few extra instructions per
+    // tile are not modelled.
     ops.push_back(op);
   } else {
     // Unfused (Megatron's baddbmm path): the full s × s score matrix is computed (the causal
     // mask is applied afterwards, so the masked half is computed too), written, soft-maxed and
     // read back — HBM traffic ∝ s²·heads.
+    if (sh.alibi) {
+      // ALiBi as Megatron-DeepSpeed adds it (BLOOM): the scores are baddbmm(alibi, q, kᵀ,
+      // beta = 1) with the bias broadcast over the queries, and ATen's baddbmm first copies its
+      // expanded input into the result, which the GEMM then reads back (beta ≠ 0): one write
+      // and one read of the s × s scores more than the plain path's beta = 0.
+      ops.push_back(elementwise("alibi_bias", batch * s * s, 1, 1, 1, mb.bpe));
+    }
     ops.push_back(gemm("attn_scores", s, s, d, batch, mb.bpe));
     ops.push_back(elementwise("attn_softmax", batch * s * s, 1, 1, kSoftmaxFlops, mb.bpe));
     if (mb.attention_dropout) ops.push_back(dropout("attn_dropout", batch * s * s, mb.bpe));

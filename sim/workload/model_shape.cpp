@@ -93,8 +93,10 @@ Shape shape_of(const config::ModelSpec& model) {
     s.learned_positions = true;
   } else if (model.position_embedding == "relative") {
     s.relative_positions = true;
+  } else if (model.position_embedding == "alibi") {
+    s.alibi = true;
   } else {
-    bad(model, "position_embedding must be rope, learned or relative, got \"" +
+    bad(model, "position_embedding must be rope, learned, relative or alibi, got \"" +
                    model.position_embedding + "\"");
   }
   return s;

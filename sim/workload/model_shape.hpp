@@ -35,6 +35,7 @@ struct Shape {
   bool learned_positions = false;
   bool relative_positions = false;
   bool rope = false;
+  bool alibi = false;  ///< ALiBi: a bias on the attention scores (Press et al. 2022), no table
 
   /// Whether layer `layer` (0-based) is a mixture-of-experts layer.
   bool is_moe_layer(int layer) const { return experts > 1 && layer >= dense_layers; }
