@@ -162,7 +162,10 @@ Layout resolve_layout(const config::Scenario& s) {
                        "the interleaved schedule needs the microbatches per pipeline (" + std::to_string(m) +
                            ") to be a multiple of the microbatch group (" + std::to_string(n) +
                            (set ? "" : ", pp by default") + "), or to leave a last group of at least pp (" +
-                           std::to_string(l.pp) + "); got a last group of " + std::to_string(rest));
+                           std::to_string(l.pp) + "); got a last group of " + std::to_string(rest) +
+                           (set ? std::string()
+                                : std::string("; parallel.microbatch_group_size sets another group, from pp to the "
+                                              "microbatches (Megatron-core's microbatch_group_size_per_vp_stage)")));
     }
     if (n < l.pp) {
       throw InputError(s.where(key), key,
