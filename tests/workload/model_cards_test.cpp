@@ -73,3 +73,16 @@ TEST_CASE("models/deepseek-v3.yaml is the DeepSeek-V3 shape with its published f
   CHECK(*m.published.gpu_hours == Approx(2.788e6));
   CHECK(m.published.hardware == "H800");
 }
+
+TEST_CASE("the MPT cards reproduce the parameter counts of MosaicML's benchmark table", "[workload][params][cards]") {
+  // mosaicml/llm-foundry scripts/train/benchmarking/README.md, NumParams at sequence 2,048 (the
+  // learned position table has max_seq_len rows): 12·L·h² + 13·L·h + V·h + 2,048·h + 2·h.
+  const std::pair<const char*, double> published[] = {
+      {"mpt-125m", 125'311'488}, {"mpt-350m", 355'985'408},     {"mpt-760m", 760'470'528},
+      {"mpt-1b", 1'315'950'592}, {"mpt-3b", 2'651'837'440},     {"mpt-7b", 6'658'859'008},
+      {"mpt-13b", 12'853'954'560}, {"mpt-30b", 29'975'214'080}, {"mpt-70b", 64'862'437'376}};
+  for (const auto& [name, params] : published) {
+    INFO(name);
+    CHECK(count_params(card(name)).total() == params);
+  }
+}
