@@ -567,6 +567,71 @@ ValidationPlan nemo_plan(const std::string& data_dir) {
 }
 
 
+/// MosaicML's MPT throughput tables (mosaicml/llm-foundry scripts/train/benchmarking/README.md):
+/// MPT 125M-70B trained with Composer's FSDP (FULL_SHARD, mixed precision PURE) on A100 40GB and
+/// 80GB hosts with 8 x 200 Gbit/s RoCE, tokens/s per GPU. Added out of sample in round 18, the rows
+/// chosen before any was simulated (sequence 2,048: the largest and smallest GPU count of each
+/// model size on A100 40GB, and the A100 80GB table's two PURE rows), the first predictions in
+/// the commit that added them; each a scenario under scenarios/validation/mosaic-mpt/.
+struct MosaicRow {
+  const char* file;  ///< scenarios/validation/mosaic-mpt/<file>.yaml
+  const char* label;
+  int gpus, layers, hidden, microbatch, sequences;  ///< sequences: the global batch
+  double tokens_per_gpu;                             ///< published tokens/s per GPU
+};
+
+constexpr MosaicRow kMosaic[] = {
+    {"mpt-70b-128gpu-a100-40gb", "MPT-70B, 128 A100 40GB, mb 4, ckpt", 128, 80, 8192, 4, 512, 376},
+    {"mpt-70b-64gpu-a100-40gb", "MPT-70B, 64 A100 40GB, mb 2, ckpt", 64, 80, 8192, 2, 128, 276},
+    {"mpt-30b-128gpu-a100-40gb", "MPT-30B, 128 A100 40GB, mb 6, ckpt", 128, 48, 7168, 6, 768, 865},
+    {"mpt-30b-32gpu-a100-40gb", "MPT-30B, 32 A100 40GB, mb 4, ckpt", 32, 48, 7168, 4, 128, 857},
+    {"mpt-13b-128gpu-a100-40gb", "MPT-13B, 128 A100 40GB, mb 16, ckpt", 128, 40, 5120, 16, 2048, 1972},
+    {"mpt-13b-8gpu-a100-40gb", "MPT-13B, 8 A100 40GB, mb 4 x 16, ckpt", 8, 40, 5120, 4, 512, 1668},
+    {"mpt-7b-128gpu-a100-40gb", "MPT-7B, 128 A100 40GB, mb 18, ckpt", 128, 32, 4096, 18, 2304, 3623},
+    {"mpt-7b-8gpu-a100-40gb", "MPT-7B, 8 A100 40GB, mb 12 x 4, ckpt", 8, 32, 4096, 12, 384, 3679},
+    {"mpt-3b-128gpu-a100-40gb", "MPT-3B, 128 A100 40GB, mb 6", 128, 32, 2560, 6, 768, 9538},
+    {"mpt-3b-8gpu-a100-40gb", "MPT-3B, 8 A100 40GB, mb 5 x 8", 8, 32, 2560, 5, 320, 10065},
+    {"mpt-1b-128gpu-a100-40gb", "MPT-1B, 128 A100 40GB, mb 10", 128, 24, 2048, 10, 1280, 18647},
+    {"mpt-1b-8gpu-a100-40gb", "MPT-1B, 8 A100 40GB, mb 8 x 8", 8, 24, 2048, 8, 512, 19271},
+    {"mpt-760m-128gpu-a100-40gb", "MPT-760M, 128 A100 40GB, mb 12", 128, 24, 1536, 12, 1536, 28940},
+    {"mpt-760m-8gpu-a100-40gb", "MPT-760M, 8 A100 40GB, mb 12 x 4", 8, 24, 1536, 12, 384, 30173},
+    {"mpt-350m-128gpu-a100-40gb", "MPT-350M, 128 A100 40GB, mb 18", 128, 24, 1024, 18, 2304, 51934},
+    {"mpt-350m-8gpu-a100-40gb", "MPT-350M, 8 A100 40GB, mb 16 x 4", 8, 24, 1024, 16, 512, 55995},
+    {"mpt-125m-128gpu-a100-40gb", "MPT-125M, 128 A100 40GB, mb 26", 128, 12, 768, 26, 3328, 123936},
+    {"mpt-125m-8gpu-a100-40gb", "MPT-125M, 8 A100 40GB, mb 26 x 3", 8, 12, 768, 26, 624, 136334},
+    {"mpt-70b-64gpu-a100-80gb", "MPT-70B, 64 A100 80GB, mb 8 x 4, ckpt", 64, 80, 8192, 8, 2048, 410},
+    {"mpt-70b-32gpu-a100-80gb", "MPT-70B, 32 A100 80GB, mb 2 x 16, ckpt", 32, 80, 8192, 2, 1024, 373},
+};
+
+ValidationPlan mosaic_plan(const std::string& data_dir) {
+  ValidationPlan plan{{"mosaic-mpt",
+                       "MosaicML MPT 125M-70B with Composer FSDP (FULL_SHARD, PURE bf16) on A100 40GB / 80GB, sequence "
+                       "2,048 (llm-foundry benchmark tables): tokens/s per GPU, out of sample",
+                       {}, true},
+                      {}};
+  for (const auto& row : kMosaic) {
+    const std::string path = data_dir + "/scenarios/validation/mosaic-mpt/" + row.file + ".yaml";
+    plan.jobs.push_back({row.file, [row, path] {
+                           return simulated_row(
+                               row.label, row.tokens_per_gpu, "tok/s/GPU",
+                               "mosaicml/llm-foundry scripts/train/benchmarking/README.md; scenarios/validation/mosaic-mpt/",
+                               false, path,
+                               [&](const config::Scenario& s) {
+                                 return s.gpus() == row.gpus && s.model.layers == row.layers &&
+                                        s.model.hidden == row.hidden && s.parallel.microbatch_size == row.microbatch &&
+                                        s.training.sequence_length == 2048 &&
+                                        s.training.global_batch_tokens == 2048.0 * row.sequences &&
+                                        s.parallel.zero == 3 && s.training.precision == "bf16";
+                               },
+                               std::string("the MPT row ") + row.file,
+                               [](const config::Scenario& s, const run::SimulationResult& r) {
+                                 return s.training.global_batch_tokens / r.step_time_s / r.gpus;
+                               });
+                         }});
+  }
+  return plan;
+}
+
 /// Llama 3 405B pre-training at 8K and 16K H100s (Dubey et al. 2024, "The Llama 3 Herd of
 /// Models", arXiv:2407.21783, §3.3.2 Table 4; the rows as on Pavan Balaji's SC'24 slide quoted
 /// by glennklockwood.com/garden/llama-3.1): model TFLOP/s per GPU in ironlaw's MFU convention
@@ -633,7 +698,7 @@ ValidationPlan llama3_paper_plan(const std::string& data_dir) {
 
 std::vector<std::string> validation_case_names() {
   return {"seed003",    "nccl-h100",       "megatron-2021", "korthikanti-2022", "torchtitan",
-          "bigscience", "mt-nlg", "nemo-h100", "torchtitan-2025"};
+          "bigscience", "mt-nlg", "nemo-h100", "torchtitan-2025", "mosaic-mpt"};
 }
 
 std::vector<std::string> validation_long_case_names() { return {"llama3-paper"}; }
@@ -651,6 +716,7 @@ ValidationPlan plan_validation(const std::string& name, const std::string& data_
   if (name == "bigscience") return bigscience_plan(data_dir);
   if (name == "mt-nlg") return mt_nlg_plan(data_dir);
   if (name == "nemo-h100") return nemo_plan(data_dir);
+  if (name == "mosaic-mpt") return mosaic_plan(data_dir);
   // A long case (validation_long_case_names): its 16,384-GPU 8K row costs minutes of CPU (see
   // llama3_paper_plan), beyond validate's two-minute budget, so only --case runs it.
   if (name == "llama3-paper") return llama3_paper_plan(data_dir);

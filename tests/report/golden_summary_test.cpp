@@ -217,6 +217,10 @@ TEST_CASE("the torchtitan 2025 validation scenarios reproduce their golden summa
   check_goldens(shipped_scenarios("validation/torchtitan-2025", false));
 }
 
+TEST_CASE("the MosaicML MPT validation scenarios reproduce their golden summaries", "[golden][slow]") {
+  check_goldens(shipped_scenarios("validation/mosaic-mpt", false));
+}
+
 TEST_CASE("the whole-run scenarios' steps reproduce their golden summaries", "[golden][slow]") {
   check_goldens(shipped_scenarios("runs", false));
 }
