@@ -472,6 +472,7 @@ void parse_training(Section s, TrainingSpec& t) {
   s.choice("framework", t.framework, {"fused", "eager", "compile", "cuda_graphs"});
   s.flag("launch_blocking", t.launch_blocking);
   s.flag("compile_loss", t.compile_loss);
+  s.flag("fused_cross_entropy", t.fused_cross_entropy);
   s.flag("flash_attention", t.flash_attention);
   s.choice("attention_kernel", t.attention_kernel, {"flash2", "cudnn"});
   s.flag("gradient_accumulation_fusion", t.gradient_accumulation_fusion);

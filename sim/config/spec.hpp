@@ -374,6 +374,13 @@ struct TrainingSpec {
   /// the logits is made, and the backward keeps the logits themselves. Not with torch's loss
   /// parallel (tp > 1), which is not simulated compiled.
   bool compile_loss = false;
+  /// The loss is flash-attn's fused cross-entropy kernel (flash_attn.losses.cross_entropy, the
+  /// xentropy CUDA kernel of Apex): MosaicML llm-foundry's default for its models (loss_fn
+  /// fused_crossentropy). One forward kernel reads the logits in the training precision (their
+  /// maximum and sum of exponentials, row by row) and keeps one fp32 log-sum-exp per row; one
+  /// backward kernel reads the logits and writes their gradient: no fp32 copy of the logits is
+  /// made. PyTorch model code (framework eager or compile) with tp 1 only.
+  bool fused_cross_entropy = false;
   bool flash_attention = true;
   /// Which fused-attention kernel runs: flash2 (FlashAttention-2, the default: torch SDPA's
   /// flash backend on H100 through 2024, pytorch/pytorch#142132) or cudnn (cuDNN fused

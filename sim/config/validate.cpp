@@ -610,6 +610,14 @@ void validate_scenario(Scenario& sc, LoadState& st) {
               "loss under torch's loss parallel is not simulated); got framework " + t.framework + " and tp " +
                   str(p.tp));
   }
+  if (t.fused_cross_entropy &&
+      st.ok({"training.fused_cross_entropy", "training.framework", "parallel.tp", "training.compile_loss"}) &&
+      ((t.framework != "eager" && t.framework != "compile") || p.tp > 1 || t.compile_loss)) {
+    st.report("training.fused_cross_entropy",
+              "is flash-attn's fused cross-entropy under PyTorch model code: needs training.framework eager or compile, "
+              "parallel.tp 1 (its tensor-parallel form is not simulated) and no training.compile_loss; got framework " +
+                  t.framework + ", tp " + str(p.tp) + (t.compile_loss ? " and compile_loss" : ""));
+  }
   if (t.bf16_optimizer &&
       st.ok({"training.bf16_optimizer", "training.precision", "training.reduce_dtype", "parallel.zero",
              "training.gradient_accumulation_fusion"}) &&

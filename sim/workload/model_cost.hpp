@@ -555,7 +555,8 @@ bool torch_tensor_parallel(const config::TrainingSpec& training, const config::P
 /// in forward; log-softmax output, NLL gradient and log-softmax gradient in backward); the same
 /// under torch TP (torch_tensor_parallel: loss parallel, whose backward
 /// (grad_input + exp(x)) · grad_output keeps x, grad_input, exp(x) and the sum alive, all fp32):
-/// max(bpe + 12, 16).
+/// max(bpe + 12, 16); a compiled loss (training.compile_loss) or flash-attn's fused cross-entropy
+/// (training.fused_cross_entropy): 2 × bpe, the logits and their gradient.
 double loss_bytes_per_logit(const config::TrainingSpec& training, const config::ParallelSpec& parallel);
 
 /// Bytes the LM head keeps for its weight gradient per microbatch of `sequences` sequences

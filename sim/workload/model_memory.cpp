@@ -283,6 +283,12 @@ double loss_bytes_per_logit(const config::TrainingSpec& training, const config::
     // the bf16 logits, their fp32 copy, the shifted copy and its exp, 2 + 3 × 4 B.)
     return std::max(bpe + 12.0, 16.0);
   }
+  if (training.fused_cross_entropy) {
+    // flash-attn's fused cross-entropy (training.fused_cross_entropy): its forward saves the
+    // logits themselves and an fp32 log-sum-exp per row (4 B per row, not per logit), its
+    // backward writes the logits' gradient in the training precision: 2 × bpe per logit.
+    return 2.0 * bpe;
+  }
   if (training.compile_loss) {
     // torch.compile of F.cross_entropy(logits.float()) (training.compile_loss): the forward's
     // reductions read the logits without an fp32 copy, AOTAutograd's min-cut partition saves the

@@ -59,6 +59,8 @@ struct Microbatch {
   /// The loss is compiled (training.compile_loss): its reductions read the logits without an
   /// fp32 copy, and one fused kernel writes their gradient.
   bool compiled_loss = false;
+  /// The loss is flash-attn's fused cross-entropy kernel (training.fused_cross_entropy).
+  bool fused_loss = false;
   bool fp8_linear = false;         ///< linear layers in fp8 (torchtitan Float8 / Transformer Engine)
   /// The fp8 weights come from FSDP's fp8 all-gather (training.fp8_all_gather): cast once per
   /// gather on the shard, not per GEMM.
@@ -100,7 +102,8 @@ Microbatch microbatch(const config::ModelSpec& model, const config::TrainingSpec
   mb.hidden_dropout = model.hidden_dropout > 0;
   mb.eager = training.framework == "eager";
   mb.compiled_loss = training.compile_loss;
-  mb.eager_loss = pytorch_model_code(training) && !mb.compiled_loss;
+  mb.fused_loss = training.fused_cross_entropy;
+  mb.eager_loss = pytorch_model_code(training) && !mb.compiled_loss && !mb.fused_loss;
   mb.expands_kv = sdpa_expands_kv(training) && !mb.sh.mla && mb.sh.kv_heads < mb.sh.heads;
   mb.fp8_linear = training.precision == "fp8";
   mb.fp8_gathered_weights = mb.fp8_linear && training.fp8_all_gather;
@@ -483,6 +486,13 @@ std::vector<Op> head_forward(const Microbatch& mb) {
     ce.bytes = t * vocab_local * 2.0 * mb.bpe;
     ce.kernels = 2;
   }
+  if (mb.fused_loss) {
+    // flash-attn's xentropy forward: one kernel per row block, a pass for the maximum and one
+    // for the sum of exponentials over the logits in the training precision; it writes the
+    // loss and the fp32 log-sum-exp per row only.
+    ce.bytes = t * vocab_local * 2.0 * mb.bpe;
+    ce.kernels = 1;
+  }
   ops.push_back(ce);
   return ops;
 }
@@ -640,9 +650,10 @@ std::vector<Op> head_backward_ops(const config::ModelSpec& model, const config::
     ce_bwd.bytes = mb.tokens * mb.sh.vocab / mb.tp * (20.0 + mb.bpe);
     ce_bwd.kernels = 3;
   }
-  if (mb.compiled_loss) {
+  if (mb.compiled_loss || mb.fused_loss) {
     // One fused kernel: read the saved logits, recompute the softmax from the row statistics,
-    // subtract the one-hot target, write the gradient in the training precision.
+    // subtract the one-hot target, write the gradient in the training precision (xentropy's
+    // backward the same, from its saved log-sum-exp).
     ce_bwd.bytes = mb.tokens * mb.sh.vocab / mb.tp * 2.0 * mb.bpe;
     ce_bwd.kernels = 1;
   }
