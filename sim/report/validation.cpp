@@ -136,6 +136,12 @@ std::vector<ValidationRow> simulated_row(const std::string& label, double publis
 /// The simulated step time [s]: the prediction of a published iteration time.
 double step_time(const config::Scenario&, const run::SimulationResult& r) { return r.step_time_s; }
 
+/// The simulated tokens per second per GPU: the global batch over the step time and the GPUs,
+/// the prediction of a published throughput.
+double tokens_per_gpu_second(const config::Scenario& s, const run::SimulationResult& r) {
+  return s.training.global_batch_tokens / r.step_time_s / r.gpus;
+}
+
 /// FLOPs of one iteration as Narayanan et al. (SC'21, §5.1) count them:
 /// 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)), B sequences of s tokens, l layers, hidden h, vocab V.
 /// It includes the recomputation forward of full activation checkpointing (4 passes of the
@@ -270,8 +276,7 @@ std::vector<ValidationRow> torchtitan_rows(const std::string& label, double toke
   if (r.out_of_memory) {
     rows.push_back({label + " tokens/s (OOM)", tokens_per_gpu, nan, "tok/s/GPU", src});
   } else {
-    rows.push_back({label + " tokens/s", tokens_per_gpu, s.training.global_batch_tokens / r.step_time_s / r.gpus,
-                    "tok/s/GPU", src});
+    rows.push_back({label + " tokens/s", tokens_per_gpu, tokens_per_gpu_second(s, r), "tok/s/GPU", src});
   }
   if (with_memory) rows.push_back({label + " memory (reserved)", memory_gib, r.memory_reserved / gib, "GiB", src, false, true});
   return rows;
@@ -557,10 +562,7 @@ ValidationPlan nemo_plan(const std::string& data_dir) {
                                         s.parallel.microbatch_size == row.mbs && s.training.precision == "fp8" &&
                                         s.training.framework == "fused";
                                },
-                               std::string("the NeMo row ") + row.file,
-                               [](const config::Scenario& s, const run::SimulationResult& r) {
-                                 return s.training.global_batch_tokens / r.step_time_s / r.gpus;
-                               });
+                               std::string("the NeMo row ") + row.file, tokens_per_gpu_second);
                          }});
   }
   return plan;
@@ -623,10 +625,7 @@ ValidationPlan mosaic_plan(const std::string& data_dir) {
                                         s.training.global_batch_tokens == 2048.0 * row.sequences &&
                                         s.parallel.zero == 3 && s.training.precision == "bf16";
                                },
-                               std::string("the MPT row ") + row.file,
-                               [](const config::Scenario& s, const run::SimulationResult& r) {
-                                 return s.training.global_batch_tokens / r.step_time_s / r.gpus;
-                               });
+                               std::string("the MPT row ") + row.file, tokens_per_gpu_second);
                          }});
   }
   return plan;
