@@ -16,6 +16,23 @@
 
 namespace ironlaw::config {
 
+const DeviceSpec::AttentionProfile& DeviceSpec::AttentionKernel::at_head_dim(double head_dim) const {
+  if (profiles.empty()) throw std::logic_error("attention kernel has no profile");
+  const AttentionProfile* best = &profiles.front();
+  double best_distance = 0;
+  bool first = true;
+  for (const AttentionProfile& p : profiles) {
+    if (p.head_dim <= 0 || !(head_dim > 0)) continue;  // unstated: a kernel's only profile
+    const double distance = std::abs(std::log2(head_dim / p.head_dim));
+    if (first || distance < best_distance || (distance == best_distance && p.head_dim > best->head_dim)) {
+      best = &p;
+      best_distance = distance;
+      first = false;
+    }
+  }
+  return *best;
+}
+
 namespace {
 
 using detail::Document;
@@ -89,27 +106,66 @@ void parse_device(Section s, DeviceSpec& d) {
                    "was replaced by attention_kernel: { forward, forward_causal, backward, backward_causal }, each "
                    "{ plateau_rate, half_length } from a per-sequence-length measurement (see topologies/h100-sxm.yaml)");
   }
-  // Absent: fused attention is timed as a GEMM. Given: every pass, each constant with its source.
-  auto attention_kernel = [&s](const char* key, DeviceSpec::AttentionKernel& kernel) {
-    const bool given = s.has(key);
+  // Absent: fused attention is timed as a GEMM. Given: every pass, each constant with its source,
+  // as one profile (a mapping; head_dim optional) or a list of profiles at different head
+  // dimensions (each with its head_dim).
+  auto attention_profile = [](Section a, DeviceSpec::AttentionProfile& p, bool given, bool head_dim_required) {
     const Rule leaf = given ? kHardware : kOptionalHardware;
     const Rule length = given ? kHardwareLatency : kOptionalHardwareLatency;
-    Section a = s.section(key);
+    a.integer("head_dim", p.head_dim, head_dim_required ? kHardware : kOptionalHardware);
     const std::pair<const char*, DeviceSpec::AttentionPass*> passes[] = {
-        {"forward", &kernel.forward},
-        {"forward_causal", &kernel.forward_causal},
-        {"backward", &kernel.backward},
-        {"backward_causal", &kernel.backward_causal}};
+        {"forward", &p.forward}, {"forward_causal", &p.forward_causal},
+        {"backward", &p.backward}, {"backward_causal", &p.backward_causal}};
     for (const auto& [pass_name, pass] : passes) {
-      Section p = a.section(pass_name, Rule{.required = given});
-      p.number("plateau_rate", pass->plateau_rate, Dimension::flop_rate, leaf);
-      p.number("half_length", pass->half_length, Dimension::count, length);
-      p.finish();
+      Section ps = a.section(pass_name, Rule{.required = given});
+      ps.number("plateau_rate", pass->plateau_rate, Dimension::flop_rate, leaf);
+      ps.number("half_length", pass->half_length, Dimension::count, length);
+      ps.finish();
     }
     a.finish();
   };
-  attention_kernel("attention_kernel", d.attention_kernel);
-  attention_kernel("cudnn_attention_kernel", d.cudnn_attention_kernel);
+  auto attention_kernel = [&](const char* key, const char* name) {
+    DeviceSpec::AttentionKernel kernel;
+    if (s.state().collecting) {  // the keys of one profile of the list form, listed as KEY[].…
+      DeviceSpec::AttentionProfile scratch;
+      attention_profile(Section(s.state(), YAML::Node(), s.file(), s.full(key) + "[]", SourceLoc{}, false), scratch,
+                        true, true);
+    }
+    if (s.is_list(key)) {
+      const auto list = s.raw(key, KeyKind::list);
+      if (!list) return;
+      if (list->size() == 0) {
+        s.state().fail(s.full(key), "expected one profile (a mapping) or a non-empty list of profiles, each with its head_dim");
+        return;
+      }
+      for (std::size_t i = 0; i < list->size(); ++i) {
+        const YAML::Node item = (*list)[i];
+        const std::string item_key = s.full(key) + "[" + std::to_string(i) + "]";
+        if (!item.IsMap()) {
+          s.state().error(s.position(key, item), item_key, "expected a mapping { head_dim, forward, forward_causal, backward, backward_causal }");
+          continue;
+        }
+        DeviceSpec::AttentionProfile p;
+        attention_profile(Section(s.state(), item, s.file(), item_key, s.position(key, item), false), p, true, true);
+        for (const auto& other : kernel.profiles) {
+          if (p.head_dim > 0 && other.head_dim == p.head_dim) {
+            s.state().fail(item_key + ".head_dim", "head_dim " + std::to_string(p.head_dim) + " is given twice; one profile per head dimension");
+          }
+        }
+        kernel.profiles.push_back(p);
+      }
+    } else {
+      const bool given = s.has(key);
+      DeviceSpec::AttentionProfile p;
+      attention_profile(s.section(key), p, given, false);
+      if (given) kernel.profiles.push_back(p);
+    }
+    if (kernel.given()) d.attention_kernels[name] = std::move(kernel);
+  };
+  attention_kernel("attention_kernel", "flash2");
+  attention_kernel("cudnn_attention_kernel", "cudnn");
+  attention_kernel("triton_attention_kernel", "flash_triton");
+  if (const auto it = d.attention_kernels.find("flash2"); it != d.attention_kernels.end()) d.attention_kernel = it->second;
   s.integer("gemm_tile_m", d.gemm_tile_m, kOptionalHardware);
   s.integer("gemm_tile_n", d.gemm_tile_n, kOptionalHardware);
   s.number("max_gemm_shape_m", d.max_gemm_shape_m, Dimension::count, kOptionalHardware);
@@ -474,7 +530,7 @@ void parse_training(Section s, TrainingSpec& t) {
   s.flag("compile_loss", t.compile_loss);
   s.flag("fused_cross_entropy", t.fused_cross_entropy);
   s.flag("flash_attention", t.flash_attention);
-  s.choice("attention_kernel", t.attention_kernel, {"flash2", "cudnn"});
+  s.choice("attention_kernel", t.attention_kernel, {"flash2", "cudnn", "flash_triton"});
   s.flag("gradient_accumulation_fusion", t.gradient_accumulation_fusion);
   s.flag("bf16_optimizer", t.bf16_optimizer);
   s.choice("reduce_dtype", t.reduce_dtype, {"fp32", "bf16", "fp16"});
@@ -951,24 +1007,31 @@ std::vector<std::string> scenario_keys() {
 
 namespace {
 
-/// training.attention_kernel: the device's cuDNN profile replaces its default (FlashAttention-2)
-/// one when the scenario asks for cudnn (Transformer Engine prefers cuDNN fused attention on
-/// Hopper: NVIDIA/NeMo docs, memory_optimizations.rst, PR #9188). The scenario names the kernel:
-/// `framework: fused` covers every hand-fused stack (Megatron-LM 2021, Meta's Llama 3 stack,
-/// Megatron-core with TE), and only the last runs cuDNN's kernel. cudnn on a device without a
-/// cuDNN profile is refused.
+/// training.attention_kernel: the named kernel's profiles replace the device's default
+/// (FlashAttention-2) ones. The scenario names the kernel: `framework: fused` covers every
+/// hand-fused stack (Megatron-LM 2021, Meta's Llama 3 stack, Megatron-core with TE), and only the
+/// last runs cuDNN's kernel (Transformer Engine prefers cuDNN fused attention on Hopper:
+/// NVIDIA/NeMo docs, memory_optimizations.rst, PR #9188); MosaicML's llm-foundry ran FlashAttention's
+/// Triton kernel under attn_impl: triton. A kernel the device has no profile of is refused, and
+/// so is any kernel but the default without fused attention (it would time nothing).
 void resolve_attention_kernel(Scenario& sc, LoadState& st) {
   const TrainingSpec& t = sc.training;
   DeviceSpec& d = sc.topology.device;
-  const bool has_cudnn = d.cudnn_attention_kernel.given();
-  if (t.attention_kernel == "cudnn" && !has_cudnn) {
-    st.report("training.attention_kernel", "cudnn needs a device with cudnn_attention_kernel (device " + d.name +
-                                               " has none); use flash2");
+  if (t.attention_kernel == "flash2") return;
+  if (!t.flash_attention) {
+    st.report("training.attention_kernel", t.attention_kernel + " is a fused attention kernel, but training.flash_attention is false "
+                                           "(attention runs unfused); remove the key or set flash_attention: true");
     return;
   }
-  if (t.attention_kernel == "cudnn") {
-    d.attention_kernel = d.cudnn_attention_kernel;
+  static const std::map<std::string, std::string> device_key = {{"cudnn", "cudnn_attention_kernel"},
+                                                                {"flash_triton", "triton_attention_kernel"}};
+  const auto it = d.attention_kernels.find(t.attention_kernel);
+  if (it == d.attention_kernels.end()) {
+    st.report("training.attention_kernel", t.attention_kernel + " needs a device with " + device_key.at(t.attention_kernel) +
+                                               " (device " + d.name + " has none); use flash2");
+    return;
   }
+  d.attention_kernel = it->second;
 }
 
 }  // namespace

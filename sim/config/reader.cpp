@@ -684,6 +684,11 @@ std::string Section::full(const std::string& key) const { return prefix_.empty()
 
 bool Section::has(const std::string& key) const { return index_.count(key) > 0; }
 
+bool Section::is_list(const std::string& key) const {
+  const auto it = index_.find(key);
+  return it != index_.end() && entries_[it->second].value.IsSequence();
+}
+
 Section::Entry* Section::find(const std::string& key) {
   const auto it = index_.find(key);
   return it == index_.end() ? nullptr : &entries_[it->second];

@@ -139,6 +139,8 @@ class Section {
   const std::string& prefix() const { return prefix_; }
   LoadState& state() const { return *state_; }
   bool has(const std::string& key) const;
+  /// Whether `key` is present with a sequence as its value (registers nothing).
+  bool is_list(const std::string& key) const;
 
   bool text(const std::string& key, std::string& out, const Rule& rule = {});
   bool choice(const std::string& key, std::string& out, const std::vector<std::string>& choices, const Rule& rule = {});

@@ -60,16 +60,37 @@ struct DeviceSpec {
     double plateau_rate = 0;  ///< the long-loop limit [FLOP/s, useful FLOPs of the pass]
     double half_length = 0;   ///< loop length at which the rate is half the plateau [tokens]
   };
-  struct AttentionKernel {
+  /// One measurement of a fused attention kernel: its four passes at one head dimension.
+  struct AttentionProfile {
     AttentionPass forward, forward_causal, backward, backward_causal;
-    bool given() const { return forward.plateau_rate > 0; }
+    /// The head dimension the rates were measured at; 0: not stated (a kernel's only profile,
+    /// used at every head dimension).
+    int head_dim = 0;
   };
+  /// A fused attention kernel on this device: its profiles, one per measured head dimension
+  /// (the rates of FlashAttention-style kernels depend on it: the softmax work per score is
+  /// the same at every head dimension while the matmul work per score grows with it, so a
+  /// kernel's share of peak differs between head dimension 64 and 128, up or down with its
+  /// tiling; Dao 2023, FlashAttention-2, Figure 4). Empty: not given.
+  struct AttentionKernel {
+    std::vector<AttentionProfile> profiles;
+    bool given() const { return !profiles.empty(); }
+    /// The profile measured at `head_dim`, else the nearest one on a log scale (96 takes a
+    /// 128 profile, 80 a 64 one; ties go to the larger), the only one when there is one; a
+    /// profile with no stated head dimension is a kernel's only one. Throws std::logic_error
+    /// when not given. O(profiles).
+    const AttentionProfile& at_head_dim(double head_dim) const;
+  };
+  /// The fused attention kernel a scenario's attention runs at (the loader puts the one
+  /// training.attention_kernel names here: FlashAttention-2's, the key `attention_kernel`,
+  /// unless the scenario names another). Not given: fused attention is timed as a GEMM.
   AttentionKernel attention_kernel;
-  /// A second fused-attention kernel of the same device, cuDNN's (the kernel Transformer Engine
-  /// prefers on Hopper), on the same per-pass curve; not given: none. A scenario whose
-  /// training.attention_kernel resolves to cudnn runs its attention at these rates (the loader
-  /// puts them in attention_kernel).
-  AttentionKernel cudnn_attention_kernel;
+  /// Every fused attention kernel of the device profile, by the name training.attention_kernel
+  /// uses: flash2 (YAML `attention_kernel`), cudnn (`cudnn_attention_kernel`: cuDNN's, the kernel
+  /// Transformer Engine prefers on Hopper), flash_triton (`triton_attention_kernel`: the Triton
+  /// kernel of FlashAttention 1.x, flash_attn.flash_attn_triton, which MosaicML's llm-foundry
+  /// ran as attn_impl: triton). Only the given ones are present.
+  std::map<std::string, AttentionKernel> attention_kernels;
   int gemm_tile_m = 128;                      ///< output tile rows of the GEMM kernel
   int gemm_tile_n = 256;                      ///< output tile cols of the GEMM kernel
   /// The (m, n, k) at which max_gemm_fraction was measured; all 0 = not given (the fraction is
@@ -383,8 +404,11 @@ struct TrainingSpec {
   bool fused_cross_entropy = false;
   bool flash_attention = true;
   /// Which fused-attention kernel runs: flash2 (FlashAttention-2, the default: torch SDPA's
-  /// flash backend on H100 through 2024, pytorch/pytorch#142132) or cudnn (cuDNN fused
-  /// attention: Transformer Engine's choice on Hopper; the device's cudnn_attention_kernel).
+  /// flash backend on H100 through 2024, pytorch/pytorch#142132), cudnn (cuDNN fused
+  /// attention: Transformer Engine's choice on Hopper; the device's cudnn_attention_kernel) or
+  /// flash_triton (FlashAttention 1.x's Triton kernel, flash_attn.flash_attn_triton:
+  /// MosaicML llm-foundry's attn_impl: triton, its benchmarks' default in 2023; the device's
+  /// triton_attention_kernel).
   /// Named by the scenario, never inferred from training.framework (see load.cpp).
   std::string attention_kernel = "flash2";
   /// Megatron-core's gradient_accumulation_fusion (Megatron-LM's default: --no-gradient-

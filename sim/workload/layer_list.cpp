@@ -189,6 +189,7 @@ struct Builder {
       core.flops = 4 * b * t * t * d;
       core.bytes = 4 * b * t * d * bpe;  // Q, K, V read, output written
       core.fused_attention = true;
+      core.head_dim = dh;
       core.role = OpRole::attention_core;
       c.forward.push_back(core);
       Op grad = core;

@@ -119,6 +119,9 @@ struct Op {
   /// A fused attention kernel (flash attention): timed at the device's measured attention_kernel
   /// rate for its pass (attention_kernel_rate), not by the GEMM model.
   bool fused_attention = false;
+  /// A fused attention op's query/key head dimension, which picks the kernel profile measured
+  /// nearest to it (DeviceSpec::AttentionKernel::at_head_dim); 0 on other ops.
+  double head_dim = 0;
   /// Its role for the schedulers (OpRole); backward GEMMs are input_grad / tp_column_input_grad
   /// (dX) or weight_grad (dW), elementwise backwards and recompute copies keep the forward's
   /// role except vocab_embedding → vocab_embedding_grad and attention_core → attention_core_grad.
@@ -385,9 +388,12 @@ class HostQueue {
 double gemm_mainloop_fraction(const config::DeviceSpec& device);
 /// The measured rate of the device's fused attention kernel for one pass (forward or backward,
 /// with or without causal mask) whose inner loop runs over `loop_length` tokens (forward: the
-/// keys; backward: the queries): plateau_rate · L / (L + half_length) [FLOP/s of useful work].
-/// Throws std::invalid_argument if the pass has no positive plateau_rate or L ≤ 0. O(1).
-double attention_kernel_rate(const config::DeviceSpec& device, bool backward, bool causal, double loop_length);
+/// keys; backward: the queries): plateau_rate · L / (L + half_length) [FLOP/s of useful work],
+/// from the kernel's profile for `head_dim` (DeviceSpec::AttentionKernel::at_head_dim).
+/// Throws std::invalid_argument if the device has no profile, the pass has no positive
+/// plateau_rate or L ≤ 0. O(profiles).
+double attention_kernel_rate(const config::DeviceSpec& device, bool backward, bool causal, double loop_length,
+                             double head_dim);
 /// The SM clock, as a fraction of the clock max_gemm_fraction was measured at, that a kernel
 /// whose tensor cores run at `tensor_fraction` of peak sustains under power_limit_w. Dynamic
 /// power ∝ activity · f^x (x = clock_power_exponent; 3 when V ∝ f); the benchmark's GEMM

@@ -219,6 +219,7 @@ std::vector<Op> attention_core_forward(const Microbatch& mb) {
     op.batch = batch;
     op.causal = true;
     op.fused_attention = true;
+    op.head_dim = d;
     op.role = OpRole::attention_core;
     op.flops = batch * s * (s + 1.0) / 2.0 * 2.0 * (d + dv);
     op.bytes = mb.tokens * (heads + kv_heads) * (d + dv) * mb.bpe + mb.tokens * heads * 4.0;

@@ -55,7 +55,8 @@ double tiled_seconds(double m, double n, double k, double batch, bool causal, co
 /// reference chip (reference_sm_count SMs); a chip of sm_count SMs runs sm_count / reference of it.
 double attention_seconds(const Op& op, const config::DeviceSpec& device, double peak) {
   const bool backward = op.role == OpRole::attention_core_grad;
-  const double rate = std::min(peak, attention_kernel_rate(device, backward, op.causal, backward ? op.m : op.n));
+  const double rate =
+      std::min(peak, attention_kernel_rate(device, backward, op.causal, backward ? op.m : op.n, op.head_dim));
   const double rows = backward ? op.n : op.m;
   const double blocks = std::ceil(rows / device.gemm_tile_m) * std::ceil(op.batch);
   const double sms = device.sm_count;
@@ -111,8 +112,12 @@ double gemm_mainloop_fraction(const config::DeviceSpec& device) {
   return std::min(1.0, device.max_gemm_fraction / modelled);
 }
 
-double attention_kernel_rate(const config::DeviceSpec& device, bool backward, bool causal, double loop_length) {
-  const auto& k = device.attention_kernel;
+double attention_kernel_rate(const config::DeviceSpec& device, bool backward, bool causal, double loop_length,
+                             double head_dim) {
+  if (!device.attention_kernel.given()) {
+    throw std::invalid_argument("device " + device.name + " has no fused attention kernel profile");
+  }
+  const auto& k = device.attention_kernel.at_head_dim(head_dim);
   const config::DeviceSpec::AttentionPass& pass =
       backward ? (causal ? k.backward_causal : k.backward) : (causal ? k.forward_causal : k.forward);
   if (!(pass.plateau_rate > 0) || !(loop_length > 0)) {

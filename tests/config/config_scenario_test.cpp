@@ -298,14 +298,14 @@ TEST_CASE("training.attention_kernel names the fused attention kernel: FlashAtte
   // picks the kernel (framework fused is also Megatron-LM 2021 and Meta's Llama 3 stack).
   const std::string megatron = IRONLAW_SOURCE_DIR "/scenarios/validation/nemo/llama3-8b-8gpu-fp8cs.yaml";
   const auto forward = [&](const std::string& file, std::vector<std::string> overrides) {
-    return load_scenario(file, overrides).topology.device.attention_kernel.forward.plateau_rate;
+    return load_scenario(file, overrides).topology.device.attention_kernel.at_head_dim(128).forward.plateau_rate;
   };
   CHECK(forward(megatron, {}) == Approx(639e12));
   CHECK(forward(megatron, {"training.attention_kernel=flash2"}) == Approx(389e12));
   CHECK(forward(megatron, {"training.framework=eager"}) == Approx(639e12));
   // Backward plateaus follow the same choice (FA2 339, cuDNN 558 TFLOP/s).
-  CHECK(load_scenario(megatron).topology.device.attention_kernel.backward.plateau_rate == Approx(558e12));
-  CHECK(load_scenario(megatron, {"training.attention_kernel=flash2"}).topology.device.attention_kernel.backward.plateau_rate ==
+  CHECK(load_scenario(megatron).topology.device.attention_kernel.at_head_dim(128).backward.plateau_rate == Approx(558e12));
+  CHECK(load_scenario(megatron, {"training.attention_kernel=flash2"}).topology.device.attention_kernel.at_head_dim(128).backward.plateau_rate ==
         Approx(339e12));
   // The default is FlashAttention-2 under every framework, fused included.
   const std::string default_scenario = IRONLAW_SOURCE_DIR "/scenarios/llama3-8b-fsdp-128.yaml";
@@ -319,6 +319,89 @@ TEST_CASE("training.attention_kernel names the fused attention kernel: FlashAtte
   CHECK(errors.front().find("training.attention_kernel: cudnn needs a device with cudnn_attention_kernel") !=
         std::string::npos);
   CHECK_FALSE(errors_of([&] { load_scenario(torchtitan, {"training.attention_kernel=auto"}); }).empty());
+}
+
+TEST_CASE("training.attention_kernel: flash_triton runs FlashAttention's Triton kernel where the device has its profile",
+          "[scenario][attention]") {
+  // topologies/a100-sxm-40gb.yaml: the Triton kernel's causal forward plateau at head dimension
+  // 128 is 88.9 TFLOP/s, FlashAttention-2's 214.1 (fits to the FlashAttention-2 paper's A100 bars).
+  const std::string mpt = IRONLAW_SOURCE_DIR "/scenarios/validation/mosaic-mpt/mpt-7b-8gpu-a100-40gb.yaml";
+  const auto causal_forward = [&](std::vector<std::string> overrides, double head_dim) {
+    return load_scenario(mpt, overrides).topology.device.attention_kernel.at_head_dim(head_dim).forward_causal.plateau_rate;
+  };
+  CHECK(causal_forward({"training.attention_kernel=flash_triton"}, 128) == Approx(88.9e12));
+  CHECK(causal_forward({"training.attention_kernel=flash_triton"}, 64) == Approx(90.6e12));
+  CHECK(causal_forward({"training.attention_kernel=flash2"}, 128) == Approx(214.1e12));
+  CHECK(causal_forward({"training.attention_kernel=flash2"}, 64) == Approx(194.3e12));
+  // H100 has no Triton profile: refused with the key's name, as cudnn on A100.
+  const std::string torchtitan = IRONLAW_SOURCE_DIR "/scenarios/validation/tt-8b-8gpu-eager.yaml";
+  auto errors = errors_of([&] { load_scenario(torchtitan, {"training.attention_kernel=flash_triton"}); });
+  REQUIRE(errors.size() == 1);
+  CHECK(errors.front().find("training.attention_kernel: flash_triton needs a device with triton_attention_kernel") !=
+        std::string::npos);
+  errors = errors_of([&] { load_scenario(mpt, {"training.attention_kernel=cudnn"}); });
+  REQUIRE(errors.size() == 1);
+  CHECK(errors.front().find("cudnn needs a device with cudnn_attention_kernel") != std::string::npos);
+  // A kernel other than the default without fused attention would time nothing: refused.
+  errors = errors_of([&] {
+    load_scenario(mpt, {"training.attention_kernel=flash_triton", "training.flash_attention=false"});
+  });
+  REQUIRE(errors.size() == 1);
+  CHECK(errors.front().find("training.attention_kernel: flash_triton is a fused attention kernel, but "
+                            "training.flash_attention is false") != std::string::npos);
+}
+
+TEST_CASE("a device's attention kernel is one profile or a list of profiles, each at its own head dimension",
+          "[scenario][device][attention]") {
+  const auto dir = std::filesystem::temp_directory_path() / "ironlaw-attention-profiles";
+  std::filesystem::create_directories(dir);
+  const auto source = std::filesystem::path(IRONLAW_SOURCE_DIR) / "topologies";
+  {
+    std::ifstream cluster(source / "dgx-a100-leaf-spine.yaml");
+    std::ofstream out(dir / "cluster.yaml");
+    std::string line;
+    while (std::getline(cluster, line)) {
+      if (line.find("a100-sxm.yaml") != std::string::npos) line = "device: device.yaml";
+      out << line << "\n";
+    }
+  }
+  // a100-sxm.yaml (its allocator include dropped) with `extra` appended.
+  const auto load_with = [&](const std::string& extra) {
+    {
+      std::ofstream device(dir / "device.yaml");
+      std::ifstream a100(source / "a100-sxm.yaml");
+      std::string line;
+      while (std::getline(a100, line)) {
+        if (line.rfind("memory_allocator:", 0) == 0) continue;
+        device << line << "\n";
+      }
+      device << extra;
+    }
+    return errors_of([&] { config::load_topology((dir / "cluster.yaml").string()); });
+  };
+  const std::vector<std::string> none{"(no error)"};
+  REQUIRE(load_with("") == none);
+  const std::string pass = "{ plateau_rate: { value: 100 TFLOPS, source: s }, half_length: { value: 100, source: s } }";
+  const std::string passes = "forward: " + pass + ", forward_causal: " + pass + ", backward: " + pass +
+                             ", backward_causal: " + pass;
+  // One mapping: head_dim optional.
+  CHECK(load_with("cudnn_attention_kernel: { " + passes + " }\n") == none);
+  // A list: every profile states its head_dim, each once.
+  CHECK(load_with("cudnn_attention_kernel:\n  - { head_dim: { value: 64, source: s }, " + passes +
+                  " }\n  - { head_dim: { value: 128, source: s }, " + passes + " }\n") == none);
+  auto errors = load_with("cudnn_attention_kernel:\n  - { " + passes + " }\n");
+  REQUIRE(errors.size() == 1);
+  CHECK(errors.front().find("cudnn_attention_kernel[0].head_dim") != std::string::npos);
+  errors = load_with("cudnn_attention_kernel:\n  - { head_dim: { value: 64, source: s }, " + passes +
+                     " }\n  - { head_dim: { value: 64, source: s }, " + passes + " }\n");
+  REQUIRE(errors.size() == 1);
+  CHECK(errors.front().find("head_dim 64 is given twice") != std::string::npos);
+  errors = load_with("cudnn_attention_kernel: []\n");
+  REQUIRE(errors.size() == 1);
+  CHECK(errors.front().find("non-empty list of profiles") != std::string::npos);
+  errors = load_with("cudnn_attention_kernel: [ 3 ]\n");
+  REQUIRE(errors.size() == 1);
+  CHECK(errors.front().find("cudnn_attention_kernel[0]") != std::string::npos);
 }
 
 TEST_CASE("fp8 all-gather is FSDP's (zero 3) or Megatron's fp8 parameters under its distributed optimizer (zero 1/2)",
