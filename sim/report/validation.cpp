@@ -574,7 +574,9 @@ ValidationPlan nemo_plan(const std::string& data_dir) {
 /// 80GB hosts with 8 x 200 Gbit/s RoCE, tokens/s per GPU. Added out of sample in round 18, the rows
 /// chosen before any was simulated (sequence 2,048: the largest and smallest GPU count of each
 /// model size on A100 40GB, and the A100 80GB table's two PURE rows), the first predictions in
-/// the commit that added them; each a scenario under scenarios/validation/mosaic-mpt/.
+/// the commit that added them; in round 19 the A100 80GB table of the same commit (llm-foundry
+/// 300cc5c58, all PURE then), by the same rule, first simulated after round 19's attention
+/// kernel. Each a scenario under scenarios/validation/mosaic-mpt/.
 struct MosaicRow {
   const char* file;  ///< scenarios/validation/mosaic-mpt/<file>.yaml
   const char* label;
@@ -603,6 +605,22 @@ constexpr MosaicRow kMosaic[] = {
     {"mpt-125m-8gpu-a100-40gb", "MPT-125M, 8 A100 40GB, mb 26 x 3", 8, 12, 768, 26, 624, 136334},
     {"mpt-70b-64gpu-a100-80gb", "MPT-70B, 64 A100 80GB, mb 8 x 4, ckpt", 64, 80, 8192, 8, 2048, 410},
     {"mpt-70b-32gpu-a100-80gb", "MPT-70B, 32 A100 80GB, mb 2 x 16, ckpt", 32, 80, 8192, 2, 1024, 373},
+    {"mpt-30b-64gpu-a100-80gb", "MPT-30B, 64 A100 80GB, mb 16 x 3, ckpt", 64, 48, 7168, 16, 3072, 876},
+    {"mpt-30b-8gpu-a100-80gb", "MPT-30B, 8 A100 80GB, mb 3 x 21, ckpt", 8, 48, 7168, 3, 504, 788},
+    {"mpt-13b-64gpu-a100-80gb", "MPT-13B, 64 A100 80GB, mb 32, ckpt", 64, 40, 5120, 32, 2048, 1994},
+    {"mpt-13b-8gpu-a100-80gb", "MPT-13B, 8 A100 80GB, mb 20 x 3, ckpt", 8, 40, 5120, 20, 480, 2065},
+    {"mpt-7b-64gpu-a100-80gb", "MPT-7B, 64 A100 80GB, mb 32, ckpt", 64, 32, 4096, 32, 2048, 3670},
+    {"mpt-7b-8gpu-a100-80gb", "MPT-7B, 8 A100 80GB, mb 32 x 2, ckpt", 8, 32, 4096, 32, 512, 3824},
+    {"mpt-3b-64gpu-a100-80gb", "MPT-3B, 64 A100 80GB, mb 12 x 3", 64, 32, 2560, 12, 2304, 10158},
+    {"mpt-3b-8gpu-a100-80gb", "MPT-3B, 8 A100 80GB, mb 10 x 6", 8, 32, 2560, 10, 480, 10403},
+    {"mpt-1b-64gpu-a100-80gb", "MPT-1B, 64 A100 80GB, mb 20", 64, 24, 2048, 20, 1280, 19423},
+    {"mpt-1b-8gpu-a100-80gb", "MPT-1B, 8 A100 80GB, mb 14 x 4", 8, 24, 2048, 14, 448, 20276},
+    {"mpt-760m-64gpu-a100-80gb", "MPT-760M, 64 A100 80GB, mb 24", 64, 24, 1536, 24, 1536, 29565},
+    {"mpt-760m-8gpu-a100-80gb", "MPT-760M, 8 A100 80GB, mb 24 x 2", 8, 24, 1536, 24, 384, 31763},
+    {"mpt-350m-64gpu-a100-80gb", "MPT-350M, 64 A100 80GB, mb 32", 64, 24, 1024, 32, 2048, 54384},
+    {"mpt-350m-8gpu-a100-80gb", "MPT-350M, 8 A100 80GB, mb 32 x 2", 8, 24, 1024, 32, 512, 58911},
+    {"mpt-125m-64gpu-a100-80gb", "MPT-125M, 64 A100 80GB, mb 32", 64, 12, 768, 32, 2048, 130026},
+    {"mpt-125m-8gpu-a100-80gb", "MPT-125M, 8 A100 80GB, mb 32 x 2", 8, 12, 768, 32, 512, 140438},
 };
 
 ValidationPlan mosaic_plan(const std::string& data_dir) {
