@@ -22,23 +22,13 @@ struct Builder {
   const config::DeviceSpec* device = nullptr;
   LayerModelCost out;
 
-  /// Appends `op` to `ops`, split along k when its output tiles leave SMs idle (split-K).
+  /// Appends `op` to `ops`, split along k when its output tiles leave SMs idle (split_k: the
+  /// sliced GEMM and its reduction as two ops).
   void push(std::vector<Op>& ops, Op op) const {
-    if (device != nullptr && op.is_gemm() && device->sm_count > 0 && device->gemm_tile_m > 0 && device->gemm_tile_n > 0) {
-      const double tiles = std::ceil(op.m / device->gemm_tile_m) * std::ceil(op.n / device->gemm_tile_n);
-      const double splits = std::min(std::floor(device->sm_count / tiles), std::ceil(op.k / 512.0));
-      if (splits >= 2) {
-        const double partials = splits * op.m * op.n;
-        op.batch = splits;
-        op.k /= splits;
-        op.bytes += partials * 4;  // each slice writes its fp32 partial output
-        ops.push_back(op);
-        Op reduce;
-        reduce.name = op.name + "_splitk_reduce";
-        reduce.bytes = partials * 4 + op.m * op.n * bpe;
-        reduce.flops = partials;
-        reduce.role = op.role == OpRole::weight_grad ? OpRole::weight_grad : OpRole::plain;
-        ops.push_back(reduce);
+    if (device != nullptr) {
+      if (auto parts = split_k(op, *device, bpe)) {
+        ops.push_back(std::move(parts->first));
+        ops.push_back(std::move(parts->second));
         return;
       }
     }

@@ -11,7 +11,9 @@
 /// precision, ...) throw std::invalid_argument naming the field; the config loader is expected
 /// to have rejected them with a file position first.
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/spec.hpp"
@@ -341,10 +343,22 @@ RingAttentionOps ring_attention_ops(const Op& core, const RingTensors& tensors);
 /// kernel's whole run: the full-load power, not its share of tensor peak); without one, as a
 /// GEMM. Other ops: compute =
 /// flops / peak_flops["fp32"] (CUDA-core rate; 0 if the device lists none). Memory = bytes /
-/// hbm_bandwidth. Result = max(compute, memory), rounded up to whole ns. An op with nothing to do (not a GEMM, 0 FLOPs, 0 bytes: the
+/// hbm_bandwidth. Result = max(compute, memory), rounded up to whole ns; a GEMM that split_k
+/// would slice takes the faster of that and its sliced GEMM plus reduction. An op with nothing to do (not a GEMM, 0 FLOPs, 0 bytes: the
 /// MoE markers) launches no kernel and takes 0. Throws std::invalid_argument if the device has
 /// no peak for a GEMM's `precision`. O(⌈m/tile_m⌉) for causal ops, O(1) otherwise.
 Time op_time(const Op& op, const config::DeviceSpec& device, const std::string& precision);
+/// cuBLAS's split-K, for a GEMM whose output tiles leave SMs idle (a weight gradient over many
+/// tokens or pixels with a small m × n output; cuBLAS runs such K-heavy shapes as a split-K kernel
+/// and cublasLt's splitKreduce_kernel, 2-8x faster than one pass: Dao-AILab/quack PR #157's
+/// measurements of torch.bmm, 128×128×16384 … 512×512×16384; CUTLASS example 30, wgrad split-K): s = min(⌊SMs / tiles⌋, ⌈k / 512⌉) slices of k / s
+/// (tiles: ⌈m / gemm_tile_m⌉·⌈n / gemm_tile_n⌉·⌈batch⌉), run as one batch of s GEMMs each writing
+/// its fp32 partial output, then a reduction kernel reading the s partials and writing the result
+/// (`out_bpe` bytes per element); FLOPs unchanged. Returns (the sliced GEMM, the reduction), or
+/// nullopt when s < 2 or `op` is not a plain GEMM (causal, fused attention). op_time times a GEMM
+/// both ways and keeps the faster, as the library's heuristic does; layer_list emits the two ops
+/// of a convolution's split explicitly. O(1).
+std::optional<std::pair<Op, Op>> split_k(const Op& op, const config::DeviceSpec& device, double out_bpe);
 
 /// Host time to issue one kernel under `framework` (training.framework): the device profile's
 /// framework_dispatch entry for it, else kernel_launch_overhead. O(log frameworks).

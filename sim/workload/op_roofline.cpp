@@ -1,5 +1,8 @@
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <optional>
+#include <utility>
 #include <stdexcept>
 #include <string>
 
@@ -99,6 +102,27 @@ double gemm_seconds(const Op& op, const config::DeviceSpec& device, const std::s
 
 }  // namespace
 
+std::optional<std::pair<Op, Op>> split_k(const Op& op, const config::DeviceSpec& device, double out_bpe) {
+  if (!op.is_gemm() || op.causal || op.fused_attention || op.k <= 0 || device.sm_count <= 0 ||
+      device.gemm_tile_m <= 0 || device.gemm_tile_n <= 0) {
+    return std::nullopt;
+  }
+  const double tiles = std::ceil(op.m / device.gemm_tile_m) * std::ceil(op.n / device.gemm_tile_n) * std::ceil(op.batch);
+  const double splits = std::min(std::floor(device.sm_count / tiles), std::ceil(op.k / 512.0));
+  if (splits < 2) return std::nullopt;
+  const double partials = splits * op.m * op.n * std::ceil(op.batch);
+  Op sliced = op;
+  sliced.batch = std::ceil(op.batch) * splits;
+  sliced.k = op.k / splits;
+  sliced.bytes = op.bytes + partials * 4;  // each slice writes its fp32 partial output
+  Op reduce;
+  reduce.name = op.name + "_splitk_reduce";
+  reduce.bytes = partials * 4 + op.m * op.n * std::ceil(op.batch) * out_bpe;
+  reduce.flops = partials;
+  reduce.role = op.role == OpRole::weight_grad ? OpRole::weight_grad : OpRole::plain;
+  return std::make_pair(std::move(sliced), std::move(reduce));
+}
+
 double gemm_mainloop_fraction(const config::DeviceSpec& device) {
   check_gemm_device(device);
   const double m = device.max_gemm_shape_m, n = device.max_gemm_shape_n, k = device.max_gemm_shape_k;
@@ -149,9 +173,10 @@ double sustained_clock_fraction(const config::DeviceSpec& device, double tensor_
   return std::min(1.0, sustained * std::pow(fx, 1.0 / x));
 }
 
-Time op_time(const Op& op, const config::DeviceSpec& device, const std::string& precision) {
-  if (!op.is_gemm() && op.flops <= 0 && op.bytes <= 0) return Time::zero();  // a marker: no kernel
-  const std::string& dtype = op.dtype.empty() ? precision : op.dtype;
+namespace {
+
+/// op_time of one kernel, without the split-K alternative.
+Time unsplit_op_time(const Op& op, const config::DeviceSpec& device, const std::string& dtype) {
   double compute = 0.0;
   if (op.is_gemm()) {
     compute = gemm_seconds(op, device, dtype);
@@ -168,6 +193,23 @@ Time op_time(const Op& op, const config::DeviceSpec& device, const std::string& 
     memory = op.bytes / device.hbm_bandwidth;
   }
   return Time::from_seconds(std::max(compute, memory));
+}
+
+}  // namespace
+
+Time op_time(const Op& op, const config::DeviceSpec& device, const std::string& precision) {
+  if (!op.is_gemm() && op.flops <= 0 && op.bytes <= 0) return Time::zero();  // a marker: no kernel
+  const std::string& dtype = op.dtype.empty() ? precision : op.dtype;
+  if (op.is_gemm()) {
+    // cuBLAS splits k where the output tiles leave SMs idle, and only where that is faster
+    // than one pass (its heuristic picks the faster kernel): the sliced GEMM, then its reduction.
+    const double out_bpe = dtype == "fp64" ? 8.0 : (dtype == "fp32" || dtype == "tf32") ? 4.0 : 2.0;
+    if (const auto parts = split_k(op, device, out_bpe)) {
+      const Time split = op_time(parts->first, device, precision) + op_time(parts->second, device, precision);
+      return std::min(split, unsplit_op_time(op, device, dtype));
+    }
+  }
+  return unsplit_op_time(op, device, dtype);
 }
 
 Time host_dispatch_cost(const config::DeviceSpec& device, const std::string& framework) {
