@@ -71,7 +71,7 @@ struct DeviceSpec {
   /// (the rates of FlashAttention-style kernels depend on it: the softmax work per score is
   /// the same at every head dimension while the matmul work per score grows with it, so a
   /// kernel's share of peak differs between head dimension 64 and 128, up or down with its
-  /// tiling; Dao 2023, FlashAttention-2, Figure 4). Empty: not given.
+  /// tiling: the A100 bars of the FlashAttention-2 paper, topologies/a100-sxm.yaml). Empty: not given.
   struct AttentionKernel {
     std::vector<AttentionProfile> profiles;
     bool given() const { return !profiles.empty(); }

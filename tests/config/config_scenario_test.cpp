@@ -259,31 +259,42 @@ TEST_CASE("did_you_mean suggests near misses only", "[scenario]") {
   CHECK(did_you_mean("name", {"model.name", "cluster.name"}).empty());
 }
 
-TEST_CASE("the retired device.max_attention_fraction is refused with what replaced it", "[scenario][device]") {
-  const auto dir = std::filesystem::temp_directory_path() / "ironlaw-max-attention-fraction";
+namespace {
+
+// A copy of topologies/`cluster_file` in `dir` whose device is topologies/`device_file` (its
+// allocator include dropped) with `extra` appended; returns the copy's cluster path.
+std::string topology_variant(const std::string& dir_name, const std::string& cluster_file, const std::string& device_file,
+                             const std::string& extra) {
+  const auto dir = std::filesystem::temp_directory_path() / dir_name;
   std::filesystem::create_directories(dir);
   const auto source = std::filesystem::path(IRONLAW_SOURCE_DIR) / "topologies";
   {
     std::ofstream device(dir / "device.yaml");
-    std::ifstream h100(source / "h100-sxm.yaml");
+    std::ifstream original(source / device_file);
     std::string line;
-    while (std::getline(h100, line)) {
+    while (std::getline(original, line)) {
       if (line.rfind("memory_allocator:", 0) == 0) continue;  // its relative include
       device << line << "\n";
     }
-    device << "max_attention_fraction: { value: 0.35, source: \"old profile\" }\n";
+    device << extra;
   }
-  {
-    std::ifstream cluster(source / "dgx-h100-leaf-spine.yaml");
-    std::ofstream out(dir / "cluster.yaml");
-    std::string line;
-    while (std::getline(cluster, line)) {
-      if (line.find("h100-sxm.yaml") != std::string::npos) line = "device: device.yaml";
-      out << line << "\n";
-    }
+  std::ifstream cluster(source / cluster_file);
+  std::ofstream out(dir / "cluster.yaml");
+  std::string line;
+  while (std::getline(cluster, line)) {
+    if (line.find(device_file) != std::string::npos) line = "device: device.yaml";
+    out << line << "\n";
   }
+  return (dir / "cluster.yaml").string();
+}
+
+}  // namespace
+
+TEST_CASE("the retired device.max_attention_fraction is refused with what replaced it", "[scenario][device]") {
+  const std::string cluster = topology_variant("ironlaw-max-attention-fraction", "dgx-h100-leaf-spine.yaml",
+                                               "h100-sxm.yaml", "max_attention_fraction: { value: 0.35, source: \"old profile\" }\n");
   try {
-    config::load_topology((dir / "cluster.yaml").string());
+    config::load_topology(cluster);
     FAIL("the old key was accepted");
   } catch (const std::exception& e) {
     CHECK_THAT(e.what(), Catch::Contains("max_attention_fraction") && Catch::Contains("attention_kernel"));
@@ -353,31 +364,11 @@ TEST_CASE("training.attention_kernel: flash_triton runs FlashAttention's Triton 
 
 TEST_CASE("a device's attention kernel is one profile or a list of profiles, each at its own head dimension",
           "[scenario][device][attention]") {
-  const auto dir = std::filesystem::temp_directory_path() / "ironlaw-attention-profiles";
-  std::filesystem::create_directories(dir);
-  const auto source = std::filesystem::path(IRONLAW_SOURCE_DIR) / "topologies";
-  {
-    std::ifstream cluster(source / "dgx-a100-leaf-spine.yaml");
-    std::ofstream out(dir / "cluster.yaml");
-    std::string line;
-    while (std::getline(cluster, line)) {
-      if (line.find("a100-sxm.yaml") != std::string::npos) line = "device: device.yaml";
-      out << line << "\n";
-    }
-  }
-  // a100-sxm.yaml (its allocator include dropped) with `extra` appended.
+  // topologies/a100-sxm.yaml with `extra` appended, loaded through dgx-a100-leaf-spine.yaml.
   const auto load_with = [&](const std::string& extra) {
-    {
-      std::ofstream device(dir / "device.yaml");
-      std::ifstream a100(source / "a100-sxm.yaml");
-      std::string line;
-      while (std::getline(a100, line)) {
-        if (line.rfind("memory_allocator:", 0) == 0) continue;
-        device << line << "\n";
-      }
-      device << extra;
-    }
-    return errors_of([&] { config::load_topology((dir / "cluster.yaml").string()); });
+    const std::string cluster =
+        topology_variant("ironlaw-attention-profiles", "dgx-a100-leaf-spine.yaml", "a100-sxm.yaml", extra);
+    return errors_of([&] { config::load_topology(cluster); });
   };
   const std::vector<std::string> none{"(no error)"};
   REQUIRE(load_with("") == none);
