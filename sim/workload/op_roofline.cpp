@@ -1,10 +1,9 @@
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <optional>
-#include <utility>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "workload/model_cost.hpp"
 
@@ -203,6 +202,8 @@ Time op_time(const Op& op, const config::DeviceSpec& device, const std::string& 
   if (op.is_gemm()) {
     // cuBLAS splits k where the output tiles leave SMs idle, and only where that is faster
     // than one pass (its heuristic picks the faster kernel): the sliced GEMM, then its reduction.
+    // (The host model still counts the op as one launch: the reduction's dispatch, a few µs, is
+    // not added.)
     const double out_bpe = dtype == "fp64" ? 8.0 : (dtype == "fp32" || dtype == "tf32") ? 4.0 : 2.0;
     if (const auto parts = split_k(op, device, out_bpe)) {
       const Time split = op_time(parts->first, device, precision) + op_time(parts->second, device, precision);
