@@ -36,6 +36,11 @@ const DeviceSpec::AttentionProfile& DeviceSpec::AttentionKernel::at_head_dim(dou
 namespace {
 
 using detail::Document;
+
+/// The fused attention kernels training.attention_kernel names, each with the device key that
+/// holds its profiles; the first is the default.
+constexpr std::pair<const char*, const char*> kAttentionKernels[] = {
+    {"flash2", "attention_kernel"}, {"cudnn", "cudnn_attention_kernel"}, {"flash_triton", "triton_attention_kernel"}};
 using detail::Form;
 using detail::KeyKind;
 using detail::LoadState;
@@ -162,10 +167,9 @@ void parse_device(Section s, DeviceSpec& d) {
     }
     if (kernel.given()) d.attention_kernels[name] = std::move(kernel);
   };
-  attention_kernel("attention_kernel", "flash2");
-  attention_kernel("cudnn_attention_kernel", "cudnn");
-  attention_kernel("triton_attention_kernel", "flash_triton");
-  if (const auto it = d.attention_kernels.find("flash2"); it != d.attention_kernels.end()) d.attention_kernel = it->second;
+  for (const auto& [name, key] : kAttentionKernels) attention_kernel(key, name);
+  const auto default_kernel = d.attention_kernels.find(kAttentionKernels[0].first);
+  if (default_kernel != d.attention_kernels.end()) d.attention_kernel = default_kernel->second;
   s.integer("gemm_tile_m", d.gemm_tile_m, kOptionalHardware);
   s.integer("gemm_tile_n", d.gemm_tile_n, kOptionalHardware);
   s.number("max_gemm_shape_m", d.max_gemm_shape_m, Dimension::count, kOptionalHardware);
@@ -530,7 +534,9 @@ void parse_training(Section s, TrainingSpec& t) {
   s.flag("compile_loss", t.compile_loss);
   s.flag("fused_cross_entropy", t.fused_cross_entropy);
   s.flag("flash_attention", t.flash_attention);
-  s.choice("attention_kernel", t.attention_kernel, {"flash2", "cudnn", "flash_triton"});
+  std::vector<std::string> kernels;
+  for (const auto& kernel : kAttentionKernels) kernels.emplace_back(kernel.first);
+  s.choice("attention_kernel", t.attention_kernel, kernels);
   s.flag("gradient_accumulation_fusion", t.gradient_accumulation_fusion);
   s.flag("bf16_optimizer", t.bf16_optimizer);
   s.choice("reduce_dtype", t.reduce_dtype, {"fp32", "bf16", "fp16"});
@@ -1017,18 +1023,20 @@ namespace {
 void resolve_attention_kernel(Scenario& sc, LoadState& st) {
   const TrainingSpec& t = sc.training;
   DeviceSpec& d = sc.topology.device;
-  if (t.attention_kernel == "flash2") return;
+  if (t.attention_kernel == kAttentionKernels[0].first) return;
   if (!t.flash_attention) {
     st.report("training.attention_kernel", t.attention_kernel + " is a fused attention kernel, but training.flash_attention is false "
                                            "(attention runs unfused); remove the key or set flash_attention: true");
     return;
   }
-  static const std::map<std::string, std::string> device_key = {{"cudnn", "cudnn_attention_kernel"},
-                                                                {"flash_triton", "triton_attention_kernel"}};
   const auto it = d.attention_kernels.find(t.attention_kernel);
   if (it == d.attention_kernels.end()) {
-    st.report("training.attention_kernel", t.attention_kernel + " needs a device with " + device_key.at(t.attention_kernel) +
-                                               " (device " + d.name + " has none); use flash2");
+    std::string device_key;
+    for (const auto& [name, key] : kAttentionKernels) {
+      if (t.attention_kernel == name) device_key = key;
+    }
+    st.report("training.attention_kernel", t.attention_kernel + " needs a device with " + device_key + " (device " +
+                                               d.name + " has none); use " + kAttentionKernels[0].first);
     return;
   }
   d.attention_kernel = it->second;

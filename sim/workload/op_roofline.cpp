@@ -199,18 +199,17 @@ Time unsplit_op_time(const Op& op, const config::DeviceSpec& device, const std::
 Time op_time(const Op& op, const config::DeviceSpec& device, const std::string& precision) {
   if (!op.is_gemm() && op.flops <= 0 && op.bytes <= 0) return Time::zero();  // a marker: no kernel
   const std::string& dtype = op.dtype.empty() ? precision : op.dtype;
+  const Time unsplit = unsplit_op_time(op, device, dtype);
   if (op.is_gemm()) {
     // cuBLAS splits k where the output tiles leave SMs idle, and only where that is faster
-    // than one pass (its heuristic picks the faster kernel): the sliced GEMM, then its reduction.
-    // (The host model still counts the op as one launch: the reduction's dispatch, a few µs, is
-    // not added.)
-    const double out_bpe = dtype == "fp64" ? 8.0 : (dtype == "fp32" || dtype == "tf32") ? 4.0 : 2.0;
-    if (const auto parts = split_k(op, device, out_bpe)) {
-      const Time split = op_time(parts->first, device, precision) + op_time(parts->second, device, precision);
-      return std::min(split, unsplit_op_time(op, device, dtype));
+    // than one pass (its heuristic picks the faster kernel): the sliced GEMM, then its reduction
+    // into the output type. (The host model still counts the op as one launch: the reduction's
+    // dispatch, a few µs, is not added.)
+    if (const auto parts = split_k(op, device, bytes_per_element(dtype))) {
+      return std::min(unsplit, op_time(parts->first, device, precision) + op_time(parts->second, device, precision));
     }
   }
-  return unsplit_op_time(op, device, dtype);
+  return unsplit;
 }
 
 Time host_dispatch_cost(const config::DeviceSpec& device, const std::string& framework) {
