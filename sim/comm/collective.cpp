@@ -61,6 +61,24 @@ double bus_factor(CollectiveOp op, int ranks) {
   return op == CollectiveOp::all_reduce ? 2.0 * (n - 1) / n : (n - 1) / n;
 }
 
+double hbm_bytes_per_rank(CollectiveOp op, Algorithm algorithm, int ranks, double bytes) {
+  if (ranks < 1) throw std::invalid_argument("hbm_bytes_per_rank: ranks must be ≥ 1");
+  if (!(bytes >= 0)) throw std::invalid_argument("hbm_bytes_per_rank: bytes must be ≥ 0");
+  const double n = ranks;
+  const double s = bytes;
+  if (ranks == 1) return 2.0 * s;
+  switch (op) {
+    case CollectiveOp::all_reduce:
+      return algorithm == Algorithm::nvls ? 2.0 * s : 6.0 * s - 4.0 * s / n;
+    case CollectiveOp::reduce_scatter:
+    case CollectiveOp::all_gather:
+      return 3.0 * s - s / n;
+    case CollectiveOp::all_to_all:
+      return 4.0 * s - 2.0 * s / n;
+  }
+  return 0.0;
+}
+
 int hierarchical_slices(const config::CommSpec& comm, int nics, double bytes, int nodes, int local) {
   const int channels = std::max(comm.channels > 0 ? comm.channels : nics, 1);
   if (!(comm.chunk_bytes > 0)) return channels;

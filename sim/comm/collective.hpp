@@ -37,6 +37,27 @@ Algorithm parse_algorithm(const std::string& name);
 /// all_reduce 2(n−1)/n; reduce_scatter, all_gather and all_to_all (n−1)/n.
 double bus_factor(CollectiveOp op, int ranks);
 
+/// Bytes one rank's own HBM moves for a collective of `bytes` (nccl-tests' size: the whole
+/// buffer; all_to_all: one rank's send buffer) over `ranks` ranks, counted from the steps of
+/// NCCL's ring kernels (src/device/all_reduce.h, reduce_scatter.h, all_gather.h: send,
+/// recvReduceSend, recvReduceCopySend, recvCopySend, recv) with the Simple protocol's staging:
+/// every chunk a peer sends lands in this rank's HBM (written by the peer's NVLink or NIC DMA)
+/// and is read back by the kernel; the kernel reads its own input and writes its output.
+/// With S = bytes and n = ranks:
+/// - all_reduce 6S − 4S/n: the input read once (S), n − 1 incoming chunks of the reduce-scatter
+///   written and read (2(n−1)S/n), its reduced chunk written (S/n), n − 1 incoming chunks of
+///   the all-gather written, read and copied to the output (3(n−1)S/n);
+/// - reduce_scatter 3S − S/n: input S, incoming 2(n−1)S/n, output S/n;
+/// - all_gather 3S − S/n: its own chunk read and written (2S/n), incoming 3(n−1)S/n;
+/// - all_to_all 4S − 2S/n: the n − 1 outgoing blocks read, its own block copied (2S/n), the
+///   n − 1 incoming blocks written, read and copied (3(n−1)S/n).
+/// The tree and hierarchical algorithms are counted as the ring (each rank still reads its
+/// input, stages what it receives and writes its output: the same order of traffic). NVLS
+/// all_reduce reduces in the switch: each rank's HBM serves its input once (the switch's
+/// multimem loads) and takes the result once, 2S. One rank: a local copy, 2S.
+/// Throws std::invalid_argument for ranks < 1 or negative bytes. O(1).
+double hbm_bytes_per_rank(CollectiveOp op, Algorithm algorithm, int ranks, double bytes);
+
 /// Observes each flow a collective starts (for flow-level traces). Optional. The switch end of
 /// an in-switch reduction flow (NVLS) is reported as GPU -1.
 struct FlowTrace {

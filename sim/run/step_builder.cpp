@@ -36,10 +36,10 @@ StepBuilder::StepBuilder(World& w, const Costs& costs, std::int64_t index)
   timeline_.resize(ranks_.size());
   const auto& topo = w.scenario.topology;
   const int comm_sms = topo.comm.channels > 0 ? topo.comm.channels : topo.node.nics;
-  const double shared_rate =
+  const double sm_share =
       topo.device.sm_count > comm_sms ? static_cast<double>(topo.device.sm_count - comm_sms) / topo.device.sm_count : 1.0;
   sms_.reserve(ranks_.size());
-  for (std::size_t i = 0; i < ranks_.size(); ++i) sms_.emplace_back(w.sim, shared_rate);
+  for (std::size_t i = 0; i < ranks_.size(); ++i) sms_.emplace_back(w.sim, sm_share, topo.device.hbm_bandwidth);
   slowdown_.reserve(ranks_.size());
   for (int r : ranks_) {
     slowdown_.push_back(full ? w.kernel_time_factor.at(static_cast<std::size_t>(r))
@@ -107,9 +107,10 @@ TaskId StepBuilder::compute(int local, EventKind kind, const TimedOps& ops, std:
         const TaskMeta& m = meta_[self];
         const auto rank = static_cast<std::size_t>(m.local);
         const double factor = slowdown_[rank];
-        const Time total = m.what.ops->total;
-        const Time work = factor == 1.0 ? total : Time::from_seconds(total.seconds() * factor);
-        sms_[rank].start(work, [&g, self] { g.complete(self); });
+        const TimedOps& timed = *m.what.ops;
+        const auto scaled = [factor](Time t) { return factor == 1.0 ? t : Time::from_seconds(t.seconds() * factor); };
+        sms_[rank].start(scaled(timed.total), scaled(timed.memory_bound), scaled(timed.host_wait),
+                         [&g, self] { g.complete(self); });
       },
       streams_[static_cast<std::size_t>(local)]);
   remember(id, TaskMeta{ranks_[static_cast<std::size_t>(local)], kind, false, name, local, {.ops = &ops}, 0, 0});
@@ -128,15 +129,28 @@ void raise_cpu_floor(const comm::Communicator& comm, const engine::Simulator& si
   raise_cpu_budget_floor(sim.now(), sim.now() + Time::from_seconds(kCollectiveFloorFraction * predicted.seconds()));
 }
 
+/// The bytes per second a collective's kernels move through each member's HBM
+/// (gpu_sms.hpp): comm::hbm_bytes_per_rank over its closed-form time with nothing else on the
+/// network (Communicator::predict; other traffic only lengthens it, so this is the collective's
+/// highest rate). 0 where the prediction does not apply.
+double hbm_rate(const comm::Communicator& comm, comm::CollectiveOp op, const std::vector<int>& group, double bytes) {
+  if (group.empty() || !(bytes > 0)) return 0.0;
+  const comm::Algorithm algorithm = comm.choose(op, group, bytes);
+  const Time predicted = comm.predict(op, group, bytes, algorithm);
+  if (predicted == Time::max() || predicted <= Time::zero()) return 0.0;
+  return comm::hbm_bytes_per_rank(op, algorithm, static_cast<int>(group.size()), bytes) / predicted.seconds();
+}
+
 }  // namespace
 
 TaskId StepBuilder::collective(comm::CollectiveOp op, std::vector<int> group, double bytes, std::uint32_t name,
                                const std::vector<int>& participants, StreamId stream) {
   const TaskId id = graph_.add_task(
       [this, op, group = std::move(group), bytes](TaskGraph& g, TaskId self) {
-        comm_begin(self);
+        const double hbm = hbm_rate(w_.comm, op, group, bytes);
+        comm_begin(self, hbm);
         raise_cpu_floor(w_.comm, w_.sim, op, group, bytes);
-        w_.comm.start(op, group, bytes, comm::Algorithm::automatic, [this, &g, self] { comm_end(g, self); });
+        w_.comm.start(op, group, bytes, comm::Algorithm::automatic, [this, &g, self, hbm] { comm_end(g, self, hbm); });
       },
       stream);
   remember_comm(id, name, bytes, participants);
@@ -146,12 +160,14 @@ TaskId StepBuilder::collective(comm::CollectiveOp op, std::vector<int> group, do
 TaskId StepBuilder::collectives(comm::CollectiveOp op, std::vector<std::vector<int>> groups, double bytes,
                                 std::uint32_t name, const std::vector<int>& participants) {
   const TaskId id = graph_.add_task([this, op, groups = std::move(groups), bytes](TaskGraph& g, TaskId self) {
-    comm_begin(self);
+    // The groups are instances of one collective (the same size and bytes): one rate for all.
+    const double hbm = groups.empty() ? 0.0 : hbm_rate(w_.comm, op, groups.front(), bytes);
+    comm_begin(self, hbm);
     auto left = std::make_shared<std::size_t>(groups.size());
     for (const auto& members : groups) raise_cpu_floor(w_.comm, w_.sim, op, members, bytes);
     for (const auto& members : groups)
-      w_.comm.start(op, members, bytes, comm::Algorithm::automatic, [this, &g, self, left] {
-        if (--*left == 0) comm_end(g, self);
+      w_.comm.start(op, members, bytes, comm::Algorithm::automatic, [this, &g, self, left, hbm] {
+        if (--*left == 0) comm_end(g, self, hbm);
       });
   });
   remember_comm(id, name, bytes, participants);
@@ -165,8 +181,8 @@ TaskId StepBuilder::send(int src, int dst, double bytes, std::uint32_t name, con
 TaskId StepBuilder::sends(std::vector<std::pair<int, int>> hops, double bytes, std::uint32_t name,
                           const std::vector<int>& participants) {
   const TaskId id = graph_.add_task([this, hops = std::move(hops), bytes](TaskGraph& g, TaskId self) {
-    comm_begin(self);
-    send_all(hops, bytes, [this, &g, self] { comm_end(g, self); });
+    comm_begin(self, 0.0);  // the HBM traffic of point-to-point sends is not counted (gpu_sms.hpp)
+    send_all(hops, bytes, [this, &g, self] { comm_end(g, self, 0.0); });
   });
   remember_comm(id, name, bytes, participants);
   return id;
@@ -206,21 +222,21 @@ TaskId StepBuilder::shared(const SharedTaskKey& key, const std::function<TaskId(
 
 /// A communication task's kernels occupy SMs on its simulated participants from launch to
 /// completion.
-void StepBuilder::comm_begin(TaskId id) {
+void StepBuilder::comm_begin(TaskId id, double hbm_rate) {
   const TaskMeta& m = meta_[id];
   if (m.copy_engine) return;
   for (std::uint32_t i = 0; i < m.participant_count; ++i)
-    sms_[static_cast<std::size_t>(participants_[m.first_participant + i])].comm_begin();
+    sms_[static_cast<std::size_t>(participants_[m.first_participant + i])].comm_begin(hbm_rate);
 }
 
-void StepBuilder::comm_end(TaskGraph& g, TaskId id) {
+void StepBuilder::comm_end(TaskGraph& g, TaskId id, double hbm_rate) {
   const TaskMeta& m = meta_[id];
   if (m.copy_engine) {
     g.complete(id);
     return;
   }
   for (std::uint32_t i = 0; i < m.participant_count; ++i)
-    sms_[static_cast<std::size_t>(participants_[m.first_participant + i])].comm_end();
+    sms_[static_cast<std::size_t>(participants_[m.first_participant + i])].comm_end(hbm_rate);
   g.complete(id);
 }
 

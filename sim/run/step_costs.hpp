@@ -26,6 +26,11 @@ struct TimedOps {
   workload::HostQueue queue{Time::zero()};
   std::vector<std::uint32_t> name_ids;
   Time total;
+  /// Of `total`: the execution of memory-bound ops (workload::memory_time) and the gaps the GPU
+  /// waits for the host; the rest is compute-bound execution (how each part slows beside
+  /// communication: gpu_sms.hpp).
+  Time memory_bound;
+  Time host_wait;
   double flops = 0;
   double bytes = 0;
 };
@@ -108,6 +113,8 @@ class OpTimer {
   void add(TimedOps& t, const workload::Op& op, Time execution) {
     if (t.ops.empty()) t.queue = workload::HostQueue(dispatch_, launch_blocking_);
     const Time d = t.queue.push(execution, op.kernels);
+    if (execution > Time::zero() && workload::memory_time(op, device_) >= execution) t.memory_bound += execution;
+    t.host_wait += d - execution;
     t.ops.push_back(op);
     t.times.push_back(d);
     auto it = names_.find(op.name);

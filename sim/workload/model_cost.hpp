@@ -348,6 +348,10 @@ RingAttentionOps ring_attention_ops(const Op& core, const RingTensors& tensors);
 /// MoE markers) launches no kernel and takes 0. Throws std::invalid_argument if the device has
 /// no peak for a GEMM's `precision`. O(⌈m/tile_m⌉) for causal ops, O(1) otherwise.
 Time op_time(const Op& op, const config::DeviceSpec& device, const std::string& precision);
+/// The op's HBM time, bytes / hbm_bandwidth rounded as op_time rounds (zero without bytes or
+/// bandwidth). An op whose op_time is no longer than this is memory-bound: it slows with the
+/// HBM bandwidth it gets, not with its SMs' tensor rate (run/gpu_sms.hpp). O(1).
+Time memory_time(const Op& op, const config::DeviceSpec& device);
 /// cuBLAS's split-K, for a GEMM whose output tiles leave SMs idle (a weight gradient over many
 /// tokens or pixels with a small m × n output; cuBLAS runs such K-heavy shapes as a split-K kernel
 /// and cublasLt's splitKreduce_kernel, 2-8x faster than one pass: Dao-AILab/quack PR #157's

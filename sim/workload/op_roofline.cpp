@@ -212,6 +212,11 @@ Time op_time(const Op& op, const config::DeviceSpec& device, const std::string& 
   return unsplit;
 }
 
+Time memory_time(const Op& op, const config::DeviceSpec& device) {
+  if (!(op.bytes > 0) || !(device.hbm_bandwidth > 0)) return Time::zero();
+  return Time::from_seconds(op.bytes / device.hbm_bandwidth);
+}
+
 Time host_dispatch_cost(const config::DeviceSpec& device, const std::string& framework) {
   const auto it = device.framework_dispatch.find(framework);
   return it != device.framework_dispatch.end() ? it->second : device.kernel_launch_overhead;

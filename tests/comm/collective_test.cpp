@@ -32,6 +32,34 @@ constexpr std::int64_t kSameLeafPath = 4 * 250 + 2 * 500 + 300;
 
 }  // namespace
 
+TEST_CASE("a collective's own HBM traffic is counted from the steps of NCCL's ring kernels") {
+  using comm::Algorithm;
+  // Hand count for S = 1 over n = 8 (NVIDIA/nccl src/device/all_reduce.h: send, 6 × recvReduceSend,
+  // recvReduceCopySend, 6 × recvCopySend, recv): the input read once (1), 7 incoming chunks
+  // of 1/8 written and read (14/8), the reduced chunk written (1/8), 7 incoming chunks written,
+  // read and copied (21/8): 1 + 36/8 = 5.5.
+  CHECK(comm::hbm_bytes_per_rank(CollectiveOp::all_reduce, Algorithm::ring, 8, 1.0) == Approx(5.5));
+  // Reduce-scatter: input 1, 7 chunks in (written, read) 14/8, output 1/8 → 2.875; all-gather:
+  // own chunk read and written 2/8, 7 chunks in 21/8 → 2.875.
+  CHECK(comm::hbm_bytes_per_rank(CollectiveOp::reduce_scatter, Algorithm::ring, 8, 1.0) == Approx(2.875));
+  CHECK(comm::hbm_bytes_per_rank(CollectiveOp::all_gather, Algorithm::hierarchical, 8, 1.0) == Approx(2.875));
+  // The ring all-reduce is the two fused: its reduced chunk is written once and forwarded,
+  // where the separate kernels write it, then read and copy it (2/n more).
+  for (int n : {2, 3, 8, 64}) {
+    const double rs = comm::hbm_bytes_per_rank(CollectiveOp::reduce_scatter, Algorithm::ring, n, 1e9);
+    const double ag = comm::hbm_bytes_per_rank(CollectiveOp::all_gather, Algorithm::ring, n, 1e9);
+    CHECK(comm::hbm_bytes_per_rank(CollectiveOp::all_reduce, Algorithm::tree, n, 1e9) == Approx(rs + ag - 2e9 / n));
+  }
+  // All-to-all of a 1 B send buffer over 8: 7/8 read out, own 1/8 read and written, 7/8 in
+  // written, read and copied: 7/8 + 2/8 + 21/8 = 3.75.
+  CHECK(comm::hbm_bytes_per_rank(CollectiveOp::all_to_all, Algorithm::all_to_all, 8, 1.0) == Approx(3.75));
+  // NVLS: the switch loads each input once and stores each result once.
+  CHECK(comm::hbm_bytes_per_rank(CollectiveOp::all_reduce, Algorithm::nvls, 8, 1.0) == Approx(2.0));
+  CHECK(comm::hbm_bytes_per_rank(CollectiveOp::all_reduce, Algorithm::ring, 1, 3.0) == Approx(6.0));  // a copy
+  CHECK_THROWS_AS(comm::hbm_bytes_per_rank(CollectiveOp::all_gather, Algorithm::ring, 0, 1.0), std::invalid_argument);
+  CHECK_THROWS_AS(comm::hbm_bytes_per_rank(CollectiveOp::all_gather, Algorithm::ring, 2, -1.0), std::invalid_argument);
+}
+
 TEST_CASE("bus factors are those of nccl-tests") {
   // NVIDIA/nccl-tests doc/PERFORMANCE.md: all_reduce 2(n−1)/n; reduce_scatter, all_gather (n−1)/n.
   CHECK(comm::bus_factor(CollectiveOp::all_reduce, 8) == Approx(14.0 / 8));
