@@ -326,6 +326,25 @@ void parse_published(Section s, PublishedFacts& p) {
   s.finish();
 }
 
+/// model.max_position: a whole number of rows, or `sequence` (ModelSpec::max_position_follows_sequence).
+void parse_max_position(Section& s, ModelSpec& m) {
+  const auto node = s.raw("max_position", KeyKind::value);
+  if (!node) return;
+  const std::string text = node->IsScalar() ? trim(node->Scalar()) : "";
+  if (text == "sequence") {
+    m.max_position_follows_sequence = true;
+    return;
+  }
+  const auto value = parse_quantity(text, Dimension::count, nullptr);
+  if (!node->IsScalar() || !value || *value != std::floor(*value) || *value > 1e9) {
+    s.state().fail(s.full("max_position"), "expected a whole number or \"sequence\", got " + in_quotes(text));
+  } else if (*value < 0) {
+    s.state().fail(s.full("max_position"), "must be >= 0, got " + in_quotes(text));
+  } else {
+    m.max_position = static_cast<int>(*value);
+  }
+}
+
 void parse_model(Section s, ModelSpec& m) {
   m.file = s.file();
   m.name = stem(s.file());
@@ -356,7 +375,7 @@ void parse_model(Section s, ModelSpec& m) {
   s.flag("bias", m.bias);
   s.flag("tied_embeddings", m.tied_embeddings);
   s.choice("position_embedding", m.position_embedding, {"rope", "learned", "relative", "alibi"});
-  s.integer("max_position", m.max_position, Rule{.sign = Sign::non_negative, .form = Form::either});
+  parse_max_position(s, m);
   s.integer("experts", m.experts, Rule{.sign = Sign::positive, .form = Form::either});
   s.integer("experts_per_token", m.experts_per_token, Rule{.sign = Sign::positive, .form = Form::either});
   const Rule optional_size{.sign = Sign::non_negative, .form = Form::either};
@@ -702,6 +721,7 @@ void parse_scenario(Section& root, Scenario& sc) {
   }
   parse_parallel(root.section("parallel"), sc.parallel);
   parse_training(root.section("training", Rule{.required = true}), sc.training);
+  if (sc.model.max_position_follows_sequence) sc.model.max_position = sc.training.sequence_length;
   parse_data(root.section("data"), sc.data);
   parse_reliability(root.section("reliability"), sc.reliability);
   sc.parameter_server.enabled = root.has("parameter_server");

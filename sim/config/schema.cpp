@@ -38,7 +38,7 @@ const std::vector<Doc>& docs() {
       {"model.bias", "linear layers carry biases (GPT-2/3)"},
       {"model.tied_embeddings", "the LM head shares the embedding table"},
       {"model.position_embedding", "rope, a learned table (max_position rows), relative (Transformer-XL style) or alibi (a per-head linear bias on the attention scores, no parameters: BLOOM, MPT)"},
-      {"model.max_position", "rows of a learned position table"},
+      {"model.max_position", "rows of a learned position table; sequence = one row per position of training.sequence_length (MPT's max_seq_len)"},
       {"model.experts", "MoE: routed experts per MoE layer (1 = dense)"},
       {"model.experts_per_token", "MoE: routed experts each token goes to (top-k)"},
       {"model.shared_experts", "MoE: experts every token goes to, per MoE layer"},
@@ -354,6 +354,7 @@ struct RawKey {
 const std::vector<RawKey>& raw_keys() {
   static const std::vector<RawKey> table{
       {"seed", "integer", "1", ">= 0 (64-bit)"},
+      {"model.max_position", "integer or sequence", "0", ">= 0"},
       {"parallel.dp", "integer or auto", "auto", "> 0; tp·pp·cp·dp = GPUs"},
       {"parallel.order", "list", "[tp, cp, pp, dp]", "each of tp, cp, pp, dp once"},
       {"parallel.zero", "integer", "0", "0 to 3"},

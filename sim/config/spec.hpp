@@ -270,6 +270,11 @@ struct ModelSpec {
   /// linear bias on the attention scores, no parameters; BLOOM, MPT)
   std::string position_embedding = "rope";
   int max_position = 0;              ///< rows of a learned position table
+  /// max_position: sequence — the learned table has one row per position of the training
+  /// sequence (MosaicML's MPT builds it from max_seq_len, which its yamls set to the run's
+  /// ${max_seq_len}); a scenario sets max_position to training.sequence_length, a model file
+  /// read alone leaves it 0.
+  bool max_position_follows_sequence = false;
   int experts = 1;                   ///< MoE: routed experts per MoE layer (1 = dense)
   int experts_per_token = 1;         ///< MoE: routed experts each token goes to (top-k)
   int shared_experts = 0;            ///< MoE: experts every token goes to, per MoE layer

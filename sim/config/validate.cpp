@@ -271,8 +271,10 @@ void validate_model(const ModelSpec& m, LoadState& st, const std::string& prefix
                                    "biases: drop head_dim, kv_heads and bias");
     }
   }
-  if (st.ok({k("position_embedding"), k("max_position")}) && m.position_embedding == "learned" && m.max_position == 0) {
-    st.report(k("max_position"), "learned position embeddings need max_position (rows of the table) >= 1");
+  if (st.ok({k("position_embedding"), k("max_position")}) && m.position_embedding == "learned" && m.max_position == 0 &&
+      !m.max_position_follows_sequence) {
+    st.report(k("max_position"),
+              "learned position embeddings need max_position (rows of the table) >= 1, or sequence");
   }
 }
 

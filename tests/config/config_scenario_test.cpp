@@ -428,3 +428,24 @@ TEST_CASE("training.bf16_optimizer is DeepSpeed's BF16_Optimizer: bf16 with fp32
   CHECK_THROWS_WITH(load_scenario(tt70, {"parallel.async_tensor_parallel_allreduce=false"}),
                     Catch::Contains("parallel.async_tensor_parallel_allreduce"));
 }
+
+TEST_CASE("model.max_position: sequence follows training.sequence_length; other words are refused at the key",
+          "[scenario][positions]") {
+  // models/mpt-7b.yaml: MPT's learned table has max_seq_len rows, which llm-foundry sets to the run's.
+  const std::string mpt = IRONLAW_SOURCE_DIR "/scenarios/validation/mosaic-mpt/mpt-7b-8gpu-a100-40gb.yaml";
+  CHECK(load_scenario(mpt).model.max_position == 2048);
+  CHECK(load_scenario(mpt, {"training.sequence_length=8192", "training.global_batch_tokens=3145728",
+                            "parallel.microbatch_size=3"})
+            .model.max_position == 8192);
+  // A fixed table still bounds the sequence.
+  auto errors = errors_of([&] { load_scenario(mpt, {"model.max_position=1024"}); });
+  REQUIRE(errors.size() == 1);
+  CHECK(errors.front().find("training.sequence_length: exceeds model.max_position (1024)") != std::string::npos);
+  errors = errors_of([&] { load_scenario(mpt, {"model.max_position=seq"}); });
+  REQUIRE(errors.size() == 1);
+  CHECK(errors.front().find("model.max_position: expected a whole number or \"sequence\", got \"seq\"") !=
+        std::string::npos);
+  errors = errors_of([&] { load_scenario(mpt, {"model.max_position=-3"}); });
+  REQUIRE(errors.size() == 1);
+  CHECK(errors.front().find("model.max_position: must be >= 0") != std::string::npos);
+}

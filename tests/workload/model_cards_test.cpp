@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <string>
+#include <tuple>
 
 #include "config/load.hpp"
 #include "workload/model_cost.hpp"
@@ -83,6 +84,32 @@ TEST_CASE("the MPT cards reproduce the parameter counts of MosaicML's benchmark 
       {"mpt-13b", 12'853'954'560}, {"mpt-30b", 29'975'214'080}, {"mpt-70b", 64'862'437'376}};
   for (const auto& [name, params] : published) {
     INFO(name);
-    CHECK(count_params(card(name)).total() == params);
+    config::ModelSpec m = card(name);
+    // The cards give max_position: sequence (MPT's max_seq_len is the run's): read alone, no rows.
+    CHECK(m.max_position_follows_sequence);
+    CHECK(m.max_position == 0);
+    m.max_position = 2048;
+    CHECK(count_params(m).total() == params);
   }
+  // The same table at other sequence lengths: the position table grows by h per position.
+  const std::tuple<const char*, int, double> longer[] = {
+      {"mpt-125m", 65536, 174'070'272}, {"mpt-125m", 512, 124'131'840}, {"mpt-7b", 65536, 6'918'905'856},
+      {"mpt-7b", 512, 6'652'567'552},   {"mpt-13b", 32768, 13'011'240'960}};
+  for (const auto& [name, sequence, params] : longer) {
+    INFO(name << " at " << sequence);
+    config::ModelSpec m = card(name);
+    m.max_position = sequence;
+    CHECK(count_params(m).total() == params);
+  }
+}
+
+TEST_CASE("max_position: sequence sizes the position table to the scenario's sequence", "[workload][params][cards]") {
+  const std::string file = IRONLAW_SOURCE_DIR "/scenarios/validation/mosaic-mpt/mpt-125m-8gpu-a100-80gb.yaml";
+  const auto at = [&](int sequence) {
+    return config::load_scenario(file, {"training.sequence_length=" + std::to_string(sequence),
+                                        "training.global_batch_tokens=" + std::to_string(64 * 8 * sequence)});
+  };
+  CHECK(at(4096).model.max_position == 4096);
+  CHECK(count_params(at(4096).model).total() == 126'884'352);  // the table's NumParams at 4,096
+  CHECK(at(512).model.max_position == 512);
 }
