@@ -576,57 +576,90 @@ ValidationPlan nemo_plan(const std::string& data_dir) {
 /// model size on A100 40GB, and the A100 80GB table's two PURE rows), the first predictions in
 /// the commit that added them; in round 19 the A100 80GB table of the same commit (llm-foundry
 /// 300cc5c58, all PURE then), by the same rule, first simulated after round 19's attention
-/// kernel. Each a scenario under scenarios/validation/mosaic-mpt/.
+/// kernel; in round 20 the rows of both tables at other sequence lengths, chosen by rule before
+/// any was simulated (per model size and table the shortest and the longest sequence listed, all
+/// on 8 GPUs). Each a scenario under scenarios/validation/mosaic-mpt/.
 struct MosaicRow {
   const char* file;  ///< scenarios/validation/mosaic-mpt/<file>.yaml
   const char* label;
   int gpus, layers, hidden, microbatch, sequences;  ///< sequences: the global batch
+  int sequence;                                      ///< tokens per sequence
   double tokens_per_gpu;                             ///< published tokens/s per GPU
 };
 
 constexpr MosaicRow kMosaic[] = {
-    {"mpt-70b-128gpu-a100-40gb", "MPT-70B, 128 A100 40GB, mb 4, ckpt", 128, 80, 8192, 4, 512, 376},
-    {"mpt-70b-64gpu-a100-40gb", "MPT-70B, 64 A100 40GB, mb 2, ckpt", 64, 80, 8192, 2, 128, 276},
-    {"mpt-30b-128gpu-a100-40gb", "MPT-30B, 128 A100 40GB, mb 6, ckpt", 128, 48, 7168, 6, 768, 865},
-    {"mpt-30b-32gpu-a100-40gb", "MPT-30B, 32 A100 40GB, mb 4, ckpt", 32, 48, 7168, 4, 128, 857},
-    {"mpt-13b-128gpu-a100-40gb", "MPT-13B, 128 A100 40GB, mb 16, ckpt", 128, 40, 5120, 16, 2048, 1972},
-    {"mpt-13b-8gpu-a100-40gb", "MPT-13B, 8 A100 40GB, mb 4 x 16, ckpt", 8, 40, 5120, 4, 512, 1668},
-    {"mpt-7b-128gpu-a100-40gb", "MPT-7B, 128 A100 40GB, mb 18, ckpt", 128, 32, 4096, 18, 2304, 3623},
-    {"mpt-7b-8gpu-a100-40gb", "MPT-7B, 8 A100 40GB, mb 12 x 4, ckpt", 8, 32, 4096, 12, 384, 3679},
-    {"mpt-3b-128gpu-a100-40gb", "MPT-3B, 128 A100 40GB, mb 6", 128, 32, 2560, 6, 768, 9538},
-    {"mpt-3b-8gpu-a100-40gb", "MPT-3B, 8 A100 40GB, mb 5 x 8", 8, 32, 2560, 5, 320, 10065},
-    {"mpt-1b-128gpu-a100-40gb", "MPT-1B, 128 A100 40GB, mb 10", 128, 24, 2048, 10, 1280, 18647},
-    {"mpt-1b-8gpu-a100-40gb", "MPT-1B, 8 A100 40GB, mb 8 x 8", 8, 24, 2048, 8, 512, 19271},
-    {"mpt-760m-128gpu-a100-40gb", "MPT-760M, 128 A100 40GB, mb 12", 128, 24, 1536, 12, 1536, 28940},
-    {"mpt-760m-8gpu-a100-40gb", "MPT-760M, 8 A100 40GB, mb 12 x 4", 8, 24, 1536, 12, 384, 30173},
-    {"mpt-350m-128gpu-a100-40gb", "MPT-350M, 128 A100 40GB, mb 18", 128, 24, 1024, 18, 2304, 51934},
-    {"mpt-350m-8gpu-a100-40gb", "MPT-350M, 8 A100 40GB, mb 16 x 4", 8, 24, 1024, 16, 512, 55995},
-    {"mpt-125m-128gpu-a100-40gb", "MPT-125M, 128 A100 40GB, mb 26", 128, 12, 768, 26, 3328, 123936},
-    {"mpt-125m-8gpu-a100-40gb", "MPT-125M, 8 A100 40GB, mb 26 x 3", 8, 12, 768, 26, 624, 136334},
-    {"mpt-70b-64gpu-a100-80gb", "MPT-70B, 64 A100 80GB, mb 8 x 4, ckpt", 64, 80, 8192, 8, 2048, 410},
-    {"mpt-70b-32gpu-a100-80gb", "MPT-70B, 32 A100 80GB, mb 2 x 16, ckpt", 32, 80, 8192, 2, 1024, 373},
-    {"mpt-30b-64gpu-a100-80gb", "MPT-30B, 64 A100 80GB, mb 16 x 3, ckpt", 64, 48, 7168, 16, 3072, 876},
-    {"mpt-30b-8gpu-a100-80gb", "MPT-30B, 8 A100 80GB, mb 3 x 21, ckpt", 8, 48, 7168, 3, 504, 788},
-    {"mpt-13b-64gpu-a100-80gb", "MPT-13B, 64 A100 80GB, mb 32, ckpt", 64, 40, 5120, 32, 2048, 1994},
-    {"mpt-13b-8gpu-a100-80gb", "MPT-13B, 8 A100 80GB, mb 20 x 3, ckpt", 8, 40, 5120, 20, 480, 2065},
-    {"mpt-7b-64gpu-a100-80gb", "MPT-7B, 64 A100 80GB, mb 32, ckpt", 64, 32, 4096, 32, 2048, 3670},
-    {"mpt-7b-8gpu-a100-80gb", "MPT-7B, 8 A100 80GB, mb 32 x 2, ckpt", 8, 32, 4096, 32, 512, 3824},
-    {"mpt-3b-64gpu-a100-80gb", "MPT-3B, 64 A100 80GB, mb 12 x 3", 64, 32, 2560, 12, 2304, 10158},
-    {"mpt-3b-8gpu-a100-80gb", "MPT-3B, 8 A100 80GB, mb 10 x 6", 8, 32, 2560, 10, 480, 10403},
-    {"mpt-1b-64gpu-a100-80gb", "MPT-1B, 64 A100 80GB, mb 20", 64, 24, 2048, 20, 1280, 19423},
-    {"mpt-1b-8gpu-a100-80gb", "MPT-1B, 8 A100 80GB, mb 14 x 4", 8, 24, 2048, 14, 448, 20276},
-    {"mpt-760m-64gpu-a100-80gb", "MPT-760M, 64 A100 80GB, mb 24", 64, 24, 1536, 24, 1536, 29565},
-    {"mpt-760m-8gpu-a100-80gb", "MPT-760M, 8 A100 80GB, mb 24 x 2", 8, 24, 1536, 24, 384, 31763},
-    {"mpt-350m-64gpu-a100-80gb", "MPT-350M, 64 A100 80GB, mb 32", 64, 24, 1024, 32, 2048, 54384},
-    {"mpt-350m-8gpu-a100-80gb", "MPT-350M, 8 A100 80GB, mb 32 x 2", 8, 24, 1024, 32, 512, 58911},
-    {"mpt-125m-64gpu-a100-80gb", "MPT-125M, 64 A100 80GB, mb 32", 64, 12, 768, 32, 2048, 130026},
-    {"mpt-125m-8gpu-a100-80gb", "MPT-125M, 8 A100 80GB, mb 32 x 2", 8, 12, 768, 32, 512, 140438},
+    {"mpt-70b-128gpu-a100-40gb", "MPT-70B, 128 A100 40GB, mb 4, ckpt", 128, 80, 8192, 4, 512, 2048, 376},
+    {"mpt-70b-64gpu-a100-40gb", "MPT-70B, 64 A100 40GB, mb 2, ckpt", 64, 80, 8192, 2, 128, 2048, 276},
+    {"mpt-30b-128gpu-a100-40gb", "MPT-30B, 128 A100 40GB, mb 6, ckpt", 128, 48, 7168, 6, 768, 2048, 865},
+    {"mpt-30b-32gpu-a100-40gb", "MPT-30B, 32 A100 40GB, mb 4, ckpt", 32, 48, 7168, 4, 128, 2048, 857},
+    {"mpt-13b-128gpu-a100-40gb", "MPT-13B, 128 A100 40GB, mb 16, ckpt", 128, 40, 5120, 16, 2048, 2048, 1972},
+    {"mpt-13b-8gpu-a100-40gb", "MPT-13B, 8 A100 40GB, mb 4 x 16, ckpt", 8, 40, 5120, 4, 512, 2048, 1668},
+    {"mpt-7b-128gpu-a100-40gb", "MPT-7B, 128 A100 40GB, mb 18, ckpt", 128, 32, 4096, 18, 2304, 2048, 3623},
+    {"mpt-7b-8gpu-a100-40gb", "MPT-7B, 8 A100 40GB, mb 12 x 4, ckpt", 8, 32, 4096, 12, 384, 2048, 3679},
+    {"mpt-3b-128gpu-a100-40gb", "MPT-3B, 128 A100 40GB, mb 6", 128, 32, 2560, 6, 768, 2048, 9538},
+    {"mpt-3b-8gpu-a100-40gb", "MPT-3B, 8 A100 40GB, mb 5 x 8", 8, 32, 2560, 5, 320, 2048, 10065},
+    {"mpt-1b-128gpu-a100-40gb", "MPT-1B, 128 A100 40GB, mb 10", 128, 24, 2048, 10, 1280, 2048, 18647},
+    {"mpt-1b-8gpu-a100-40gb", "MPT-1B, 8 A100 40GB, mb 8 x 8", 8, 24, 2048, 8, 512, 2048, 19271},
+    {"mpt-760m-128gpu-a100-40gb", "MPT-760M, 128 A100 40GB, mb 12", 128, 24, 1536, 12, 1536, 2048, 28940},
+    {"mpt-760m-8gpu-a100-40gb", "MPT-760M, 8 A100 40GB, mb 12 x 4", 8, 24, 1536, 12, 384, 2048, 30173},
+    {"mpt-350m-128gpu-a100-40gb", "MPT-350M, 128 A100 40GB, mb 18", 128, 24, 1024, 18, 2304, 2048, 51934},
+    {"mpt-350m-8gpu-a100-40gb", "MPT-350M, 8 A100 40GB, mb 16 x 4", 8, 24, 1024, 16, 512, 2048, 55995},
+    {"mpt-125m-128gpu-a100-40gb", "MPT-125M, 128 A100 40GB, mb 26", 128, 12, 768, 26, 3328, 2048, 123936},
+    {"mpt-125m-8gpu-a100-40gb", "MPT-125M, 8 A100 40GB, mb 26 x 3", 8, 12, 768, 26, 624, 2048, 136334},
+    {"mpt-70b-64gpu-a100-80gb", "MPT-70B, 64 A100 80GB, mb 8 x 4, ckpt", 64, 80, 8192, 8, 2048, 2048, 410},
+    {"mpt-70b-32gpu-a100-80gb", "MPT-70B, 32 A100 80GB, mb 2 x 16, ckpt", 32, 80, 8192, 2, 1024, 2048, 373},
+    {"mpt-30b-64gpu-a100-80gb", "MPT-30B, 64 A100 80GB, mb 16 x 3, ckpt", 64, 48, 7168, 16, 3072, 2048, 876},
+    {"mpt-30b-8gpu-a100-80gb", "MPT-30B, 8 A100 80GB, mb 3 x 21, ckpt", 8, 48, 7168, 3, 504, 2048, 788},
+    {"mpt-13b-64gpu-a100-80gb", "MPT-13B, 64 A100 80GB, mb 32, ckpt", 64, 40, 5120, 32, 2048, 2048, 1994},
+    {"mpt-13b-8gpu-a100-80gb", "MPT-13B, 8 A100 80GB, mb 20 x 3, ckpt", 8, 40, 5120, 20, 480, 2048, 2065},
+    {"mpt-7b-64gpu-a100-80gb", "MPT-7B, 64 A100 80GB, mb 32, ckpt", 64, 32, 4096, 32, 2048, 2048, 3670},
+    {"mpt-7b-8gpu-a100-80gb", "MPT-7B, 8 A100 80GB, mb 32 x 2, ckpt", 8, 32, 4096, 32, 512, 2048, 3824},
+    {"mpt-3b-64gpu-a100-80gb", "MPT-3B, 64 A100 80GB, mb 12 x 3", 64, 32, 2560, 12, 2304, 2048, 10158},
+    {"mpt-3b-8gpu-a100-80gb", "MPT-3B, 8 A100 80GB, mb 10 x 6", 8, 32, 2560, 10, 480, 2048, 10403},
+    {"mpt-1b-64gpu-a100-80gb", "MPT-1B, 64 A100 80GB, mb 20", 64, 24, 2048, 20, 1280, 2048, 19423},
+    {"mpt-1b-8gpu-a100-80gb", "MPT-1B, 8 A100 80GB, mb 14 x 4", 8, 24, 2048, 14, 448, 2048, 20276},
+    {"mpt-760m-64gpu-a100-80gb", "MPT-760M, 64 A100 80GB, mb 24", 64, 24, 1536, 24, 1536, 2048, 29565},
+    {"mpt-760m-8gpu-a100-80gb", "MPT-760M, 8 A100 80GB, mb 24 x 2", 8, 24, 1536, 24, 384, 2048, 31763},
+    {"mpt-350m-64gpu-a100-80gb", "MPT-350M, 64 A100 80GB, mb 32", 64, 24, 1024, 32, 2048, 2048, 54384},
+    {"mpt-350m-8gpu-a100-80gb", "MPT-350M, 8 A100 80GB, mb 32 x 2", 8, 24, 1024, 32, 512, 2048, 58911},
+    {"mpt-125m-64gpu-a100-80gb", "MPT-125M, 64 A100 80GB, mb 32", 64, 12, 768, 32, 2048, 2048, 130026},
+    {"mpt-125m-8gpu-a100-80gb", "MPT-125M, 8 A100 80GB, mb 32 x 2", 8, 12, 768, 32, 512, 2048, 140438},
+    {"mpt-125m-8gpu-a100-40gb-seq512", "MPT-125M, 8 A100 40GB, seq 512, mb 104 x 3", 8, 12, 768, 104, 2496, 512, 156735},
+    {"mpt-125m-8gpu-a100-40gb-seq32768", "MPT-125M, 8 A100 40GB, seq 32K, mb 1 x 4", 8, 12, 768, 1, 32, 32768, 32651},
+    {"mpt-125m-8gpu-a100-80gb-seq512", "MPT-125M, 8 A100 80GB, seq 512, mb 128 x 2", 8, 12, 768, 128, 2048, 512, 165628},
+    {"mpt-125m-8gpu-a100-80gb-seq65536", "MPT-125M, 8 A100 80GB, seq 64K, mb 1 x 2", 8, 12, 768, 1, 16, 65536, 20434},
+    {"mpt-13b-8gpu-a100-40gb-seq512", "MPT-13B, 8 A100 40GB, seq 512, mb 16 x 16, ckpt", 8, 40, 5120, 16, 2048, 512, 1763},
+    {"mpt-13b-8gpu-a100-40gb-seq8192", "MPT-13B, 8 A100 40GB, seq 8K, mb 1 x 16, ckpt", 8, 40, 5120, 1, 128, 8192, 1407},
+    {"mpt-13b-8gpu-a100-80gb-seq512", "MPT-13B, 8 A100 80GB, seq 512, mb 80 x 3, ckpt", 8, 40, 5120, 80, 1920, 512, 2190},
+    {"mpt-13b-8gpu-a100-80gb-seq32768", "MPT-13B, 8 A100 80GB, seq 32K, mb 1 x 3, ckpt", 8, 40, 5120, 1, 24, 32768, 974},
+    {"mpt-1b-8gpu-a100-40gb-seq512", "MPT-1B, 8 A100 40GB, seq 512, mb 32 x 8", 8, 24, 2048, 32, 2048, 512, 21782},
+    {"mpt-1b-8gpu-a100-40gb-seq32768", "MPT-1B, 8 A100 40GB, seq 32K, mb 1 x 4, ckpt", 8, 24, 2048, 1, 32, 32768, 5095},
+    {"mpt-1b-8gpu-a100-80gb-seq512", "MPT-1B, 8 A100 80GB, seq 512, mb 56 x 4", 8, 24, 2048, 56, 1792, 512, 23033},
+    {"mpt-1b-8gpu-a100-80gb-seq65536", "MPT-1B, 8 A100 80GB, seq 64K, mb 1 x 2, ckpt", 8, 24, 2048, 1, 16, 65536, 2985},
+    {"mpt-30b-8gpu-a100-80gb-seq512", "MPT-30B, 8 A100 80GB, seq 512, mb 12 x 21, ckpt", 8, 48, 7168, 12, 2016, 512, 844},
+    {"mpt-30b-8gpu-a100-80gb-seq8192", "MPT-30B, 8 A100 80GB, seq 8K, mb 1 x 21, ckpt", 8, 48, 7168, 1, 168, 8192, 622},
+    {"mpt-350m-8gpu-a100-40gb-seq512", "MPT-350M, 8 A100 40GB, seq 512, mb 64 x 4", 8, 24, 1024, 64, 2048, 512, 66284},
+    {"mpt-350m-8gpu-a100-40gb-seq32768", "MPT-350M, 8 A100 40GB, seq 32K, mb 1 x 4", 8, 24, 1024, 1, 32, 32768, 13416},
+    {"mpt-350m-8gpu-a100-80gb-seq512", "MPT-350M, 8 A100 80GB, seq 512, mb 128 x 2", 8, 24, 1024, 128, 2048, 512, 70107},
+    {"mpt-350m-8gpu-a100-80gb-seq65536", "MPT-350M, 8 A100 80GB, seq 64K, mb 1 x 2", 8, 24, 1024, 1, 16, 65536, 7479},
+    {"mpt-3b-8gpu-a100-40gb-seq512", "MPT-3B, 8 A100 40GB, seq 512, mb 20 x 8", 8, 32, 2560, 20, 1280, 512, 11324},
+    {"mpt-3b-8gpu-a100-40gb-seq32768", "MPT-3B, 8 A100 40GB, seq 32K, mb 1 x 4, ckpt", 8, 32, 2560, 1, 32, 32768, 2955},
+    {"mpt-3b-8gpu-a100-80gb-seq512", "MPT-3B, 8 A100 80GB, seq 512, mb 40 x 6", 8, 32, 2560, 40, 1920, 512, 11819},
+    {"mpt-3b-8gpu-a100-80gb-seq65536", "MPT-3B, 8 A100 80GB, seq 64K, mb 1 x 2, ckpt", 8, 32, 2560, 1, 16, 65536, 1771},
+    {"mpt-760m-8gpu-a100-40gb-seq512", "MPT-760M, 8 A100 40GB, seq 512, mb 48 x 4", 8, 24, 1536, 48, 1536, 512, 34938},
+    {"mpt-760m-8gpu-a100-40gb-seq32768", "MPT-760M, 8 A100 40GB, seq 32K, mb 1 x 4, ckpt", 8, 24, 1536, 1, 32, 32768, 7183},
+    {"mpt-760m-8gpu-a100-80gb-seq512", "MPT-760M, 8 A100 80GB, seq 512, mb 96 x 2", 8, 24, 1536, 96, 1536, 512, 36719},
+    {"mpt-760m-8gpu-a100-80gb-seq65536", "MPT-760M, 8 A100 80GB, seq 64K, mb 1 x 2, ckpt", 8, 24, 1536, 1, 16, 65536, 4156},
+    {"mpt-7b-8gpu-a100-40gb-seq512", "MPT-7B, 8 A100 40GB, seq 512, mb 48 x 4, ckpt", 8, 32, 4096, 48, 1536, 512, 3895},
+    {"mpt-7b-8gpu-a100-40gb-seq16384", "MPT-7B, 8 A100 40GB, seq 16K, mb 1 x 4, ckpt", 8, 32, 4096, 1, 32, 16384, 2249},
+    {"mpt-7b-8gpu-a100-80gb-seq512", "MPT-7B, 8 A100 80GB, seq 512, mb 128 x 2, ckpt", 8, 32, 4096, 128, 2048, 512, 4099},
+    {"mpt-7b-8gpu-a100-80gb-seq65536", "MPT-7B, 8 A100 80GB, seq 64K, mb 1 x 2, ckpt", 8, 32, 4096, 1, 16, 65536, 919},
 };
 
 ValidationPlan mosaic_plan(const std::string& data_dir) {
   ValidationPlan plan{{"mosaic-mpt",
-                       "MosaicML MPT 125M-70B with Composer FSDP (FULL_SHARD, PURE bf16) on A100 40GB / 80GB, sequence "
-                       "2,048 (llm-foundry benchmark tables): tokens/s per GPU, out of sample",
+                       "MosaicML MPT 125M-70B with Composer FSDP (FULL_SHARD, PURE bf16) on A100 40GB / 80GB, sequences "
+                       "of 512 to 65,536 (llm-foundry benchmark tables): tokens/s per GPU, out of sample",
                        {}, true},
                       {}};
   for (const auto& row : kMosaic) {
@@ -639,8 +672,8 @@ ValidationPlan mosaic_plan(const std::string& data_dir) {
                                [&](const config::Scenario& s) {
                                  return s.gpus() == row.gpus && s.model.layers == row.layers &&
                                         s.model.hidden == row.hidden && s.parallel.microbatch_size == row.microbatch &&
-                                        s.training.sequence_length == 2048 &&
-                                        s.training.global_batch_tokens == 2048.0 * row.sequences &&
+                                        s.training.sequence_length == row.sequence &&
+                                        s.training.global_batch_tokens == double(row.sequence) * row.sequences &&
                                         s.parallel.zero == 3 && s.training.precision == "bf16";
                                },
                                std::string("the MPT row ") + row.file, tokens_per_gpu_second);
