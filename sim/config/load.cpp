@@ -547,6 +547,7 @@ void parse_training(Section s, TrainingSpec& t) {
   s.number("tokens", t.tokens, Dimension::count, kNonNegative);
   s.choice("precision", t.precision, {"fp32", "bf16", "fp16", "fp8"});
   s.choice("optimizer", t.optimizer, {"sgd", "momentum", "rmsprop", "adam"});
+  s.choice("optimizer_impl", t.optimizer_impl, {"foreach", "for_loop", "fused"});
   s.choice("activation_checkpointing", t.activation_checkpointing, {"none", "selective", "full", "op"});
   s.choice("framework", t.framework, {"fused", "eager", "compile", "cuda_graphs"});
   s.flag("launch_blocking", t.launch_blocking);

@@ -236,6 +236,7 @@ const std::vector<Doc>& docs() {
       {"training.tokens", "total training tokens (whole runs, days and GPU-hours)"},
       {"training.precision", "training precision recipe (fp8: the linear layers' GEMMs in fp8)"},
       {"training.optimizer", "optimizer (its state per parameter and its update cost)"},
+      {"training.optimizer_impl", "how PyTorch model code runs Adam: foreach (torch.optim's default, all square roots held at once), for_loop (one tensor at a time: Composer's DecoupledAdamW) or fused (one kernel); unset: foreach under PyTorch model code, a fused kernel under Megatron-style code"},
       {"training.activation_checkpointing", "recompute policy (op: torchtitan's per-op policy)"},
       {"training.framework", "how element-wise ops become kernels: hand-fused, PyTorch eager, torch.compile"},
       {"training.launch_blocking", "CUDA_LAUNCH_BLOCKING=1: each kernel launch waits for the kernel to finish, so the host cannot queue kernels ahead and every kernel pays its dispatch in series"},

@@ -383,6 +383,17 @@ struct TrainingSpec {
   double tokens = 0;                ///< total training tokens (full runs)
   std::string precision = "bf16";   ///< fp32 | bf16 | fp16 | fp8
   std::string optimizer = "adam";   ///< sgd | momentum | rmsprop | adam
+  /// How PyTorch model code (framework eager or compile) runs Adam; "" = foreach there. Megatron-
+  /// style code (fused, cuda_graphs) runs a fused Adam kernel (Apex, Transformer Engine,
+  /// DeepSpeed FusedAdam), the only form it takes.
+  /// - foreach: torch.optim.AdamW's default on CUDA (_multi_tensor_adamw; torchtitan): eight
+  ///   multi-tensor kernels over all parameters, the square roots of all second moments held at
+  ///   once (torch._foreach_sqrt into new tensors) until the update;
+  /// - for_loop: the kernels one parameter tensor at a time (torch's _single_tensor_adamw;
+  ///   Composer's DecoupledAdamW, which MosaicML's llm-foundry runs): nine kernels per tensor,
+  ///   one tensor's temporaries at a time;
+  /// - fused: one kernel (torch's fused=True): no temporaries.
+  std::string optimizer_impl;
   std::string activation_checkpointing = "none";  ///< none | selective | full | op (torchtitan)
   /// How element-wise ops become kernels: fused (hand-fused kernels, Megatron-style: one pass
   /// per op), eager (PyTorch eager, the model code's primitive ops one kernel each), compile

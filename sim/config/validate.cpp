@@ -612,6 +612,13 @@ void validate_scenario(Scenario& sc, LoadState& st) {
               "loss under torch's loss parallel is not simulated); got framework " + t.framework + " and tp " +
                   str(p.tp));
   }
+  if (!t.optimizer_impl.empty() && st.ok({"training.optimizer_impl", "training.optimizer", "training.framework"}) &&
+      (t.optimizer != "adam" || (t.framework != "eager" && t.framework != "compile"))) {
+    st.report("training.optimizer_impl",
+              "is how PyTorch model code runs Adam: needs training.optimizer adam and framework eager or compile "
+              "(Megatron-style code runs a fused Adam; the other optimizers' kernels are not simulated); got " +
+                  t.optimizer + " and framework " + t.framework);
+  }
   if (t.fused_cross_entropy &&
       st.ok({"training.fused_cross_entropy", "training.framework", "parallel.tp", "training.compile_loss"}) &&
       ((t.framework != "eager" && t.framework != "compile") || p.tp > 1 || t.compile_loss)) {

@@ -281,7 +281,18 @@ MoeAllToAll moe_all_to_all_bytes(const config::ModelSpec& model, const config::T
 /// (norm: read; clip: read + write) 3·parameter_bytes, and under fp16 the loss-scale pass (inf/nan
 /// check: read; unscale: read + write) 3·parameter_bytes more: adam/bf16 = 34 B/param.
 /// FLOPs per parameter (CUDA-core, rough): adam 12, rmsprop 8, momentum 4, sgd 2.
+/// Adam run unfused by PyTorch model code (optimizer_impl foreach or for_loop) moves instead the
+/// bytes of its kernel sequence over fp32 tensors, counted from the code: foreach (torch's
+/// _multi_tensor_adamw) the weight decay mul_ 8, lerp_ of the first moment 12, mul_ and addcmul_
+/// of the second 8 + 12, sqrt 8, div_ 8, add_ of eps 8, addcdiv_ of the weights 16: 80 B, in 8
+/// kernels; for_loop (Composer's DecoupledAdamW.adamw) the weight decay mul_ 8, mul_ and add_ of
+/// the first moment 8 + 12, mul_ and addcmul_ of the second 8 + 12, sqrt 8, division 8, add_ of
+/// eps 8, addcdiv_ 16: 88 B, in 9 kernels (per tensor: the launches of the other tensors are not
+/// counted); clipping and loss scaling as above.
 Op optimizer_op(const config::TrainingSpec& training, double params_local);
+/// The Adam implementation a step runs (TrainingSpec::optimizer_impl resolved): foreach,
+/// for_loop or fused; fused for Megatron-style code and for every optimizer but adam.
+std::string optimizer_impl(const config::TrainingSpec& training);
 
 /// Whether the step runs PyTorch's own modules (training.framework eager or compile, as
 /// torchtitan does): torch.optim, FSDP2, torch's tensor parallelism and loss, the Llama model

@@ -750,13 +750,27 @@ Op optimizer_op(const config::TrainingSpec& training, double params_local) {
   // loss-scale pass: an inf/nan check (read) and the unscale (read + write): 3·pb more.
   const double clipping = 3.0 * pb;
   const double loss_scaling = training.precision == "fp16" ? 3.0 * pb : 0.0;
-  const double bytes_per_param =
-      8.0 + 8.0 * state_tensors + pb + (mixed ? pb : 0.0) + clipping + loss_scaling;
+  const std::string impl = optimizer_impl(training);
+  double update = 8.0 + 8.0 * state_tensors + pb + (mixed ? pb : 0.0);  // fused: one pass
+  int kernels = 1;
+  if (impl == "foreach") {
+    update = 80.0;
+    kernels = 8;
+  } else if (impl == "for_loop") {
+    update = 88.0;
+    kernels = 9;
+  }
   Op op;
   op.name = "optimizer_step";
-  op.bytes = params_local * bytes_per_param;
+  op.bytes = params_local * (update + clipping + loss_scaling);
   op.flops = params_local * flops_per_param;
+  op.kernels = kernels;
   return op;
+}
+
+std::string optimizer_impl(const config::TrainingSpec& training) {
+  if (training.optimizer != "adam" || !pytorch_model_code(training)) return "fused";
+  return training.optimizer_impl.empty() ? "foreach" : training.optimizer_impl;
 }
 
 }  // namespace ironlaw::workload

@@ -169,7 +169,9 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
   // The optimizer step, after the step's backward passes: the first one creates torch.optim's
   // state tensors; foreach AdamW (torchtitan: foreach = not fused, fused off) takes the square
   // root of every second moment into new tensors (_multi_tensor_adamw: exp_avg_sq_sqrt =
-  // torch._foreach_sqrt(exp_avg_sqs)), alive until the parameters' addcdiv, then freed.
+  // torch._foreach_sqrt(exp_avg_sqs)), alive until the parameters' addcdiv, then freed. A
+  // for-loop Adam (Composer's DecoupledAdamW: denom = (exp_avg_sq.sqrt() / c).add_(eps)) holds
+  // one tensor's square root and its quotient at a time; a fused one, nothing.
   auto optimizer_step = [&](bool first_step) {
     if (!(params_local > 0) || moment_tensors == 0) return;
     const double moment = state.optimizer / optimizer_tensors;  // one 4-B tensor per parameter
@@ -178,10 +180,19 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
     if (first_step)
       for (double share : shares)
         for (int k = 0; k < moment_tensors; ++k) r.alloc(moment * share / params_local, kCompute, "optimizer state");
-    if (training.optimizer != "adam") return;
-    std::vector<int> sqrt_out;
-    for (double share : shares) sqrt_out.push_back(r.alloc(moment * share / params_local, kCompute, "optimizer sqrt"));
-    for (int& h : sqrt_out) r.release(h);
+    const std::string impl = optimizer_impl(training);
+    if (impl == "foreach") {
+      std::vector<int> sqrt_out;
+      for (double share : shares) sqrt_out.push_back(r.alloc(moment * share / params_local, kCompute, "optimizer sqrt"));
+      for (int& h : sqrt_out) r.release(h);
+    } else if (impl == "for_loop") {
+      for (double share : shares) {
+        int root = r.alloc(moment * share / params_local, kCompute, "optimizer sqrt");
+        int denom = r.alloc(moment * share / params_local, kCompute, "optimizer sqrt");
+        r.release(root);
+        r.release(denom);
+      }
+    }
   };
   // torch.distributed.pipelining: one receive buffer per microbatch for the activations and for
   // the gradients of each chunk that has a neighbour on that side, held for good.

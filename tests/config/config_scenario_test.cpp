@@ -449,3 +449,16 @@ TEST_CASE("model.max_position: sequence follows training.sequence_length; other 
   REQUIRE(errors.size() == 1);
   CHECK(errors.front().find("model.max_position: must be >= 0") != std::string::npos);
 }
+
+TEST_CASE("training.optimizer_impl is refused where it would not be simulated", "[scenario][optimizer]") {
+  const std::string mpt = IRONLAW_SOURCE_DIR "/scenarios/validation/mosaic-mpt/mpt-7b-8gpu-a100-40gb.yaml";
+  CHECK(load_scenario(mpt).training.optimizer_impl == "for_loop");
+  // (fused also refuses the fused cross-entropy, PyTorch code's as well: two errors.)
+  auto errors = errors_of([&] { load_scenario(mpt, {"training.framework=fused", "training.fused_cross_entropy=false"}); });
+  REQUIRE(errors.size() == 1);
+  CHECK(errors.front().find("training.optimizer_impl: is how PyTorch model code runs Adam") != std::string::npos);
+  errors = errors_of([&] { load_scenario(mpt, {"training.optimizer=sgd"}); });
+  REQUIRE(errors.size() == 1);
+  CHECK(errors.front().find("got sgd and framework eager") != std::string::npos);
+  CHECK_FALSE(errors_of([&] { load_scenario(mpt, {"training.optimizer_impl=apex"}); }).empty());
+}

@@ -199,3 +199,25 @@ TEST_CASE("the optimizer step is a memory-bound update with bytes per parameter 
   t.optimizer = "lamb";
   CHECK_THROWS_WITH(optimizer_op(t, 1e9), Catch::Contains("lamb"));
 }
+
+TEST_CASE("PyTorch's unfused Adam moves the bytes of its kernel sequence", "[workload][ops][optimizer]") {
+  config::TrainingSpec t = training_8k();
+  t.framework = "eager";  // torch.optim: foreach by default
+  // _multi_tensor_adamw over fp32 tensors: weight decay mul_ (r+w 8), lerp_ of exp_avg (r m, r g,
+  // w m: 12), mul_ of exp_avg_sq (8), addcmul_ (12), sqrt into new tensors (8), div_ (8), add_ eps
+  // (8), addcdiv_ of the weights (r p, m, root; w p: 16) = 80, plus clipping 6 (bf16 gradients).
+  CHECK(workload::optimizer_impl(t) == "foreach");
+  CHECK(optimizer_op(t, 1e9).bytes == 86e9);
+  CHECK(optimizer_op(t, 1e9).kernels == 8);
+  // Composer's DecoupledAdamW.adamw: mul_ 8, mul_ + add_ 8 + 12, mul_ + addcmul_ 8 + 12, sqrt 8,
+  // division 8, add_ 8, addcdiv_ 16 = 88, in nine kernels per tensor.
+  t.optimizer_impl = "for_loop";
+  CHECK(optimizer_op(t, 1e9).bytes == 94e9);
+  CHECK(optimizer_op(t, 1e9).kernels == 9);
+  t.optimizer_impl = "fused";  // one pass, as the fused frameworks' kernels
+  CHECK(optimizer_op(t, 1e9).bytes == 34e9);
+  CHECK(optimizer_op(t, 1e9).kernels == 1);
+  t.framework = "fused";  // Megatron-style code: a fused Adam whatever the key says
+  t.optimizer_impl = "";
+  CHECK(workload::optimizer_impl(t) == "fused");
+}
