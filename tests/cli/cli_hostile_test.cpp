@@ -76,7 +76,7 @@ TEST_CASE("explain keeps what-ifs and search points above the memory limit out o
   CHECK(big.out.empty());
 }
 
-TEST_CASE("A timeline of more ranks than one figure draws is refused, naming --ranks; a chosen few are drawn") {
+TEST_CASE("A timeline of more ranks than one figure draws is refused, naming --ranks — a chosen few are drawn") {
   TempDir tmp;
   // 33 nodes x 8 GPUs, every rank simulated op by op: 264 ranks with events, above the 256 drawn.
   std::string text = tiny_scenario(tmp / "out.h5");

@@ -84,7 +84,7 @@ TEST_CASE("sweep ranges A..B:STEP expand and mix with single values", "[cli][swe
   }
 }
 
-TEST_CASE("a dimensioned key's sweep values carry their unit; a range takes it last; a bare one is bad input",
+TEST_CASE("a dimensioned key's sweep values carry their unit — a range takes it last — a bare one is bad input",
           "[cli][sweep][units]") {
   TempDir dir;
   const fs::path file = dir.write("s.yaml", tiny_scenario(dir / "out.h5"));
@@ -157,7 +157,7 @@ TEST_CASE("a repeated --vary key is refused before any point runs, naming the ke
   CHECK(r.out.empty());
 }
 
-TEST_CASE("on a terminal a sweep shows its progress with elapsed time and ETA; --no-progress and a pipe show none",
+TEST_CASE("on a terminal a sweep shows its progress with elapsed time and ETA — --no-progress and a pipe show none",
           "[cli][sweep][progress]") {
   TempDir dir;
   const fs::path file = dir.write("s.yaml", tiny_scenario(dir / "out.h5"));

@@ -164,7 +164,7 @@ TEST_CASE("model card problems are all reported", "[errors][model]") {
                "bad_model.yaml:6:11: kv_heads: must divide heads (8), got 3"});
 }
 
-TEST_CASE("input pipeline keys: a decode time needs its unit; empirical needs samples; a slow loader needs full detail",
+TEST_CASE("input pipeline keys: a decode time needs its unit — empirical needs samples — a slow loader needs full detail",
           "[errors][data]") {
   // basic.yaml line 26: "    decode_time: { distribution: lognormal, mean: 2 ms, cv: 0.5 }"
   const auto bare = scenario_errors("basic.yaml", {"data.loader.decode_time.mean=0.002"});

@@ -119,7 +119,7 @@ TEST_CASE("A list item's index is read as [] when its key is looked up in the bo
   CHECK(detail::bound_problem("training.batch_ramp.0.global_batch_tokens", 4e6).empty());
 }
 
-TEST_CASE("A key or value that is not UTF-8 is refused with its position; a comment may hold any bytes") {
+TEST_CASE("A key or value that is not UTF-8 is refused with its position — a comment may hold any bytes") {
   SourceLoc at{"f.yaml", 0, 0};
   const auto problem = detail::check_yaml_shape("a: 1\nname: x\xFFy\n", &at);
   REQUIRE(problem);

@@ -429,7 +429,7 @@ TEST_CASE("training.bf16_optimizer is DeepSpeed's BF16_Optimizer: bf16 with fp32
                     Catch::Contains("parallel.async_tensor_parallel_allreduce"));
 }
 
-TEST_CASE("model.max_position: sequence follows training.sequence_length; other words are refused at the key",
+TEST_CASE("model.max_position: sequence follows training.sequence_length — other words are refused at the key",
           "[scenario][positions]") {
   // models/mpt-7b.yaml: MPT's learned table has max_seq_len rows, which llm-foundry sets to the run's.
   const std::string mpt = IRONLAW_SOURCE_DIR "/scenarios/validation/mosaic-mpt/mpt-7b-8gpu-a100-40gb.yaml";

@@ -192,7 +192,7 @@ TEST_CASE("host-to-device copies slow down by the share a busy NIC takes of the 
   }
 }
 
-TEST_CASE("the labels stage loads label bytes without decoding; a none stage loads nothing", "[data][roles]") {
+TEST_CASE("the labels stage loads label bytes without decoding — a none stage loads nothing", "[data][roles]") {
   // 3 GPUs: inputs, none, labels. Batch 4 sequences; samples 1e6 B, labels 1e3 B; decode 1 ms
   // per sample; storage 1e10 B/s; copies 4e10 B/s. inputs_carry_labels = false (pp > 1).
   Simulator sim;

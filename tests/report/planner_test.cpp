@@ -90,7 +90,7 @@ TEST_CASE("the planner enumerates every combination and prunes those the loader 
   CHECK(it->status == "invalid: parallel.tp: must divide model.heads (12), got 8");
 }
 
-TEST_CASE("with one pipeline stage only one schedule is enumerated; interleaved adds its virtual stages",
+TEST_CASE("with one pipeline stage only one schedule is enumerated — interleaved adds its virtual stages",
           "[report][planner]") {
   const auto base = tiny();
   PlanSpace sp = narrow();

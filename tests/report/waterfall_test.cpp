@@ -151,7 +151,7 @@ TEST_CASE("the inverse search's needed ETTR is each candidate's step GPU-hours o
   for (std::size_t i = 1; i < res.rows.size(); ++i) CHECK(res.rows[i - 1].distance <= res.rows[i].distance);
 }
 
-TEST_CASE("evaluation pauses and GPUs idle while shrunk are bars of their own; the bars still add up",
+TEST_CASE("evaluation pauses and GPUs idle while shrunk are bars of their own — the bars still add up",
           "[report][explain]") {
   // The fleet with an evaluation over one batch of tokens after every 1,000th step (one
   // forward-only step of fixed_step, 10 s, whether the job is shrunk or not: a shrunk step

@@ -93,7 +93,7 @@ TEST_CASE("AsyncTP: a reduce-scatter fused with its GEMM sends each rank its row
   CHECK(ns(t->next_compute(sum.end_ns).start_ns - sum.end_ns) == Approx(0).margin(3));
 }
 
-TEST_CASE("AsyncTP: backward fuses the row-parallel input gradient with its gather; the reduce-scatters stay plain",
+TEST_CASE("AsyncTP: backward fuses the row-parallel input gradient with its gather — the reduce-scatters stay plain",
           "[run][timeline][tp][async-tp]") {
   const auto t = simulate_timeline(async_tp());
   // mlp_down's input gradient takes the gathered output gradient as its left operand: fused,

@@ -76,7 +76,7 @@ TEST_CASE("one microbatch accumulates nothing, and FSDP accumulates its own way"
   CHECK(trace({"training.global_batch_tokens=2048", "parallel.zero=3"})->named("grad_accumulate").empty());
 }
 
-TEST_CASE("Megatron's gradient_accumulation_fusion: no add pass; each wgrad GEMM reads and writes the fp32 main_grad",
+TEST_CASE("Megatron's gradient_accumulation_fusion: no add pass — each wgrad GEMM reads and writes the fp32 main_grad",
           "[run][grad-accumulate]") {
   // Megatron-LM (arguments.py: --no-gradient-accumulation-fusion, dest gradient_accumulation_fusion,
   // store_false: on by default) accumulates the weight gradient in the wgrad GEMM's epilogue into

@@ -61,7 +61,7 @@ TEST_CASE("ring attention all-gathers K and V once per pass and passes fp32 dK, 
   CHECK(r.exposed_comm_s >= 0);
 }
 
-TEST_CASE("PyTorch model code rings K and V expanded to every query head; Megatron-style code the grouped ones",
+TEST_CASE("PyTorch model code rings K and V expanded to every query head — Megatron-style code the grouped ones",
           "[run][cp]") {
   // The model above with grouped-query attention, 8 K/V heads for 32 query heads. torchtitan's
   // Llama (9dec370, models/llama/model.py) calls repeat_kv on K and V before

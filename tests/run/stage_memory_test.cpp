@@ -23,7 +23,7 @@ run::SimulationResult replay(std::vector<std::string> overrides) {
 
 }  // namespace
 
-TEST_CASE("each pipeline stage's memory is replayed; adjacent 1F1B stages differ by one microbatch's activations",
+TEST_CASE("each pipeline stage's memory is replayed — adjacent 1F1B stages differ by one microbatch's activations",
           "[run][memory][pipeline]") {
   // tests/run/data/pipeline.yaml: pp 4, 1F1B, 8 microbatches of one 2,048-token sequence, the
   // uniform model (8 layers of hidden 4,096, FFN 16,384, 32 heads, GELU, RMSNorm, no dropout):

@@ -110,7 +110,7 @@ TEST_CASE("PyTorch's recompute reruns the layer's all-gathers but not the reduct
   CHECK(async_full_ag == async_ag);
 }
 
-TEST_CASE("Float8 TP gathers fp8 in the recompute too; only the LM head's and the embedding's gathers stay bf16",
+TEST_CASE("Float8 TP gathers fp8 in the recompute too — only the LM head's and the embedding's gathers stay bf16",
           "[run][tp][recompute][precision]") {
   // tiny-dense at TP 2 with sequence parallelism, compile + fp8 + full recompute, 2 microbatches.
   // Float8 TP casts before the all-gather that feeds a Float8 linear: every gather is fp8 (half

@@ -105,7 +105,7 @@ TEST_CASE("Weibull failure counts match the renewal function within its noise", 
   CHECK(std::abs(w.interruptions - expected) <= 4 * sigma);
 }
 
-TEST_CASE("lost work per failure is bounded by the checkpoint interval and one step; hangs wait for the timeout",
+TEST_CASE("lost work per failure is bounded by the checkpoint interval and one step — hangs wait for the timeout",
           "[training][failures]") {
   SECTION("synchronous: lost ≤ interval + one step") {
     const WholeRunResult w = run_fixed(fleet_hourly({"reliability.failures=failures-mixed.yaml"}));
@@ -138,7 +138,7 @@ TEST_CASE("lost work per failure is bounded by the checkpoint interval and one s
   }
 }
 
-TEST_CASE("a sync checkpoint pauses for bytes over the storage bandwidth; a restart loads them back",
+TEST_CASE("a sync checkpoint pauses for bytes over the storage bandwidth — a restart loads them back",
           "[training][checkpoint]") {
   const WholeRunResult w = run_fixed(fleet_hourly({"reliability.failures=failures-gpu.yaml"}));
   // 7 GB distinct over 100 GB/s = 0.07 s (the 64 nodes' 8 NICs at 47 GB/s are not the bound).

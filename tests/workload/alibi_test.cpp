@@ -47,7 +47,7 @@ TEST_CASE("ALiBi has no position parameters", "[workload][params][alibi]") {
   CHECK(count_params(gpt2_alibi()).total() == count_params(learned).total() - 1024.0 * 768);
 }
 
-TEST_CASE("unfused ALiBi writes and reads the s² scores once more; fused kernels add nothing",
+TEST_CASE("unfused ALiBi writes and reads the s² scores once more — fused kernels add nothing",
           "[workload][ops][alibi]") {
   const auto ops = layer_forward_ops(gpt2_alibi(), fp16_1k(false), 2, 1);
   // 2 sequences · 12 heads · 1,024² = 25,165,824 scores, written and read at 2 B: 100,663,296 B,

@@ -86,7 +86,7 @@ TEST_CASE("a compiled loss reads the logits twice and writes their gradient once
   CHECK(backward.kernels == 1);
 }
 
-TEST_CASE("the fp8 recipe runs linear layers in fp8 and times their casts; attention stays bf16",
+TEST_CASE("the fp8 recipe runs linear layers in fp8 and times their casts — attention stays bf16",
           "[workload][precision]") {
   const auto ops = layer_forward_ops(llama3_8b(), llama_training("compile", "fp8"), 1, 1);
   const Op& qkv = find(ops, "qkv");
@@ -127,7 +127,7 @@ TEST_CASE("torchtitan's op policy recomputes wk, wo, w3 and the element-wise ops
     CHECK(has(ops, name));
 }
 
-TEST_CASE("PyTorch's full recompute stops at the down projection's input; Megatron's reruns the whole layer",
+TEST_CASE("PyTorch's full recompute stops at the down projection's input — Megatron's reruns the whole layer",
           "[workload][recompute]") {
   // Llama 3 8B at TP 2, one 8,192-token sequence. The forward's last saved tensor is w2's input
   // (aten mm saves its inputs before it runs), so torch.compile's partitioner and
@@ -206,7 +206,7 @@ TEST_CASE("torchtitan's op policy under sequence-parallel TP keeps wo's reduce-s
   CHECK_FALSE(has(single, "recompute_norm_attn_gather"));
 }
 
-TEST_CASE("compiled, torchtitan's op policy does not keep w2's output; eager's checkpoint cache does",
+TEST_CASE("compiled, torchtitan's op policy does not keep w2's output — eager's checkpoint cache does",
           "[workload][memory][recompute]") {
   // Llama 3 8B, one 8,192-token sequence, bf16. Kept per token under the op policy: the layer
   // input h, wq's q = 4,096, wv's 1,024, w1's 14,336, the attention output 4,096, fp32
@@ -227,7 +227,7 @@ TEST_CASE("compiled, torchtitan's op policy does not keep w2's output; eager's c
   CHECK(activation_bytes_per_layer(llama3_8b(), llama_training("eager", "bf16", "op"), p, 1) == Approx(t * sp_eager).epsilon(1e-12));
 }
 
-TEST_CASE("PyTorch model code expands grouped K/V to every query head before SDPA; fused code does not",
+TEST_CASE("PyTorch model code expands grouped K/V to every query head before SDPA — fused code does not",
           "[workload][framework][attention]") {
   // torchtitan's Llama (9dec370 models/llama/model.py) calls repeat_kv on K and V: per tensor the
   // 8 grouped heads of 128 read (2 B) and 32 heads written: 2 x 8192 x (8 + 32) x 128 x 2 B.
