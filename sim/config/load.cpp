@@ -326,23 +326,31 @@ void parse_published(Section s, PublishedFacts& p) {
   s.finish();
 }
 
-/// model.max_position: a whole number of rows, or `sequence` (ModelSpec::max_position_follows_sequence).
-void parse_max_position(Section& s, ModelSpec& m) {
-  const auto node = s.raw("max_position", KeyKind::value);
-  if (!node) return;
+/// A key that is a whole number of at least `minimum` (written to `out`) or the word `word`.
+enum class CountOrWord { absent, count, word, bad };
+CountOrWord parse_count_or_word(Section& s, const char* key, const char* word, int minimum, int& out) {
+  const auto node = s.raw(key, KeyKind::value);
+  if (!node) return CountOrWord::absent;
   const std::string text = node->IsScalar() ? trim(node->Scalar()) : "";
-  if (text == "sequence") {
-    m.max_position_follows_sequence = true;
-    return;
-  }
+  if (text == word) return CountOrWord::word;
   const auto value = parse_quantity(text, Dimension::count, nullptr);
   if (!node->IsScalar() || !value || *value != std::floor(*value) || *value > 1e9) {
-    s.state().fail(s.full("max_position"), "expected a whole number or \"sequence\", got " + in_quotes(text));
-  } else if (*value < 0) {
-    s.state().fail(s.full("max_position"), "must be >= 0, got " + in_quotes(text));
-  } else {
-    m.max_position = static_cast<int>(*value);
+    s.state().fail(s.full(key), std::string("expected a whole number or \"") + word + "\", got " + in_quotes(text));
+    return CountOrWord::bad;
   }
+  if (*value < minimum) {
+    s.state().fail(s.full(key), (minimum == 1 ? std::string("must be positive") : "must be >= " + std::to_string(minimum)) +
+                                    ", got " + in_quotes(text));
+    return CountOrWord::bad;
+  }
+  out = static_cast<int>(*value);
+  return CountOrWord::count;
+}
+
+/// model.max_position: a whole number of rows, or `sequence` (ModelSpec::max_position_follows_sequence).
+void parse_max_position(Section& s, ModelSpec& m) {
+  if (parse_count_or_word(s, "max_position", "sequence", 0, m.max_position) == CountOrWord::word)
+    m.max_position_follows_sequence = true;
 }
 
 void parse_model(Section s, ModelSpec& m) {
@@ -429,21 +437,7 @@ void parse_seed(Section& s, std::uint64_t& seed) {
 }
 
 void parse_dp(Section& s, int& dp) {
-  const auto node = s.raw("dp", KeyKind::value);
-  if (!node) return;
-  const std::string text = node->IsScalar() ? node->Scalar() : "";
-  if (text == "auto") {
-    dp = 0;
-    return;
-  }
-  const auto value = parse_quantity(text, Dimension::count, nullptr);
-  if (!node->IsScalar() || !value || *value != std::floor(*value) || *value > 1e9) {
-    s.state().fail(s.full("dp"), "expected a whole number or \"auto\", got " + in_quotes(text));
-  } else if (*value < 1) {
-    s.state().fail(s.full("dp"), "must be positive, got " + in_quotes(text));
-  } else {
-    dp = static_cast<int>(*value);
-  }
+  if (parse_count_or_word(s, "dp", "auto", 1, dp) == CountOrWord::word) dp = 0;
 }
 
 void parse_order(Section& s, std::vector<std::string>& order) {
