@@ -119,26 +119,37 @@ TaskId StepBuilder::compute(int local, EventKind kind, const TimedOps& ops, std:
 
 namespace {
 
+/// The algorithm NCCL's rule picks for a collective and its closed-form time with nothing else
+/// on the network (Communicator::choose, Communicator::predict): what both the HBM rate and the
+/// CPU bound's floor read, worked out once per launch.
+struct Forecast {
+  comm::Algorithm algorithm;
+  Time time;
+};
+
+Forecast forecast(const comm::Communicator& comm, comm::CollectiveOp op, const std::vector<int>& group, double bytes) {
+  const comm::Algorithm algorithm = comm.choose(op, group, bytes);
+  return {algorithm, comm.predict(op, group, bytes, algorithm)};
+}
+
+/// The CPU bound's projection (run/cpu_budget.hpp) learns that the step lasts at least until
+/// this collective could end: a share of its closed form, which only reads the topology
+/// (`known`: its forecast, when already worked out).
 void raise_cpu_floor(const comm::Communicator& comm, const engine::Simulator& sim, comm::CollectiveOp op,
-                     const std::vector<int>& group, double bytes) {
-  // The CPU bound's projection (run/cpu_budget.hpp) learns that the step lasts at least until
-  // this collective could end: a share of its closed form, which only reads the topology.
+                     const std::vector<int>& group, double bytes, const Forecast* known = nullptr) {
   if (group.size() < kCollectiveFloorMinRanks || !cpu_budget_wants_floor()) return;
-  const Time predicted = comm.predict(op, group, bytes, comm.choose(op, group, bytes));
+  const Time predicted = known ? known->time : forecast(comm, op, group, bytes).time;
   if (predicted == Time::max()) return;
   raise_cpu_budget_floor(sim.now(), sim.now() + Time::from_seconds(kCollectiveFloorFraction * predicted.seconds()));
 }
 
 /// The bytes per second a collective's kernels move through each member's HBM
-/// (gpu_sms.hpp): comm::hbm_bytes_per_rank over its closed-form time with nothing else on the
-/// network (Communicator::predict; other traffic only lengthens it, so this is the collective's
-/// highest rate). 0 where the prediction does not apply.
-double hbm_rate(const comm::Communicator& comm, comm::CollectiveOp op, const std::vector<int>& group, double bytes) {
+/// (gpu_sms.hpp): comm::hbm_bytes_per_rank over its forecast time (other traffic only
+/// lengthens it, so this is the collective's highest rate). 0 where the forecast does not apply.
+double hbm_rate(comm::CollectiveOp op, const std::vector<int>& group, double bytes, const Forecast& f) {
   if (group.empty() || !(bytes > 0)) return 0.0;
-  const comm::Algorithm algorithm = comm.choose(op, group, bytes);
-  const Time predicted = comm.predict(op, group, bytes, algorithm);
-  if (predicted == Time::max() || predicted <= Time::zero()) return 0.0;
-  return comm::hbm_bytes_per_rank(op, algorithm, static_cast<int>(group.size()), bytes) / predicted.seconds();
+  if (f.time == Time::max() || f.time <= Time::zero()) return 0.0;
+  return comm::hbm_bytes_per_rank(op, f.algorithm, static_cast<int>(group.size()), bytes) / f.time.seconds();
 }
 
 }  // namespace
@@ -147,9 +158,10 @@ TaskId StepBuilder::collective(comm::CollectiveOp op, std::vector<int> group, do
                                const std::vector<int>& participants, StreamId stream) {
   const TaskId id = graph_.add_task(
       [this, op, group = std::move(group), bytes](TaskGraph& g, TaskId self) {
-        const double hbm = hbm_rate(w_.comm, op, group, bytes);
+        const Forecast f = forecast(w_.comm, op, group, bytes);
+        const double hbm = hbm_rate(op, group, bytes, f);
         comm_begin(self, hbm);
-        raise_cpu_floor(w_.comm, w_.sim, op, group, bytes);
+        raise_cpu_floor(w_.comm, w_.sim, op, group, bytes, &f);
         w_.comm.start(op, group, bytes, comm::Algorithm::automatic, [this, &g, self, hbm] { comm_end(g, self, hbm); });
       },
       stream);
@@ -160,11 +172,17 @@ TaskId StepBuilder::collective(comm::CollectiveOp op, std::vector<int> group, do
 TaskId StepBuilder::collectives(comm::CollectiveOp op, std::vector<std::vector<int>> groups, double bytes,
                                 std::uint32_t name, const std::vector<int>& participants) {
   const TaskId id = graph_.add_task([this, op, groups = std::move(groups), bytes](TaskGraph& g, TaskId self) {
-    // The groups are instances of one collective (the same size and bytes): one rate for all.
-    const double hbm = groups.empty() ? 0.0 : hbm_rate(w_.comm, op, groups.front(), bytes);
+    // The groups are instances of one collective (the same size and bytes): one rate for all,
+    // from the first group's forecast, which its floor reuses.
+    double hbm = 0.0;
+    if (!groups.empty()) {
+      const Forecast f = forecast(w_.comm, op, groups.front(), bytes);
+      hbm = hbm_rate(op, groups.front(), bytes, f);
+      raise_cpu_floor(w_.comm, w_.sim, op, groups.front(), bytes, &f);
+    }
     comm_begin(self, hbm);
     auto left = std::make_shared<std::size_t>(groups.size());
-    for (const auto& members : groups) raise_cpu_floor(w_.comm, w_.sim, op, members, bytes);
+    for (std::size_t i = 1; i < groups.size(); ++i) raise_cpu_floor(w_.comm, w_.sim, op, groups[i], bytes);
     for (const auto& members : groups)
       w_.comm.start(op, members, bytes, comm::Algorithm::automatic, [this, &g, self, left, hbm] {
         if (--*left == 0) comm_end(g, self, hbm);
