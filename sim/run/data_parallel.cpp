@@ -1,5 +1,6 @@
 #include "run/data_parallel.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -54,7 +55,7 @@ class Buckets : public DataParallelStrategy {
       filled += u.grad_bytes(g.units[i]);
       if (filled >= bucket_bytes || i + 1 == g.units.size()) {
         const TaskId c = b.collective(op_, g.group, filled, u.name(op_, "bucket" + std::to_string(bucket++)), g.members,
-                                      g.all_reduce);
+                                      g.communicator);
         for (int mem : g.members) b.depend(t.at(t.bwd_last, mem, g.last_microbatch, g.units[i]), c);
         done.push_back(c);
         filled = 0;
@@ -84,7 +85,7 @@ class ShardedOptimizer final : public Buckets {
     double held = 0;
     for (int unit : g.units) held += bytes(b, u, unit);
     const TaskId ag = b.collective(CollectiveOp::all_gather, g.group, held, u.name(CollectiveOp::all_gather, "params"),
-                                   g.members, g.all_gather);
+                                   g.members, g.communicator);
     for (TaskId o : optimizer) b.depend(o, ag);
   }
 
@@ -107,7 +108,7 @@ class ShardedOptimizer final : public Buckets {
       const auto [unit, mb] = g.first_use[i];
       const TaskId ag = b.collective(CollectiveOp::all_gather, g.group, bytes(b, u, unit),
                                      u.name(CollectiveOp::all_gather, "params " + u.label(unit)), g.members,
-                                     g.all_gather);
+                                     g.communicator);
       for (int mem : g.members) {
         b.depend(ag, t.at(t.fwd_first, mem, mb, unit));
         if (i >= 2) {
@@ -135,11 +136,11 @@ class FullyShardedZero3 final : public DataParallelStrategy {
  private:
   static TaskId gather(StepBuilder& b, const Units& u, const ReductionGroup& g, int unit) {
     return b.collective(CollectiveOp::all_gather, g.group, u.gather_bytes(unit),
-                        u.name(CollectiveOp::all_gather, u.label(unit)), g.members, g.all_gather);
+                        u.name(CollectiveOp::all_gather, u.label(unit)), g.members, g.communicator);
   }
   static TaskId reduce_scatter(StepBuilder& b, const Units& u, const ReductionGroup& g, int unit) {
     return b.collective(CollectiveOp::reduce_scatter, g.group, u.grad_bytes(unit),
-                        u.name(CollectiveOp::reduce_scatter, u.label(unit)), g.members, g.reduce_scatter);
+                        u.name(CollectiveOp::reduce_scatter, u.label(unit)), g.members, g.communicator);
   }
 
   /// pp > 1: one gather per unit, in the order of first use, each waiting until the first task
@@ -170,7 +171,7 @@ class FullyShardedZero3 final : public DataParallelStrategy {
   }
 
   /// pp == 1: gathered before every forward and every backward, reduce-scattered after every
-  /// backward.
+  /// backward; all on the group's communicator, in issue order.
   static std::vector<TaskId> gather_per_pass(StepBuilder& b, const ReductionGroup& g) {
     const Units u(b);
     UnitTasks& t = b.units();
@@ -190,7 +191,13 @@ class FullyShardedZero3 final : public DataParallelStrategy {
           if (i >= 2) b.depend(t.at(t.fwd_first, mem, k, fwd_units[i - 2]), ag);
         }
       }
-      for (std::size_t i = 0; i < g.units.size(); ++i) {
+      // Backward, in the order FSDP issues it on the communicator: the first unit's gather and
+      // the prefetch of the second, then per unit its reduce-scatter (post-backward hook) and
+      // the gather of the unit two later (FSDP1's BACKWARD_PRE prefetches it in the next
+      // unit's pre-backward hook, BACKWARD_POST — Composer's default — in this unit's
+      // post-backward hook just before the reduce-scatter, FSDP2 in the next pre-backward: the
+      // communicator's order is the same, the gather waits for the reduce-scatter before it).
+      const auto backward_gather = [&](std::size_t i) {
         const int unit = g.units[i];
         const TaskId ag = gather(b, u, g, unit);
         for (int mem : g.members) {
@@ -198,9 +205,13 @@ class FullyShardedZero3 final : public DataParallelStrategy {
           b.depend(t.at(t.fwd_first, mem, k, L + 1), ag);  // backward gathers follow the forward
           if (i >= 2) b.depend(t.at(t.bwd_first, mem, k, g.units[i - 2]), ag);
         }
-        const TaskId rs = reduce_scatter(b, u, g, unit);
-        for (int mem : g.members) b.depend(t.at(t.bwd_last, mem, k, unit), rs);
+      };
+      for (std::size_t i = 0; i < std::min<std::size_t>(2, g.units.size()); ++i) backward_gather(i);
+      for (std::size_t i = 0; i < g.units.size(); ++i) {
+        const TaskId rs = reduce_scatter(b, u, g, g.units[i]);
+        for (int mem : g.members) b.depend(t.at(t.bwd_last, mem, k, g.units[i]), rs);
         done.push_back(rs);
+        if (i + 2 < g.units.size()) backward_gather(i + 2);
       }
     }
     return done;
@@ -245,9 +256,7 @@ void build_data_parallel(StepBuilder& b, const DataParallelStrategy& strategy, c
     g.group = lay.group(r, Dim::dp, Dim::cp);
     g.members = b.simulated(g.group);  // all, or replica 0's CP ranks
     const std::string tag = "dp" + std::to_string(r);
-    g.all_gather = b.add_stream(tag + "/all_gather");
-    g.reduce_scatter = b.add_stream(tag + "/reduce_scatter");
-    g.all_reduce = b.add_stream(tag + "/all_reduce");
+    g.communicator = b.add_stream(tag + "/communicator");
     // The units this pipeline rank holds, in the order backward finishes them: the last
     // microbatch's backward of each chunk completes its gradients (GPipe runs the backwards
     // last in first out, so that is microbatch 0 there). Units without kernels (a layer

@@ -8,7 +8,9 @@
 ///   and the updated parameters are all-gathered after it;
 /// - ZeRO 3 (FSDP): each unit's parameters all-gathered before its forward and again before
 ///   its backward, one unit ahead of compute (at most two units unsharded), and its gradients
-///   reduce-scattered after its backward; with pipeline parallelism (torchtitan's FSDP2 with
+///   reduce-scattered after its backward — on the group's one communicator, so in backward
+///   the next unit's gather queues behind the previous unit's reduce-scatter; with pipeline
+///   parallelism (torchtitan's FSDP2 with
 ///   reshard_after_forward=False) each unit gathered once per step before its first forward
 ///   and its accumulated gradients reduce-scattered after its chunk's last backward.
 /// Gradients travel in training.reduce_dtype; ZeRO-3 gathers linear weights in fp8 under
@@ -33,7 +35,15 @@ struct ReductionGroup {
   std::vector<int> chunk_end;
   /// (unit, microbatch) of the representative's units in the order their first forward runs.
   std::vector<std::pair<int, int>> first_use;
-  StreamId all_gather = 0, reduce_scatter = 0, all_reduce = 0;  ///< the group's collective streams
+  /// The group's communicator: every collective of the group, in the order the framework issues
+  /// them. One NCCL communicator (one torch.distributed process group) runs one collective at a
+  /// time, whatever CUDA streams the framework issues them from, so an all-gather queued behind a
+  /// reduce-scatter waits for it (pytorch/pytorch#65299: FSDP's all-gather and post-backward
+  /// streams "allow one process group to run single NCCL stream only"; #186335: FSDP2 issues both
+  /// "through the same process group — one NCCL communicator, which processes one collective at
+  /// a time and so serializes them on the wire"; Megatron-core's distributed optimizer gathers and
+  /// reduces over the same data-parallel group by default).
+  StreamId communicator = 0;
 };
 
 /// Adds the gradient collectives of one group; returns the tasks the optimizer waits for.

@@ -115,7 +115,8 @@ TEST_CASE("ZeRO-3 gathers a unit's parameters once the gather two before it has 
           "[run][timeline][zero3]") {
   // Forward units: embedding, layers 0–2, head; at most two gather buffers in flight. Each
   // forward starts with FSDP's copy-out of its gather (1 kernel; run/model_parallel.hpp), which
-  // frees that buffer. The gathers of the embedding and layer 0 go at once; layer 1's waits for
+  // frees that buffer. The gathers of the embedding and layer 0 are issued at once (on one
+  // communicator, one after the other; at ideal NVLink each takes a few ns); layer 1's waits for
   // the embedding's copy-out (one 1-kernel task), layer 2's for layer 0's (after the embedding's
   // copy-out and forward: three 1-kernel tasks), the head's for layer 1's (after layer 0's
   // forward, a task of f kernels: four 1-kernel tasks and f). Tasks are launch-bound (task_ns).
@@ -131,6 +132,38 @@ TEST_CASE("ZeRO-3 gathers a unit's parameters once the gather two before it has 
     REQUIRE(c.size() == 2);  // forward and backward, recorded on the simulated rank
     CHECK(ns(c[0].start_ns) == Approx(start_ns).margin(10));
   }
+}
+
+TEST_CASE("ZeRO-3's gathers and reduce-scatters take turns on the group's one communicator",
+          "[run][timeline][zero3]") {
+  // At the node's own NVLink (16.384 GB/s) a unit's collective lasts microseconds, as long as a
+  // layer's kernels. One NCCL communicator runs one collective at a time (pytorch/pytorch#65299,
+  // #186335), so no two of the group's collectives overlap, and backward issues them as FSDP
+  // does: the first unit's gather, the second's (prefetch), then per unit its reduce-scatter
+  // and the gather of the unit two later, which therefore starts no earlier than that
+  // reduce-scatter ends. Before this rule the reduce-scatter of one unit and the gather of the
+  // next ran side by side.
+  const auto t = trace({"parallel.zero=3"});
+  std::vector<EventRecord> dp;
+  for (const auto& e : t->sink.events)
+    if (e.kind == EventKind::collective && t->sink.names.at(e.name).rfind("dp ", 0) == 0) dp.push_back(e);
+  std::sort(dp.begin(), dp.end(), [](const EventRecord& a, const EventRecord& b) { return a.start_ns < b.start_ns; });
+  REQUIRE(dp.size() == 5 * 2 + 5);  // 5 units: forward and backward gathers, reduce-scatters
+  for (std::size_t i = 1; i < dp.size(); ++i) {
+    INFO(t->sink.names.at(dp[i - 1].name) << " then " << t->sink.names.at(dp[i].name));
+    CHECK(dp[i].start_ns >= dp[i - 1].end_ns);
+    CHECK(dp[i - 1].end_ns > dp[i - 1].start_ns);  // each takes time: the check above can fail
+  }
+  // Backward order: head, layer2, layer1, layer0, embedding.
+  const std::vector<std::string> units{"head", "layer2", "layer1", "layer0", "embedding"};
+  std::vector<std::string> expected{"dp all_gather head", "dp all_gather layer2"};
+  for (std::size_t i = 0; i < units.size(); ++i) {
+    expected.push_back("dp reduce_scatter " + units[i]);
+    if (i + 2 < units.size()) expected.push_back("dp all_gather " + units[i + 2]);
+  }
+  std::vector<std::string> got;
+  for (std::size_t i = 5; i < dp.size(); ++i) got.push_back(t->sink.names.at(dp[i].name));
+  CHECK(got == expected);
 }
 
 TEST_CASE("ZeRO-1 reduce-scatters the same buckets and all-gathers the parameters after the optimizer",
