@@ -493,6 +493,9 @@ void parse_parallel(Section s, ParallelSpec& p) {
   s.flag("async_tp", p.async_tp);
   s.flag("tp_comm_overlap", p.tp_comm_overlap);
   s.flag("overlap_param_gather", p.overlap_param_gather);
+  if (s.integer("fsdp_version", p.fsdp_version, kPositive) && p.fsdp_version > 2) {
+    s.state().fail(s.full("fsdp_version"), "expected 1 or 2, got " + std::to_string(p.fsdp_version));
+  }
   s.flag("async_tensor_parallel_allreduce", p.async_tensor_parallel_allreduce);
   s.integer("ep", p.ep, kPositive);
   parse_order(s, p.order);

@@ -345,6 +345,16 @@ struct ParallelSpec {
   /// after the optimizer. A step is simulated in its steady state: its forward gathers what the
   /// previous step's optimizer updated.
   bool overlap_param_gather = false;
+  /// Which PyTorch FSDP runs ZeRO-3 under PyTorch model code: 2, fully_shard (torchtitan; the
+  /// default), or 1, FullyShardedDataParallel with flat parameters (PyTorch 1.12-2.x: Composer,
+  /// llm-foundry, Accelerate), with its rate limiter (limit_all_gathers=True: Composer's and
+  /// llm-foundry's setting, PyTorch's default since 2.1). FSDP1 gathers into the flat parameter
+  /// the module's parameters are views of (no copy-out), and issues a unit's gather once the
+  /// unit two before it has been resharded, i.e. its pass has run (run/data_parallel.hpp).
+  /// 0: unset (2).
+  int fsdp_version = 0;
+  /// FSDP1 (parallel.fsdp_version 1) rather than FSDP2.
+  bool fsdp1() const { return fsdp_version == 1; }
   /// Whether the TP collectives run fused with their GEMMs (AsyncTP or TE's comm overlap).
   bool fused_tp_collectives() const { return async_tp || tp_comm_overlap; }
   /// Megatron-LM's async_tensor_model_parallel_allreduce (its default since Sept 2021): a

@@ -653,6 +653,19 @@ void validate_scenario(Scenario& sc, LoadState& st) {
                                                  "cuda_graphs, got " + t.framework);
     }
   }
+  if (p.fsdp_version != 0 &&
+      st.ok({"parallel.fsdp_version", "parallel.zero", "training.framework", "parallel.pp", "training.fp8_all_gather"})) {
+    if (p.zero != 3 || (t.framework != "eager" && t.framework != "compile")) {
+      st.report("parallel.fsdp_version", "picks PyTorch's FSDP for ZeRO-3: needs parallel.zero 3 and training.framework "
+                                         "eager or compile, got zero " + str(p.zero) + " and framework " + t.framework);
+    } else if (p.fsdp1() && p.pp > 1) {
+      st.report("parallel.fsdp_version", "1 (FullyShardedDataParallel) with pipeline parallelism is not simulated "
+                                         "(torch's pipelining runs FSDP2): expected 2 with pp " + str(p.pp));
+    } else if (p.fsdp1() && t.fp8_all_gather) {
+      st.report("parallel.fsdp_version", "1 (FullyShardedDataParallel) has no fp8 all-gather (torchao's is FSDP2's): "
+                                         "expected 2 with training.fp8_all_gather");
+    }
+  }
   if (!p.async_tensor_parallel_allreduce && p.tp_comm_overlap &&
       st.ok({"parallel.async_tensor_parallel_allreduce", "parallel.tp_comm_overlap"})) {
     st.report("parallel.async_tensor_parallel_allreduce",

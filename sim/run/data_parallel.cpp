@@ -180,7 +180,10 @@ class FullyShardedZero3 final : public DataParallelStrategy {
     std::vector<TaskId> done;
     for (int k = 0; k < m; ++k) {
       // Forward: embedding, the layers, the head; each gather waits until the first task of the
-      // unit two before it is done (prefetch depth one; see gather_once).
+      // unit two before it is done (prefetch depth one; see gather_once) — under FSDP1 until its
+      // last: the rate limiter issues a gather once the unit two before has been resharded, a
+      // free recorded after its forward (limit_all_gathers: _free_event_queue, two in flight).
+      const bool fsdp1 = b.world().scenario.parallel.fsdp1();
       std::vector<int> fwd_units{L};
       for (int l = 0; l < L; ++l) fwd_units.push_back(l);
       fwd_units.push_back(L + 1);
@@ -188,7 +191,7 @@ class FullyShardedZero3 final : public DataParallelStrategy {
         const TaskId ag = gather(b, u, g, fwd_units[i]);
         for (int mem : g.members) {
           b.depend(ag, t.at(t.fwd_first, mem, k, fwd_units[i]));
-          if (i >= 2) b.depend(t.at(t.fwd_first, mem, k, fwd_units[i - 2]), ag);
+          if (i >= 2) b.depend(t.at(fsdp1 ? t.fwd_last : t.fwd_first, mem, k, fwd_units[i - 2]), ag);
         }
       }
       // Backward, in the order FSDP issues it on the communicator: the first unit's gather and
@@ -203,7 +206,9 @@ class FullyShardedZero3 final : public DataParallelStrategy {
         for (int mem : g.members) {
           b.depend(ag, t.at(t.bwd_first, mem, k, unit));
           b.depend(t.at(t.fwd_first, mem, k, L + 1), ag);  // backward gathers follow the forward
-          if (i >= 2) b.depend(t.at(t.bwd_first, mem, k, g.units[i - 2]), ag);
+          // FSDP1: once the unit two before has been resharded in its post-backward (also
+          // implied by its reduce-scatter ahead on the communicator).
+          if (i >= 2) b.depend(t.at(fsdp1 ? t.bwd_last : t.bwd_first, mem, k, g.units[i - 2]), ag);
         }
       };
       for (std::size_t i = 0; i < std::min<std::size_t>(2, g.units.size()); ++i) backward_gather(i);

@@ -13,6 +13,9 @@
 ///   parallelism (torchtitan's FSDP2 with
 ///   reshard_after_forward=False) each unit gathered once per step before its first forward
 ///   and its accumulated gradients reduce-scattered after its chunk's last backward.
+///   Under FSDP1 (parallel.fsdp_version 1, FullyShardedDataParallel with limit_all_gathers) a
+///   unit's gather waits until the unit two before it has finished its pass (its reshard frees
+///   the flat parameter: the rate limiter's event), not merely started it.
 /// Gradients travel in training.reduce_dtype; ZeRO-3 gathers linear weights in fp8 under
 /// training.fp8_all_gather.
 #include <memory>

@@ -266,6 +266,7 @@ FsdpCopies::FsdpCopies(StepBuilder& b)
   const auto& s = b.world().scenario;
   on_ = s.parallel.zero == 3 && b.layout().dp * b.layout().cp > 1 && !s.model.layer_list;
   pipelined_ = b.layout().pp > 1;
+  fsdp1_ = s.parallel.fsdp1();
 }
 
 const TimedOps& FsdpCopies::ops(int unit, Kind kind) {
@@ -287,6 +288,11 @@ const TimedOps& FsdpCopies::ops(int unit, Kind kind) {
   switch (kind) {
     case copy_out: list.push_back(copy("fsdp_copy_out", 2.0 * unit_gather_bytes(b_.costs(), s.training, L, unit))); break;
     case copy_in: list.push_back(copy("fsdp_copy_in", params * (pb + rb))); break;
+    case flat_grad:
+      list.push_back(copy("fsdp_grad_cat", params * 2.0 * pb));
+      if (upcasting) list.push_back(copy("fsdp_grad_cast", params * (pb + rb)));
+      list.push_back(copy("fsdp_grad_predivide", params * 2.0 * rb));
+      break;
     case upcast:
     case upcast_last:
       if (upcasting) list.push_back(copy("fsdp_grad_upcast", params * (pb + rb)));
@@ -301,7 +307,7 @@ const TimedOps& FsdpCopies::ops(int unit, Kind kind) {
 }
 
 const TimedOps* FsdpCopies::before(int local, const PassKey& key) {
-  if (!on_) return nullptr;
+  if (!on_ || fsdp1_) return nullptr;  // FSDP1 gathers into the flat parameter itself
   // With PP the unit stays gathered for the step: one copy-out, before its first forward.
   // Without: before each forward and before the first backward-direction pass of each microbatch.
   if (pipelined_ && key.part != PassPart::forward) return nullptr;
@@ -328,7 +334,7 @@ bool produces_gradients(const PartList& parts) {
 const TimedOps* FsdpCopies::after(int local, const PassKey& key, const PartList& parts) {
   if (!on_ || key.part != PassPart::backward) return nullptr;
   if (!produces_gradients(parts)) return nullptr;
-  Kind kind = copy_in;
+  Kind kind = fsdp1_ ? flat_grad : copy_in;
   if (pipelined_) {
     const int seen = gradients_[{local, key.unit}]++;
     const bool last = seen + 1 == b_.layout().microbatches;

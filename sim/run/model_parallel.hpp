@@ -155,6 +155,14 @@ class ContextParallel {
 /// Not timed: the all-gather copy-in of the shard (1/dp of the copy-out, on FSDP2's copy-in
 /// stream). A pass produces a unit's gradients when it holds a weight-gradient or
 /// embedding-gradient op (the fused backward, or the W pass of a split one).
+/// FSDP1 (parallel.fsdp_version 1, FullyShardedDataParallel with flat parameters; pp 1 only):
+/// the all-gather writes the flat parameter the module's parameters are views of, so there is
+/// no copy-out; after each backward that produces a unit's gradients, autograd's backward of
+/// those views (split_with_sizes_backward: a cat into the flat gradient) reads and writes pb per
+/// parameter, "fsdp_grad_cat"; with a reduce dtype other than the parameters' the flat gradient
+/// is cast to it (pb read, rb written), "fsdp_grad_cast"; and _reduce_grad divides it in place
+/// by the gradient pre-divide factor (> 1 for every group of 2 or more ranks) before the
+/// reduce-scatter, 2·rb, "fsdp_grad_predivide" (torch/distributed/fsdp/_runtime_utils.py).
 class FsdpCopies {
  public:
   explicit FsdpCopies(StepBuilder& b);
@@ -164,12 +172,13 @@ class FsdpCopies {
   const TimedOps* after(int local, const PassKey& key, const PartList& parts);
 
  private:
-  enum Kind { copy_out, copy_in, upcast, accumulate, upcast_last, accumulate_last };
+  enum Kind { copy_out, copy_in, upcast, accumulate, upcast_last, accumulate_last, flat_grad };
   const TimedOps& ops(int unit, Kind kind);
 
   StepBuilder& b_;
   bool on_ = false;
   bool pipelined_ = false;
+  bool fsdp1_ = false;
   OpTimer timer_;
   std::map<std::pair<int, int>, TimedOps> cache_;           // (unit, kind)
   std::set<std::tuple<int, int, int>> gathered_;             // (local, gather index, unit)

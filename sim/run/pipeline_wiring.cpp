@@ -164,6 +164,7 @@ void build_pipeline(StepBuilder& b, PassRunner& runner, const PipelineSchedule& 
           if (slot.pass == Pass::forward) {
             auto& ff = units.at(units.fwd_first, group[g], mb, unit);
             if (ff == kNoTask) ff = p.first[g];
+            units.at(units.fwd_last, group[g], mb, unit) = p.last[g];
           } else {
             auto& bf = units.at(units.bwd_first, group[g], mb, unit);
             if (bf == kNoTask) bf = p.first[g];  // the recompute, if any, comes first

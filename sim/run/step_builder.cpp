@@ -79,7 +79,7 @@ void UnitTasks::reset(const std::vector<std::vector<int>>& held, int microbatche
     base_[i] = cells;
     cells += count_[i] * static_cast<std::size_t>(microbatches);
   }
-  for (Table* t : {&fwd_first, &bwd_first, &bwd_last}) t->assign(cells, kNoTask);
+  for (Table* t : {&fwd_first, &fwd_last, &bwd_first, &bwd_last}) t->assign(cells, kNoTask);
 }
 
 int StepBuilder::local_of(int global) const {

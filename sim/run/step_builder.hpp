@@ -81,10 +81,11 @@ struct SharedTaskKey {
 /// Units of the model: 0 … L−1 layers, L embedding, L+1 head.
 struct UnitTasks {
   using Table = std::vector<TaskId>;
-  /// Per local rank, microbatch and unit the rank holds: the first task of its forward, the
-  /// first of its backward (the recompute or input-gradient pass included) and the last of its
-  /// backward (the weight-gradient pass, where split): what the data-parallel collectives hang on.
-  Table fwd_first, bwd_first, bwd_last;
+  /// Per local rank, microbatch and unit the rank holds: the first and the last task of its
+  /// forward, the first of its backward (the recompute or input-gradient pass included) and the
+  /// last of its backward (the weight-gradient pass, where split): what the data-parallel
+  /// collectives hang on.
+  Table fwd_first, fwd_last, bwd_first, bwd_last;
 
   /// Sizes the tables for `held[local]`, the units each simulated rank holds, and `microbatches`
   /// out of `units` units; every cell kNoTask. Room: Σ held × microbatches cells per table

@@ -121,6 +121,10 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
   // PyTorch's FSDP2 (the frameworks that run torch's own modules); otherwise a ZeRO-3 that
   // keeps a sharded low-precision copy and its gradient shard for good.
   const bool fsdp2 = zero3 && pytorch_model_code(training);
+  // FSDP1 (parallel.fsdp_version 1; replayed as FSDP2 but for this): the all-gather writes the
+  // flat parameter itself (no separate output buffer, no copy-out), and the flat gradient that
+  // autograd assembles is the reduce-scatter's input (freed once it is issued).
+  const bool fsdp1 = fsdp2 && parallel.fsdp1();
   const bool reshard = parallel.pp == 1;  // torchtitan: reshard_after_forward = not pp_enabled
   auto first_stage = [&](int c) { return c == 0 && stage.first; };
   auto last_stage = [&](int c) { return c == chunks - 1 && stage.last; };
@@ -233,6 +237,7 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
       root_grad = r.alloc(root_params * pb, kCompute, "unsharded gradients");
     }
     auto gather_unit = [&](double bytes, bool forward) {
+      if (fsdp1) return r.alloc(bytes, kAllGather, "unsharded weights");
       int output = r.alloc(bytes, kAllGather, "all-gather output");
       const int unsharded_unit = r.alloc(bytes, kCompute, "unsharded weights");
       if (forward && fsdp2) {
@@ -254,7 +259,7 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
     auto reduce_scatter = [&](double unit_params, int& grads, bool first_of_step) {
       if (fsdp2) {
         r.release(reduce_scatter_state);
-        reduce_scatter_state = r.alloc(unit_params * rb, kCompute, "reduce-scatter input");
+        if (!fsdp1) reduce_scatter_state = r.alloc(unit_params * rb, kCompute, "reduce-scatter input");
         r.release(grads);
         int output = r.alloc(unit_params * rb / dp, kReduceScatter, "sharded gradients");
         if (first_of_step) {

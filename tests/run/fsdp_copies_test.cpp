@@ -107,3 +107,33 @@ TEST_CASE("under pipeline parallelism FSDP accumulates fp32 gradients per microb
   // Gathered once: one copy-out per unit of the stage (layers 1, 2 and the head).
   CHECK(t->named("fsdp_copy_out", 1).size() == 3);
 }
+
+TEST_CASE("FSDP1 gathers into the flat parameter and prepares the flat gradient in place",
+          "[run][zero3][fsdp-copy][fsdp1]") {
+  // FullyShardedDataParallel (parallel.fsdp_version 1): no copy-out; after each unit's backward
+  // autograd's cat of the views' gradients (read and write 2 B per parameter), the cast to the
+  // reduce dtype when it differs (read 2, write rb), and the pre-divide in place (read and write
+  // rb) — torch/distributed/fsdp/_runtime_utils.py _reduce_grad. The reduce-scatter moves P·rb.
+  for (const char* dtype : {"bf16", "fp32"}) {
+    INFO(dtype);
+    const bool fp32 = std::string(dtype) == "fp32";
+    const auto t = trace({"parallel.fsdp_version=1", "training.framework=eager", std::string("training.reduce_dtype=") + dtype});
+    CHECK(t->named("fsdp_copy_out").empty());
+    CHECK(t->named("fsdp_copy_in").empty());
+    const auto rs = t->named("dp reduce_scatter layer1");
+    REQUIRE(rs.size() == 1);
+    const double params = rs[0].bytes / (fp32 ? 4.0 : 2.0);
+    auto count = [&](const std::string& name, double bytes) {
+      int n = 0;
+      for (const auto& e : t->named(name))
+        if (e.bytes == Approx(bytes)) ++n;
+      return n;
+    };
+    // One of each per unit with gradients (5); layers 0–2 share a size.
+    CHECK(t->named("fsdp_grad_cat").size() == 5);
+    CHECK(count("fsdp_grad_cat", 4.0 * params) == 3);
+    CHECK(t->named("fsdp_grad_cast").size() == (fp32 ? 5u : 0u));
+    if (fp32) CHECK(count("fsdp_grad_cast", 6.0 * params) == 3);
+    CHECK(count("fsdp_grad_predivide", (fp32 ? 8.0 : 4.0) * params) == 3);
+  }
+}

@@ -134,6 +134,33 @@ TEST_CASE("ZeRO-3 gathers a unit's parameters once the gather two before it has 
   }
 }
 
+TEST_CASE("FSDP1's rate limiter gathers a unit once the unit two before it has run its forward",
+          "[run][timeline][zero3][fsdp1]") {
+  // FullyShardedDataParallel with limit_all_gathers: a unit's gather waits for the free event of
+  // the reshard two units before it, recorded after that unit's forward — its last kernel, not
+  // its first (FSDP2 frees the gather's buffer after the copy-out that starts the unit). TP 2
+  // over the node, DP 2 over two nodes: torch TP's blocking all-reduces cut each layer's forward
+  // into several tasks. A layer's forward ends with its last op; layer k's is the k-th record of
+  // that name on rank 0.
+  auto gathers_after_forward = [](const char* version) {
+    const auto t = trace({"parallel.zero=3", "parallel.fsdp_version=" + std::string(version), "training.framework=eager",
+                          "cluster.nodes=2", "parallel.tp=2", "parallel.dp=2", "training.global_batch_tokens=1024"});
+    const auto& s = t->scenario;
+    const std::string last_op = workload::layer_forward_ops(s.model, s.training, 2, 1).back().name;
+    std::vector<EventRecord> ends;
+    for (const auto& e : t->named(last_op))
+      if (e.kind == EventKind::forward) ends.push_back(e);
+    REQUIRE(ends.size() >= 2);
+    const auto layer2 = t->named("dp all_gather layer2");
+    const auto head = t->named("dp all_gather head");
+    REQUIRE(layer2.size() == 4);  // two DP groups (one per TP rank), forward and backward
+    REQUIRE(head.size() == 4);
+    return layer2[0].start_ns >= ends[0].end_ns && head[0].start_ns >= ends[1].end_ns;
+  };
+  CHECK(gathers_after_forward("1"));
+  CHECK_FALSE(gathers_after_forward("2"));  // FSDP2 gathers as soon as the unit's copy-out is done
+}
+
 TEST_CASE("ZeRO-3's gathers and reduce-scatters take turns on the group's one communicator",
           "[run][timeline][zero3]") {
   // At the node's own NVLink (16.384 GB/s) a unit's collective lasts microseconds, as long as a
