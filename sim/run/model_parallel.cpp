@@ -267,6 +267,8 @@ FsdpCopies::FsdpCopies(StepBuilder& b)
   on_ = s.parallel.zero == 3 && b.layout().dp * b.layout().cp > 1 && !s.model.layer_list;
   pipelined_ = b.layout().pp > 1;
   fsdp1_ = s.parallel.fsdp1();
+  megatron_ = !workload::pytorch_model_code(s.training);
+  fused_grads_ = megatron_ && s.training.gradient_accumulation_fusion;
 }
 
 const TimedOps& FsdpCopies::ops(int unit, Kind kind) {
@@ -307,7 +309,7 @@ const TimedOps& FsdpCopies::ops(int unit, Kind kind) {
 }
 
 const TimedOps* FsdpCopies::before(int local, const PassKey& key) {
-  if (!on_ || fsdp1_) return nullptr;  // FSDP1 gathers into the flat parameter itself
+  if (!on_ || fsdp1_ || megatron_) return nullptr;  // they gather into what the parameters view
   // With PP the unit stays gathered for the step: one copy-out, before its first forward.
   // Without: before each forward and before the first backward-direction pass of each microbatch.
   if (pipelined_ && key.part != PassPart::forward) return nullptr;
@@ -332,7 +334,7 @@ bool produces_gradients(const PartList& parts) {
 }  // namespace
 
 const TimedOps* FsdpCopies::after(int local, const PassKey& key, const PartList& parts) {
-  if (!on_ || key.part != PassPart::backward) return nullptr;
+  if (!on_ || fused_grads_ || key.part != PassPart::backward) return nullptr;
   if (!produces_gradients(parts)) return nullptr;
   Kind kind = fsdp1_ ? flat_grad : copy_in;
   if (pipelined_) {

@@ -163,6 +163,12 @@ class ContextParallel {
 /// is cast to it (pb read, rb written), "fsdp_grad_cast"; and _reduce_grad divides it in place
 /// by the gradient pre-divide factor (> 1 for every group of 2 or more ranks) before the
 /// reduce-scatter, 2·rb, "fsdp_grad_predivide" (torch/distributed/fsdp/_runtime_utils.py).
+/// Megatron-FSDP (ZeRO-3 under Megatron-style code: training.framework fused or cuda_graphs;
+/// Megatron-LM megatron/core/distributed/fsdp, param_and_grad_buffer.py): the parameters view
+/// the bucket the all-gather fills, so no copy-out; with gradient_accumulation_fusion,
+/// Transformer Engine's weight-gradient GEMMs write into the bucket's main_grad ("zero-copy",
+/// the GEMM's fp32 accumulation timed in its bytes), so nothing after the backward either;
+/// without it the gradients are copied into the bucket as FSDP2's copy-in.
 class FsdpCopies {
  public:
   explicit FsdpCopies(StepBuilder& b);
@@ -179,6 +185,8 @@ class FsdpCopies {
   bool on_ = false;
   bool pipelined_ = false;
   bool fsdp1_ = false;
+  bool megatron_ = false;       // Megatron-FSDP: no copy-out
+  bool fused_grads_ = false;    // ... and, with gradient_accumulation_fusion, no copy-in
   OpTimer timer_;
   std::map<std::pair<int, int>, TimedOps> cache_;           // (unit, kind)
   std::set<std::tuple<int, int, int>> gathered_;             // (local, gather index, unit)

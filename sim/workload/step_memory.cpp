@@ -125,6 +125,8 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
   // flat parameter itself (no separate output buffer, no copy-out), and the flat gradient that
   // autograd assembles is the reduce-scatter's input (freed once it is issued).
   const bool fsdp1 = fsdp2 && parallel.fsdp1();
+  // FSDP1 and Megatron-FSDP gather into the buffer the parameters view: no separate output.
+  const bool gather_in_place = zero3 && (fsdp1 || !pytorch_model_code(training));
   const bool reshard = parallel.pp == 1;  // torchtitan: reshard_after_forward = not pp_enabled
   auto first_stage = [&](int c) { return c == 0 && stage.first; };
   auto last_stage = [&](int c) { return c == chunks - 1 && stage.last; };
@@ -237,7 +239,7 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
       root_grad = r.alloc(root_params * pb, kCompute, "unsharded gradients");
     }
     auto gather_unit = [&](double bytes, bool forward) {
-      if (fsdp1) return r.alloc(bytes, kAllGather, "unsharded weights");
+      if (gather_in_place) return r.alloc(bytes, kAllGather, "unsharded weights");
       int output = r.alloc(bytes, kAllGather, "all-gather output");
       const int unsharded_unit = r.alloc(bytes, kCompute, "unsharded weights");
       if (forward && fsdp2) {

@@ -35,9 +35,9 @@
 ///   chunk's last backward, unit by unit in module order (torch.distributed.pipelining's
 ///   run_post_backward). Under FSDP1 (parallel.fsdp_version 1) the same, except that the
 ///   all-gather writes the unsharded flat parameter itself (on stream 1; no separate output) and
-///   the fresh gradients are the reduce-scatter's input. Otherwise (ZeRO-3 of other frameworks)
-///   the weight and gradient shards are held for good and the reduce-scatter input lives on
-///   stream 2;
+///   the fresh gradients are the reduce-scatter's input. Otherwise (ZeRO-3 under Megatron-style
+///   code, Megatron-FSDP) the weight and gradient shards are held for good, the all-gather
+///   fills the unsharded weights in place and the reduce-scatter input lives on stream 2;
 /// - torch.distributed.pipelining's own tensors (StageMemory::torch_pipelining; torch 2.5–2.7,
 ///   torch/distributed/pipelining/stage.py), per local chunk, of the size of the tensor passed
 ///   between stages (b·s·h/sp elements, the LM head's logits b·s·V/tp on the last stage):

@@ -27,6 +27,7 @@ using run_test::Trace;
 std::unique_ptr<Trace> trace(std::vector<std::string> overrides) {
   overrides.push_back("cluster.topology.node.nvlink.bandwidth=1e18 B/s");
   overrides.push_back("parallel.zero=3");
+  overrides.push_back("training.framework=eager");  // PyTorch's FSDP (Megatron-FSDP copies nothing)
   return run_test::simulate_timeline(overrides);
 }
 
@@ -117,7 +118,7 @@ TEST_CASE("FSDP1 gathers into the flat parameter and prepares the flat gradient 
   for (const char* dtype : {"bf16", "fp32"}) {
     INFO(dtype);
     const bool fp32 = std::string(dtype) == "fp32";
-    const auto t = trace({"parallel.fsdp_version=1", "training.framework=eager", std::string("training.reduce_dtype=") + dtype});
+    const auto t = trace({"parallel.fsdp_version=1", std::string("training.reduce_dtype=") + dtype});
     CHECK(t->named("fsdp_copy_out").empty());
     CHECK(t->named("fsdp_copy_in").empty());
     const auto rs = t->named("dp reduce_scatter layer1");
@@ -135,5 +136,22 @@ TEST_CASE("FSDP1 gathers into the flat parameter and prepares the flat gradient 
     CHECK(t->named("fsdp_grad_cast").size() == (fp32 ? 5u : 0u));
     if (fp32) CHECK(count("fsdp_grad_cast", 6.0 * params) == 3);
     CHECK(count("fsdp_grad_predivide", (fp32 ? 8.0 : 4.0) * params) == 3);
+  }
+}
+
+TEST_CASE("Megatron-FSDP gathers into the parameters' bucket and, fusing gradient accumulation, copies nothing",
+          "[run][zero3][fsdp-copy][megatron-fsdp]") {
+  // ZeRO-3 under Megatron-style code: the parameters view the bucket the all-gather fills (no
+  // copy-out); with gradient_accumulation_fusion TE's weight-gradient GEMMs write into the
+  // bucket's main_grad (no copy-in); without it the gradients are copied in as FSDP2 does.
+  for (const bool fused : {true, false}) {
+    INFO("gradient_accumulation_fusion " << fused);
+    const auto t = run_test::simulate_timeline({"cluster.topology.node.nvlink.bandwidth=1e18 B/s", "parallel.zero=3",
+                                                "training.framework=fused",
+                                                std::string("training.gradient_accumulation_fusion=") +
+                                                    (fused ? "true" : "false")});
+    CHECK(t->named("fsdp_copy_out").empty());
+    CHECK(t->named("fsdp_copy_in").size() == (fused ? 0u : 5u));
+    CHECK(t->named("dp all_gather layer1").size() == 2);  // still gathered before forward and backward
   }
 }

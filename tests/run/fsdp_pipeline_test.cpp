@@ -29,6 +29,7 @@ std::unique_ptr<Trace> trace(std::vector<std::string> extra = {}) {
                              "parallel.dp=2",
                              "parallel.zero=3",
                              "parallel.pp_schedule=1f1b",
+                             "training.framework=eager",  // FSDP2's copies (Megatron-FSDP has none)
                              "training.global_batch_tokens=2048"};
   o.insert(o.end(), extra.begin(), extra.end());
   return simulate_timeline(o);

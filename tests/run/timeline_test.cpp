@@ -120,7 +120,7 @@ TEST_CASE("ZeRO-3 gathers a unit's parameters once the gather two before it has 
   // the embedding's copy-out (one 1-kernel task), layer 2's for layer 0's (after the embedding's
   // copy-out and forward: three 1-kernel tasks), the head's for layer 1's (after layer 0's
   // forward, a task of f kernels: four 1-kernel tasks and f). Tasks are launch-bound (task_ns).
-  const auto t = trace({"cluster.topology.node.nvlink.bandwidth=1e18 B/s", "parallel.zero=3"});
+  const auto t = trace({"cluster.topology.node.nvlink.bandwidth=1e18 B/s", "parallel.zero=3", "training.framework=eager"});
   const auto& s = t->scenario;
   const double f = task_ns(kernel_count(workload::layer_forward_ops(s.model, s.training, 1, 1)));
   const double emb = task_ns(1);
