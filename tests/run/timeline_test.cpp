@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -191,6 +192,31 @@ TEST_CASE("ZeRO-3's gathers and reduce-scatters take turns on the group's one co
   std::vector<std::string> got;
   for (std::size_t i = 5; i < dp.size(); ++i) got.push_back(t->sink.names.at(dp[i].name));
   CHECK(got == expected);
+}
+
+TEST_CASE("no two collectives of one data-parallel group overlap — ZeRO-1 and ZeRO-3 with a pipeline",
+          "[run][timeline][zero3][zero1][pipeline]") {
+  // The group's one communicator (run/data_parallel.hpp), under ZeRO-1's buckets and
+  // post-optimizer gather, and under ZeRO-3 with a pipeline (each unit gathered once, reduced
+  // after its chunk's last backward). A group's collectives are recorded on its simulated
+  // member; the two pipeline stages' groups may overlap each other.
+  const std::vector<std::vector<std::string>> layouts{
+      {"parallel.zero=1", "parallel.bucket_size=50 KB"},
+      {"parallel.zero=3", "cluster.nodes=2", "parallel.pp=2", "parallel.dp=2", "training.global_batch_tokens=2048"}};
+  for (const auto& layout : layouts) {
+    INFO(layout.front() << " " << layout.back());
+    const auto t = trace(layout);
+    std::map<int, std::vector<EventRecord>> by_rank;
+    for (const auto& e : t->sink.events)
+      if (e.kind == EventKind::collective && t->sink.names.at(e.name).rfind("dp ", 0) == 0) by_rank[e.rank].push_back(e);
+    REQUIRE(!by_rank.empty());
+    for (auto& [rank, dp] : by_rank) {
+      INFO("rank " << rank);
+      REQUIRE(dp.size() >= 2);
+      std::sort(dp.begin(), dp.end(), [](const EventRecord& a, const EventRecord& b) { return a.start_ns < b.start_ns; });
+      for (std::size_t i = 1; i < dp.size(); ++i) CHECK(dp[i].start_ns >= dp[i - 1].end_ns);
+    }
+  }
 }
 
 TEST_CASE("ZeRO-1 reduce-scatters the same buckets and all-gathers the parameters after the optimizer",
