@@ -168,7 +168,8 @@ class ContextParallel {
 /// the bucket the all-gather fills, so no copy-out; with gradient_accumulation_fusion,
 /// Transformer Engine's weight-gradient GEMMs write into the bucket's main_grad ("zero-copy",
 /// the GEMM's fp32 accumulation timed in its bytes), so nothing after the backward either;
-/// without it the gradients are copied into the bucket as FSDP2's copy-in.
+/// without it the gradients go into the bucket as FSDP2's do (its copy-in; under a pipeline its
+/// per-microbatch accumulation).
 class FsdpCopies {
  public:
   explicit FsdpCopies(StepBuilder& b);
