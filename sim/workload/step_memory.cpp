@@ -257,13 +257,22 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
     };
     // One unit's reduce-scatter: `grads` (its unsharded gradients, or -1) are copied into the
     // reduce-scatter input and freed; the output, 1/dp of it, is the sharded gradient (FSDP2:
-    // on the reduce-scatter stream, the first of the step kept as .grad, later ones added to it).
+    // on the reduce-scatter stream, the first of the step kept as .grad, later ones added to it),
+    // in the sharded parameter's dtype, the fp32 master: a reduce dtype narrower than that is
+    // cast back before .grad is set (FSDP2's foreach_reduce: _to_dtype_if_needed(reduce_output,
+    // orig_dtype); FSDP1 casts to the parameter's dtype into _saved_grad_shard).
     auto reduce_scatter = [&](double unit_params, int& grads, bool first_of_step) {
       if (fsdp2) {
         r.release(reduce_scatter_state);
         if (!fsdp1) reduce_scatter_state = r.alloc(unit_params * rb, kCompute, "reduce-scatter input");
         r.release(grads);
+        constexpr double kMasterBytes = 4.0;  // fp32
         int output = r.alloc(unit_params * rb / dp, kReduceScatter, "sharded gradients");
+        if (rb < kMasterBytes) {
+          int reduced = output;
+          output = r.alloc(unit_params * kMasterBytes / dp, kReduceScatter, "sharded gradients");
+          r.release(reduced);
+        }
         if (first_of_step) {
           sharded_grads.push_back(output);
         } else {

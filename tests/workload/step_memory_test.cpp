@@ -383,6 +383,40 @@ TEST_CASE("FSDP2's sharded gradients are the reduce-scatter outputs, held from t
   CHECK(peak(8) - peak(16) == Approx(12 * p.total() * share).margin(1e4));
 }
 
+TEST_CASE("FSDP's sharded gradients are held in the fp32 master's dtype whatever the reduce dtype",
+          "[workload][memory][allocator]") {
+  // FSDP2's foreach_reduce casts the reduce-scatter output back to the sharded parameter's dtype
+  // before it becomes .grad (_to_dtype_if_needed(reduce_output, orig_dtype)); FSDP1 casts it to
+  // the parameter's dtype into _saved_grad_shard. The sharded parameter is the fp32 master, so
+  // a bf16 reduce-scatter leaves 4 B per parameter over dp, as an fp32 one does. Llama 3 8B over
+  // 8 ranks at 512 tokens, one microbatch: the sharded gradients alive at the allocated peak
+  // are the same bytes with either reduce dtype (a bf16 .grad would hold half); under FSDP2,
+  // whose peak is the root unit's reduce-scatter input at the end of backward, after every
+  // layer's, they are 4 B × the layers' parameters / 8.
+  const auto model = llama3_8b();
+  auto t = bf16_adam("none");
+  t.sequence_length = 512;
+  config::ParallelSpec par;
+  par.microbatch_size = 1;
+  par.zero = 3;
+  auto held = [&](const char* reduce, int fsdp_version) {
+    t.reduce_dtype = reduce;
+    par.fsdp_version = fsdp_version;
+    const auto peaks = replay_step_memory(model, t, par, 8, gpipe(model, 1), byte_granular());
+    for (const auto& [kind, bytes] : peaks.ledger)
+      if (kind == "sharded gradients") return bytes;
+    return 0.0;
+  };
+  const ParamCount p = count_params(model);
+  const double layers = p.attention + p.mlp + 2.0 * model.hidden * model.layers;  // + each layer's two norm gains
+  for (const int version : {1, 2}) {
+    INFO("FSDP" << version);
+    CHECK(held("bf16", version) == Approx(held("fp32", version)).margin(1e3));
+    CHECK(held("bf16", version) > 0);
+  }
+  CHECK(held("bf16", 2) == Approx(4 * layers / 8).margin(1e3));  // (FSDP1's peak comes two layers earlier)
+}
+
 TEST_CASE("torch's AdamW creates its moments in the first step and its foreach step takes the square root of every second moment at once",
           "[workload][memory][allocator]") {
   // torch/optim/adamw.py (torch 2.5-2.6): _init_group creates exp_avg and exp_avg_sq
