@@ -44,8 +44,10 @@ struct ReductionGroup {
   /// reduce-scatter waits for it (pytorch/pytorch#65299: FSDP's all-gather and post-backward
   /// streams "allow one process group to run single NCCL stream only"; #186335: FSDP2 issues both
   /// "through the same process group — one NCCL communicator, which processes one collective at
-  /// a time and so serializes them on the wire"; Megatron-core's distributed optimizer gathers and
-  /// reduces over the same data-parallel group by default).
+  /// a time and so serializes them on the wire"; Megatron-FSDP's runtime_schedule.md: "When AG and
+  /// RS share a NCCL communicator, the communicator enforces the host-side launch order even if
+  /// the operations use independent streams", with an nsys probe in docs/scripts; Megatron-core's
+  /// distributed optimizer gathers and reduces over the same data-parallel group by default).
   StreamId communicator = 0;
 };
 
