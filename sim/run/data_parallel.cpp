@@ -177,16 +177,16 @@ class FullyShardedZero3 final : public DataParallelStrategy {
     UnitTasks& t = b.units();
     const int L = u.layers();
     const int m = b.layout().microbatches;
+    // Forward: embedding, the layers, the head; each gather waits until the first task of the
+    // unit two before it is done (prefetch depth one; see gather_once) — under FSDP1 until its
+    // last: the rate limiter issues a gather once the unit two before has been resharded, a
+    // free recorded after its forward (limit_all_gathers: _free_event_queue, two in flight).
+    const bool fsdp1 = b.world().scenario.parallel.fsdp1();
+    std::vector<int> fwd_units{L};
+    for (int l = 0; l < L; ++l) fwd_units.push_back(l);
+    fwd_units.push_back(L + 1);
     std::vector<TaskId> done;
     for (int k = 0; k < m; ++k) {
-      // Forward: embedding, the layers, the head; each gather waits until the first task of the
-      // unit two before it is done (prefetch depth one; see gather_once) — under FSDP1 until its
-      // last: the rate limiter issues a gather once the unit two before has been resharded, a
-      // free recorded after its forward (limit_all_gathers: _free_event_queue, two in flight).
-      const bool fsdp1 = b.world().scenario.parallel.fsdp1();
-      std::vector<int> fwd_units{L};
-      for (int l = 0; l < L; ++l) fwd_units.push_back(l);
-      fwd_units.push_back(L + 1);
       for (std::size_t i = 0; i < fwd_units.size(); ++i) {
         const TaskId ag = gather(b, u, g, fwd_units[i]);
         for (int mem : g.members) {
@@ -200,15 +200,15 @@ class FullyShardedZero3 final : public DataParallelStrategy {
       // unit's pre-backward hook, BACKWARD_POST — Composer's default — in this unit's
       // post-backward hook just before the reduce-scatter, FSDP2 in the next pre-backward: the
       // communicator's order is the same, the gather waits for the reduce-scatter before it).
+      // That order also bounds the prefetch: the gather of unit i follows unit i − 2's
+      // reduce-scatter, which waits for that unit's whole backward — where FSDP2's buffer is
+      // free and FSDP1's rate limiter lets the gather go.
       const auto backward_gather = [&](std::size_t i) {
         const int unit = g.units[i];
         const TaskId ag = gather(b, u, g, unit);
         for (int mem : g.members) {
           b.depend(ag, t.at(t.bwd_first, mem, k, unit));
           b.depend(t.at(t.fwd_first, mem, k, L + 1), ag);  // backward gathers follow the forward
-          // FSDP1: once the unit two before has been resharded in its post-backward (also
-          // implied by its reduce-scatter ahead on the communicator).
-          if (i >= 2) b.depend(t.at(fsdp1 ? t.bwd_last : t.bwd_first, mem, k, g.units[i - 2]), ag);
         }
       };
       for (std::size_t i = 0; i < std::min<std::size_t>(2, g.units.size()); ++i) backward_gather(i);
