@@ -176,6 +176,11 @@ void parse_device(Section s, DeviceSpec& d) {
   s.number("max_gemm_shape_n", d.max_gemm_shape_n, Dimension::count, kOptionalHardware);
   s.number("max_gemm_shape_k", d.max_gemm_shape_k, Dimension::count, kOptionalHardware);
   s.number("gemm_k_fill", d.gemm_k_fill, Dimension::count, kOptionalHardwareLatency);
+  if (s.number("fp8_split_accumulator_rate", d.fp8_split_accumulator_rate, Dimension::count, kOptionalHardware) &&
+      d.fp8_split_accumulator_rate > 1) {
+    s.state().fail(s.full("fp8_split_accumulator_rate"),
+                   "must be at most 1 (a fraction of the fast-accumulation GEMM's rate)");
+  }
   s.number("power_limit_w", d.power_limit_w, Dimension::count, kOptionalHardware);
   s.number("max_gemm_power_limit_w", d.max_gemm_power_limit_w, Dimension::count, kOptionalHardware);
   s.number("static_power_w", d.static_power_w, Dimension::count, kOptionalHardwareLatency);

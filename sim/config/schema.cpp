@@ -154,6 +154,9 @@ const std::vector<Doc>& docs() {
       {"device.max_gemm_shape_n", "n of the GEMM max_gemm_fraction was measured at (0 = not given)"},
       {"device.max_gemm_shape_k", "k of the GEMM max_gemm_fraction was measured at (0 = not given)"},
       {"device.gemm_k_fill", "K elements per output tile spent filling and draining the K loop"},
+      {"device.fp8_split_accumulator_rate",
+       "mainloop rate of an fp8 GEMM with the split (fp32-promoting) accumulator, the backward GEMMs of "
+       "Transformer Engine and torchao Float8, over a fast-accumulating one's (absent: 1)"},
       {"device.power_limit_w", "board power limit in W (0 = the clock is not modelled)"},
       {"device.max_gemm_power_limit_w", "power limit in W under which max_gemm_fraction was measured"},
       {"device.static_power_w", "power in W that does not scale with the SM clock"},

@@ -50,6 +50,11 @@ struct DeviceSpec {
     return reference > 0 ? it->second * sm_count / reference : it->second;
   }
   double max_gemm_fraction = 0;               ///< best measured GEMM / dense peak (0,1]
+  /// The mainloop rate of an fp8 GEMM with the split accumulator (partial sums promoted to
+  /// fp32 outside the tensor cores: cuBLAS with fast accumulation off; Op::fp8_split_accumulator)
+  /// over that of the same GEMM accumulating fast, which runs at the rate max_gemm_fraction
+  /// gives. In (0, 1]; 1 = no difference (absent).
+  double fp8_split_accumulator_rate = 1;
   /// The fused (flash) attention kernel's measured throughput, per pass: rate(L) =
   /// plateau_rate · L / (L + half_length), L the kernel's inner-loop length in tokens (forward:
   /// the keys each query block visits; backward: the queries each key block visits). Attention

@@ -74,6 +74,7 @@ const std::vector<KeyBound>& key_bounds() {
       {"device.max_gemm_shape_n", 1, 1e7, true, "a GEMM dimension of the benchmark, 0: not given"},
       {"device.max_gemm_shape_k", 1, 1e7, true, "a GEMM dimension of the benchmark, 0: not given"},
       {"device.gemm_k_fill", 0, 1e6, true, "K of a tile's pipeline fill, at most 1e6 elements"},
+      {"device.fp8_split_accumulator_rate", 0.1, 1, false, "10 % to 100 % of the fast-accumulation rate"},
       {"device.power_limit_w", 1, 1e5, true, "a board power limit up to 100 kW, 0: the clock is not modelled"},
       {"device.max_gemm_power_limit_w", 1, 1e5, true, "a board power limit up to 100 kW"},
       {"device.static_power_w", 0, 1e5, true, "up to 100 kW"},

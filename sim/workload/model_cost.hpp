@@ -135,6 +135,12 @@ struct Op {
   int kernels = 1;
   /// An fp8 cast (amax and scaled cast of a GEMM's operands) whose backward belongs to the GEMM.
   bool fp8_cast = false;
+  /// An fp8 GEMM that promotes its partial sums out of the tensor cores' accumulator into fp32
+  /// as it goes (the split accumulator: cuBLAS with fast accumulation off), as the backward
+  /// GEMMs of Transformer Engine (_2X_ACC_DGRAD, _2X_ACC_WGRAD) and of torchao's Float8Linear
+  /// (gemm_config_grad_input, gemm_config_grad_weight: use_fast_accum False) do; their forward
+  /// GEMMs accumulate fast. Timed at the device's fp8_split_accumulator_rate.
+  bool fp8_split_accumulator = false;
   /// A weight's fp8 cast that Transformer Engine caches for the step's later microbatches
   /// (fp8_weight_cache_bytes): only a step's first microbatch runs it, and never a recompute.
   bool first_microbatch_only = false;
@@ -345,7 +351,9 @@ RingAttentionOps ring_attention_ops(const Op& core, const RingTensors& tensors);
 /// GEMM: tiles = ⌈m/tile_m⌉·⌈n/tile_n⌉·⌈batch⌉ (causal: only tiles reaching the diagonal; the
 /// tile is turned tile_n × tile_m when that takes fewer waves), waves = ⌈tiles / sm_count⌉,
 /// compute = waves · 2·tile_m·tile_n·(k + gemm_k_fill) / (peak · gemm_mainloop_fraction · clock
-/// / sm_count), clock = sustained_clock_fraction(device, gemm_mainloop_fraction): every SM
+/// / sm_count) (an fp8 GEMM with the split accumulator, Op::fp8_split_accumulator: the
+/// mainloop and the ceiling × fp8_split_accumulator_rate), clock =
+/// sustained_clock_fraction(device, gemm_mainloop_fraction): every SM
 /// computes one whole tile per wave and fills and drains its K pipeline per tile, so partial
 /// tiles, partial waves and short K loops cost full time. Fused attention (with a device
 /// attention_kernel): useful FLOPs (causal: s(s+1)/2 cells) / attention_kernel_rate(pass, L) ×

@@ -424,6 +424,7 @@ std::vector<Op> backward_of(const std::vector<Op>& forward, const Microbatch& mb
         ops.push_back(cast);
         for (Op* g : {&dgrad, &wgrad}) {
           g->dtype = "fp8";
+          g->fp8_split_accumulator = true;  // both frameworks' backward GEMMs (Op::fp8_split_accumulator)
           g->bytes = g->batch * ((g->m * g->k + g->k * g->n) * 1.0 + g->m * g->n * mb.bpe);
         }
       }

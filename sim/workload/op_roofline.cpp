@@ -89,13 +89,16 @@ double gemm_seconds(const Op& op, const config::DeviceSpec& device, const std::s
   const double sms = device.sm_count;
   const double peak_sms = device.reference_sm_count();  // each SM at the profile chip's per-SM rate
   const double clock = sustained_clock_fraction(device, gemm_mainloop_fraction(device));
-  const double sm_rate = peak->second * gemm_mainloop_fraction(device) * clock / peak_sms;
+  // The split accumulator's fp32 promotions run on the CUDA cores inside the K loop: the loop
+  // (and the best shape's ceiling) slows by the measured ratio; the clock is the GEMMs' own.
+  const double accumulate = op.fp8_split_accumulator && precision == "fp8" ? device.fp8_split_accumulator_rate : 1.0;
+  const double sm_rate = peak->second * gemm_mainloop_fraction(device) * accumulate * clock / peak_sms;
   const double tiled = tiled_seconds(op.m, op.n, op.k, op.batch, op.causal, device, sm_rate, sms);
   // No shape beats the measured maximum: the MAMF scan that gave max_gemm_fraction covered
   // shapes up to 20,480 in every dimension, so a long K loop that the fill model would put
   // above it is held at it (at this kernel's clock).
-  const double ceiling =
-      2.0 * op.m * op.n * op.k * std::ceil(op.batch) / (peak->second * sms / peak_sms * device.max_gemm_fraction * clock);
+  const double ceiling = 2.0 * op.m * op.n * op.k * std::ceil(op.batch) /
+                         (peak->second * sms / peak_sms * device.max_gemm_fraction * accumulate * clock);
   return op.causal ? tiled : std::max(tiled, ceiling);  // the scan measured dense GEMMs
 }
 

@@ -269,9 +269,9 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
         constexpr double kMasterBytes = 4.0;  // fp32
         int output = r.alloc(unit_params * rb / dp, kReduceScatter, "sharded gradients");
         if (rb < kMasterBytes) {
-          int reduced = output;
+          int narrow = output;
           output = r.alloc(unit_params * kMasterBytes / dp, kReduceScatter, "sharded gradients");
-          r.release(reduced);
+          r.release(narrow);
         }
         if (first_of_step) {
           sharded_grads.push_back(output);

@@ -101,6 +101,14 @@ TEST_CASE("the fp8 recipe runs linear layers in fp8 and times their casts — at
   const auto back = layer_backward_ops(llama3_8b(), llama_training("compile", "fp8"), 1, 1);
   CHECK(find(back, "qkv_dgrad").dtype == "fp8");
   CHECK(find(back, "qkv_wgrad").dtype == "fp8");
+  // Both frameworks accumulate the forward GEMM fast and the backward ones in the split
+  // accumulator (torchao Float8LinearConfig: gemm_config_output use_fast_accum=True,
+  // gemm_config_grad_input / gemm_config_grad_weight the default False; Transformer Engine:
+  // _2X_ACC_FPROP False, _2X_ACC_DGRAD and _2X_ACC_WGRAD True).
+  CHECK_FALSE(qkv.fp8_split_accumulator);
+  CHECK(find(back, "qkv_dgrad").fp8_split_accumulator);
+  CHECK(find(back, "mlp_down_wgrad").fp8_split_accumulator);
+  CHECK_FALSE(find(layer_backward_ops(llama3_8b(), llama_training("compile"), 1, 1), "qkv_dgrad").fp8_split_accumulator);
   CHECK(has(back, "qkv_bwd_cast"));
   CHECK_FALSE(has(back, "qkv_cast_bwd"));
   // Activations stay bf16: the norm moves 2 B per element each way.

@@ -214,6 +214,28 @@ TEST_CASE("fp8 GEMMs run at the fp8 peak and a missing precision is an error", "
   CHECK_THROWS_WITH(op_time(op, h100_sxm(), "fp4"), Catch::Contains("fp4"));
 }
 
+TEST_CASE("an fp8 GEMM with the split accumulator runs at the measured split/fast ratio of the fast one",
+          "[workload][roofline][precision]") {
+  // stas00/ml-engineering's MAMF table (mamf-finder, torch 2.7.0+cu126 for both rows): H100 SXM
+  // FP8 1402.6 TFLOPS of 1979 with torch._scaled_mm's default use_fast_accum=False, BF16 794.5
+  // of 989. Fast accumulation taken at the bf16 mainloop fraction, the split one at
+  // (1402.6 / 1979) / (794.5 / 989) of it: a GEMM of whole waves (132 × 32 tiles) then reaches
+  // 1402.6 / 1979 of the fp8 peak when the profile's bf16 fraction is the table's 794.5 / 989.
+  config::DeviceSpec d = h100_sxm();
+  d.max_gemm_fraction = 794.5 / 989.0;
+  d.fp8_split_accumulator_rate = (1402.6 / 1979.0) / (794.5 / 989.0);
+  Op fast = gemm(16896, 8192, 8192);
+  Op split = fast;
+  split.fp8_split_accumulator = true;
+  const double peak = 1978.9e12;
+  CHECK(fast.flops / op_time(fast, d, "fp8").seconds() == Approx(peak * 794.5 / 989.0).epsilon(1e-6));
+  CHECK(split.flops / op_time(split, d, "fp8").seconds() == Approx(peak * 1402.6 / 1979.0).epsilon(1e-6));
+  // The flag is the fp8 accumulator's: a bf16 GEMM (its own fp32 accumulator) is not slowed.
+  CHECK(op_time(split, d, "bf16") == op_time(fast, d, "bf16"));
+  // A profile without the key (rate 1) times both alike.
+  CHECK(op_time(split, h100_sxm(), "fp8") == op_time(fast, h100_sxm(), "fp8"));
+}
+
 
 namespace {
 
