@@ -109,20 +109,20 @@ struct Builder {
       const int h = (in.height + 2 * l.padding - l.kernel) / l.stride + 1;
       const int w = (in.width + 2 * l.padding - l.kernel) / l.stride + 1;
       if (h < 1 || w < 1) fail(name, "pool kernel does not fit its input");
-      const SampleShape out{in.channels, h, w};
-      c.forward.push_back(vector(name, b * (in.elements() + out.elements()), 1, bpe, 0));
-      c.forward.back().flops = b * out.elements() * l.kernel * l.kernel;
-      c.backward.push_back(vector(name + "_grad", b * (in.elements() + 2 * out.elements()), 1, bpe, 0));
-      c.forward_flops += out.elements() * l.kernel * l.kernel;
-      return out;
+      const SampleShape pooled{in.channels, h, w};
+      c.forward.push_back(vector(name, b * (in.elements() + pooled.elements()), 1, bpe, 0));
+      c.forward.back().flops = b * pooled.elements() * l.kernel * l.kernel;
+      c.backward.push_back(vector(name + "_grad", b * (in.elements() + 2 * pooled.elements()), 1, bpe, 0));
+      c.forward_flops += pooled.elements() * l.kernel * l.kernel;
+      return pooled;
     }
     if (l.kind == "global_avg_pool") {
-      const SampleShape out{in.channels, 1, 1};
-      c.forward.push_back(vector(name, b * (in.elements() + out.elements()), 1, bpe, 0));
+      const SampleShape pooled{in.channels, 1, 1};
+      c.forward.push_back(vector(name, b * (in.elements() + pooled.elements()), 1, bpe, 0));
       c.forward.back().flops = b * in.elements();
-      c.backward.push_back(vector(name + "_grad", b * (in.elements() + out.elements()), 1, bpe, 0));
+      c.backward.push_back(vector(name + "_grad", b * (in.elements() + pooled.elements()), 1, bpe, 0));
       c.forward_flops += in.elements();
-      return out;
+      return pooled;
     }
     if (l.kind == "batch_norm") {
       batch_norm(c, name, in);
