@@ -555,6 +555,7 @@ void parse_training(Section s, TrainingSpec& t) {
   s.flag("launch_blocking", t.launch_blocking);
   s.flag("compile_loss", t.compile_loss);
   s.flag("fused_cross_entropy", t.fused_cross_entropy);
+  s.integer("logit_metrics", t.logit_metrics, kNonNegative);
   s.flag("flash_attention", t.flash_attention);
   std::vector<std::string> kernels;
   for (const auto& kernel : kAttentionKernels) kernels.emplace_back(kernel.first);

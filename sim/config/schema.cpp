@@ -245,6 +245,7 @@ const std::vector<Doc>& docs() {
       {"training.framework", "how element-wise ops become kernels: hand-fused, PyTorch eager, torch.compile"},
       {"training.launch_blocking", "CUDA_LAUNCH_BLOCKING=1: each kernel launch waits for the kernel to finish, so the host cannot queue kernels ahead and every kernel pays its dispatch in series"},
       {"training.fused_cross_entropy", "the loss is flash-attn's fused cross-entropy kernel (MosaicML llm-foundry's default, loss_fn fused_crossentropy): one forward and one backward kernel over the logits in the training precision, no fp32 copy; framework eager or compile, tp 1"},
+      {"training.logit_metrics", "cross-entropy metrics the training loop computes on each microbatch's logits after its backward, outside autograd, under the precision's autocast: an fp32 copy and an fp32 log-softmax each (Composer's train_metrics, after every microbatch; llm-foundry's LanguageCrossEntropy and LanguagePerplexity: 2); the logits are kept until then; framework eager or compile, pp 1, tp 1"},
       {"training.compile_loss", "the loss is compiled too (torchtitan since April 2025: torch.compile of F.cross_entropy(logits.float())): fused reductions and one backward kernel, no fp32 copy of the logits; framework compile, not with tp > 1"},
       {"training.flash_attention", "fused (flash) attention kernel"},
       {"training.gradient_accumulation_fusion", "Megatron-core's gradient_accumulation_fusion: weight-gradient GEMMs accumulate into the fp32 main_grad (no separate add per microbatch)"},

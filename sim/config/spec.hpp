@@ -433,6 +433,15 @@ struct TrainingSpec {
   /// backward kernel reads the logits and writes their gradient: no fp32 copy of the logits is
   /// made. PyTorch model code (framework eager or compile) with tp 1 only.
   bool fused_cross_entropy = false;
+  /// Cross-entropy metrics the training loop computes on each microbatch's logits after its
+  /// backward, outside autograd: Composer (0.12-0.14 trainer.py, _train_microbatch →
+  /// _eval_train_metrics) updates the model's train_metrics after every microbatch, and
+  /// llm-foundry's models list two (LanguageCrossEntropy, LanguagePerplexity), each a
+  /// torch.nn.CrossEntropyLoss over the logits under the precision's autocast, i.e. on an fp32
+  /// copy with an fp32 log-softmax (autocast's float32 list). The loop keeps the microbatch's
+  /// logits (Composer's state.outputs) until then. 0 = none; PyTorch model code (framework
+  /// eager or compile) with pp 1 and tp 1 only.
+  int logit_metrics = 0;
   bool flash_attention = true;
   /// Which fused-attention kernel runs: flash2 (FlashAttention-2, the default: torch SDPA's
   /// flash backend on H100 through 2024, pytorch/pytorch#142132), cudnn (cuDNN fused

@@ -171,6 +171,7 @@ const std::vector<KeyBound>& key_bounds() {
       {"parameter_server.min_shard_bytes", 1, 1e12, false, "1 B to 1 TB per variable shard"},
       {"parameter_server.sparse_rows_per_batch", 0, 1e12, true, "embedding rows one batch touches, 0: every lookup"},
       {"training.evaluation.every_steps", 1, 1e9, true, "optimizer steps between evaluations, 0: none"},
+      {"training.logit_metrics", 1, 16, true, "at most 16 metrics, 0: none"},
       {"training.evaluation.tokens", 1, 1e15, true, "tokens one evaluation runs forward over, 0: none"},
       {"run.steps", 1, 1e6, false, "simulated steps (the command line may lower it further: --max-steps)"},
       // Keys inside list items: an item's index is written [] (model.layers[3].units matches
@@ -627,6 +628,14 @@ void validate_scenario(Scenario& sc, LoadState& st) {
               "is flash-attn's fused cross-entropy under PyTorch model code: needs training.framework eager or compile, "
               "parallel.tp 1 (its tensor-parallel form is not simulated) and no training.compile_loss; got framework " +
                   t.framework + ", tp " + str(p.tp) + (t.compile_loss ? " and compile_loss" : ""));
+  }
+  if (t.logit_metrics > 0 && st.ok({"training.logit_metrics", "parallel.pp", "parallel.tp", "training.framework"}) &&
+      (p.pp > 1 || p.tp > 1 || (t.framework != "eager" && t.framework != "compile"))) {
+    st.report("training.logit_metrics",
+              "are a PyTorch training loop's (Composer's) metrics on a microbatch's whole logits after its whole "
+              "backward: needs training.framework eager or compile, parallel.pp 1 and parallel.tp 1 (not simulated "
+              "with pipelines or vocabulary-parallel logits); got framework " + t.framework + ", pp " + str(p.pp) +
+                  ", tp " + str(p.tp));
   }
   if (t.bf16_optimizer &&
       st.ok({"training.bf16_optimizer", "training.precision", "training.reduce_dtype", "parallel.zero",

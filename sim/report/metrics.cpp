@@ -167,6 +167,10 @@ std::string format_memory_table(const run::SimulationResult& r) {
   row("reserved", r.memory_reserved);
   row("HBM", r.hbm_bytes);
   if (r.allocator_capacity > 0 && r.allocator_capacity < r.hbm_bytes) row("allocatable", r.allocator_capacity);
+  if (r.memory_alloc_retries > 0) {
+    out += "  allocator retries per step: " + std::to_string(r.memory_alloc_retries) +
+           " (cudaMalloc failed, the cache was freed and the request retried; their time is not simulated)\n";
+  }
   if (r.memory_peak_stage >= 0 && !r.memory_peak_ledger.empty()) {
     // The terms above are each at its own peak; the replay's ledger is what is alive together.
     double live = 0;

@@ -142,7 +142,9 @@ SimulationResult simulate_memory(const config::Scenario& s) {
   if (!s.model.layer_list && rules.present()) {
     // Every pipeline rank (their layers, schedules and root modules differ); the peak over all
     // GPUs, as frameworks report it.
-    const auto allocator = allocator_rules(rules, s.training.expandable_segments);
+    auto allocator = allocator_rules(rules, s.training.expandable_segments);
+    // A cudaMalloc past what the allocator may use fails: PyTorch frees its cache and retries.
+    allocator.capacity = static_cast<std::uint64_t>(std::max(0.0, res.allocator_capacity));
     res.memory_reserved = 0;
     for (int stage = 0; stage < lay.pp; ++stage) {
       const auto peaks = workload::replay_step_memory(s.model, per_rank, s.parallel, zero_ranks,
@@ -153,6 +155,7 @@ SimulationResult simulate_memory(const config::Scenario& s) {
         res.memory_peak_ledger = peaks.ledger;
       }
       res.memory_allocated_peak = std::max(res.memory_allocated_peak, peaks.allocated);
+      res.memory_alloc_retries = std::max(res.memory_alloc_retries, peaks.alloc_retries);
       res.memory_by_stage.push_back({peaks.reserved, peaks.allocated});
     }
   }

@@ -88,6 +88,10 @@ struct SimulationResult : StepBreakdown {
   /// The pipeline stage whose replay reserved memory_reserved (the first such), −1 where nothing
   /// was replayed.
   int memory_peak_stage = -1;
+  /// The most cudaMalloc retries one steady step of any pipeline stage's replay needed (the
+  /// allocator freed its cache to fit: workload::StepMemoryPeaks::alloc_retries); their time
+  /// (a device synchronisation and cudaFree per cached segment) is not simulated.
+  int memory_alloc_retries = 0;
   /// That stage's live tensors at its allocated peak, by kind, in name order [B]
   /// (workload::StepMemoryPeaks::ledger): what fills the memory when it is fullest.
   std::vector<std::pair<std::string, double>> memory_peak_ledger;

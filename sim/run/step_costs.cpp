@@ -215,6 +215,9 @@ Costs build_costs(const config::Scenario& s, const Layout& lay, const config::Tr
   std::vector<workload::Op> ef, hf, eb, hb;
   split_root(workload::head_forward_ops(s.model, local, seqs, lay.tp, sp), ef, hf);
   split_root(workload::head_backward_ops(s.model, local, seqs, lay.tp, sp), eb, hb);
+  // The training loop's metrics on the logits (training.logit_metrics, pp 1: the embedding's
+  // backward is the microbatch's last) run once its backward has returned.
+  for (auto& op : workload::logit_metric_ops(s.model, local, seqs, lay.tp)) eb.push_back(std::move(op));
   costs.embed_forward = timer.parts(ef, cuts);
   costs.head_forward = timer.parts(hf, cuts);
   costs.head_backward = timer.parts(hb, cuts);

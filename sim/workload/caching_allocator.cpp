@@ -52,6 +52,11 @@ int CachingAllocator::grow(bool small, int stream, std::uint64_t size) {
     } else {
       bytes = round_up(size, rules_.round_large);
     }
+    if (rules_.capacity > 0 && reserved_ + bytes > rules_.capacity) {
+      // cudaMalloc fails: free the cache's unsplit segments, then try again.
+      ++alloc_retries_;
+      release_cached_segments();
+    }
     Segment s;
     s.stream = stream;
     s.small = small;
@@ -153,6 +158,19 @@ void CachingAllocator::free(int handle) {
     absorb_next(b);
   }
   insert_free(b);
+}
+
+void CachingAllocator::release_cached_segments() {
+  for (Segment& s : segments_) {
+    if (s.expandable || s.size == 0 || s.last < 0) continue;
+    Block& only = blocks_[static_cast<std::size_t>(s.last)];
+    if (only.live || only.prev >= 0 || only.next >= 0) continue;  // split, or in use
+    erase_free(s.last);
+    reserved_ -= s.size;
+    only.size = 0;
+    s.size = 0;
+    s.last = -1;
+  }
 }
 
 void CachingAllocator::absorb_next(int keep) {

@@ -23,9 +23,14 @@
 ///   block that ends the segment;
 /// - a freed block merges with free neighbours of its segment and stays cached: nothing is
 ///   returned to the device between steps (no empty_cache), so reserved only grows.
-/// Not modelled: the device capacity (on a failed cudaMalloc PyTorch frees its unsplit cached
-/// segments and retries; here the caller compares the peak with the device), CUDA graph pools,
-/// max_split_size and roundup_power2_divisions (both off by default).
+/// - the device's capacity (AllocatorRules::capacity): a classic segment that would take the
+///   reserved bytes past it is a cudaMalloc that fails, on which PyTorch frees every cached
+///   segment with no live block (release_cached_blocks: cudaFree of each unsplit free block)
+///   and tries again (the num_alloc_retries of torch.cuda.memory_stats); if it still does not
+///   fit, the segment is reserved anyway and the caller, comparing the peak with the capacity,
+///   reports the out-of-memory.
+/// Not modelled: releasing the free pages of expandable segments on such a retry, CUDA graph
+/// pools, max_split_size and roundup_power2_divisions (both off by default).
 #include <cstdint>
 #include <map>
 #include <set>
@@ -43,6 +48,7 @@ struct AllocatorRules {
   std::uint64_t min_large_alloc = 10 << 20; ///< kMinLargeAlloc
   std::uint64_t round_large = 2 << 20;      ///< kRoundLarge
   bool expandable_segments = false;
+  std::uint64_t capacity = 0;  ///< device bytes the allocator may reserve; 0 = unbounded
 };
 
 /// One device's caching allocator. Deterministic: addresses are (segment, offset) pairs in
@@ -63,6 +69,8 @@ class CachingAllocator {
   std::uint64_t reserved() const { return reserved_; }    ///< bytes of segments / mapped pages
   std::uint64_t peak_allocated() const { return peak_allocated_; }
   std::uint64_t peak_reserved() const { return peak_reserved_; }
+  /// Failed cudaMallocs retried after freeing the cache (PyTorch's num_alloc_retries).
+  int alloc_retries() const { return alloc_retries_; }
 
  private:
   struct Block {
@@ -89,6 +97,8 @@ class CachingAllocator {
   int new_block(int segment, std::uint64_t offset, std::uint64_t size);
   int grow(bool small, int stream, std::uint64_t size);  ///< reserve room; returns a free block ≥ size
   void add_reserved(std::uint64_t bytes);
+  /// Frees every classic segment whose one block is free (release_cached_blocks).
+  void release_cached_segments();
 
   AllocatorRules rules_;
   std::vector<Block> blocks_;
@@ -96,6 +106,7 @@ class CachingAllocator {
   std::set<Key> free_;
   std::map<std::pair<int, bool>, int> expandable_;  ///< (stream, small) → segment
   std::uint64_t allocated_ = 0, reserved_ = 0, peak_allocated_ = 0, peak_reserved_ = 0;
+  int alloc_retries_ = 0;
 };
 
 }  // namespace ironlaw::workload

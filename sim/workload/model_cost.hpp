@@ -231,6 +231,14 @@ std::vector<Op> layer_backward_ops(const config::ModelSpec& model, const config:
 /// (cross-entropy backward: read fp32 probabilities, write dlogits; the rest by the layer rules).
 std::vector<Op> head_forward_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
                                  int sequences, int tp, bool sequence_parallel = false);
+/// The training loop's metrics on a microbatch's logits after its backward
+/// (training.logit_metrics), one op per metric, outside autograd: a cross-entropy under the
+/// precision's autocast runs as an eager fp32 loss does — the fp32 copy of the logits (bpe + 4 B
+/// per logit; none in fp32 training), the log-softmax (read 4, write 4) and the NLL gather —
+/// plus the metric's two reductions (the summed loss, the count of targets): t·V/tp·(8 + bpe + 4)
+/// bytes, 5 kernels (4 without the copy). Empty when training.logit_metrics is 0.
+std::vector<Op> logit_metric_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
+                                 int sequences, int tp);
 std::vector<Op> head_backward_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
                                   int sequences, int tp, bool sequence_parallel = false);
 /// Forward ops recomputed in backward under the activation-checkpointing policy

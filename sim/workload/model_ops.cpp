@@ -665,6 +665,23 @@ std::vector<Op> head_backward_ops(const config::ModelSpec& model, const config::
   return with_recipe(ops, mb);
 }
 
+std::vector<Op> logit_metric_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
+                                 int sequences, int tp) {
+  const Microbatch mb = microbatch(model, training, sequences, tp, 1);
+  const double logits = mb.tokens * mb.sh.vocab / mb.tp;
+  const bool copy = mb.bpe < 4.0;  // autocast's float32 policy for cross_entropy: a copy unless fp32 already
+  std::vector<Op> ops;
+  for (int k = 1; k <= training.logit_metrics; ++k) {
+    Op metric;
+    metric.name = "logit_metric_" + std::to_string(k);
+    metric.bytes = logits * (8.0 + (copy ? mb.bpe + 4.0 : 0.0));
+    metric.flops = logits * kCrossEntropyFlops;
+    metric.kernels = copy ? 5 : 4;
+    ops.push_back(metric);
+  }
+  return ops;
+}
+
 std::vector<Op> layer_recompute_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
                                     int sequences, int tp, int layer, int ep, bool sequence_parallel) {
   const bool moe = is_moe_layer(model, layer);

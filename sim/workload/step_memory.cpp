@@ -212,7 +212,9 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
 
   std::vector<int> kept;           // torch pipelining: outputs and input gradients, until the next step
   std::vector<int> sharded_grads;  // FSDP2: reduce-scatter outputs, until the next step's zero_grad
+  int retries_before_second = 0;
   for (int step = 0; step < 2; ++step) {
+    if (step == 1) retries_before_second = r.allocator().alloc_retries();
     // torchtitan's step: optimizers.zero_grad() (set_to_none), then the schedule's
     // clear_runtime_states().
     for (int& h : sharded_grads) r.release(h);
@@ -224,6 +226,7 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
     std::vector<bool> reduced(static_cast<std::size_t>(layers_local), false);  // sharded grad exists
     std::map<std::pair<int, int>, int> saved;  // (microbatch, layer) → activations
     std::map<int, int> head_inputs;            // microbatch → the LM head's kept input (last stage)
+    std::map<int, int> metric_logits;          // microbatch → its logits, kept for the loop's metrics
     int root = -1, root_grad = -1;  // pp = 1: the root unit, gathered for the step
     std::vector<int> chunk_root_params(static_cast<std::size_t>(chunks), -1);  // pp > 1: per chunk
     std::vector<int> chunk_root_grads(static_cast<std::size_t>(chunks), -1);
@@ -302,10 +305,15 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
         }
         r.release(all_gather_state);  // the root's post-forward
         if (last_stage(pass.chunk)) head_inputs[pass.microbatch] = r.alloc(head_input, kCompute, "LM-head input");
+        if (last_stage(pass.chunk) && training.logit_metrics > 0)
+          metric_logits[pass.microbatch] = r.alloc(logits * bpe, kCompute, "logits kept for metrics");
         if (stage.torch_pipelining) kept.push_back(r.alloc(last_stage(pass.chunk) ? logits * bpe : boundary, kCompute, "pp outputs kept"));
         continue;
       }
-      int loss_buffers = last_stage(pass.chunk) ? r.alloc(loss, kCompute, "loss buffers") : -1;
+      // Every loss form PyTorch model code runs (loss_bytes_per_logit) counts the model's logits
+      // once; kept for the loop's metrics they are held from the forward instead.
+      const double loss_here = training.logit_metrics > 0 ? std::max(0.0, loss - logits * bpe) : loss;
+      int loss_buffers = last_stage(pass.chunk) ? r.alloc(loss_here, kCompute, "loss buffers") : -1;
       int head_input_kept = -1;  // the LM head's input, freed with the loss buffers
       if (const auto held = head_inputs.find(pass.microbatch); held != head_inputs.end()) {
         head_input_kept = held->second;
@@ -351,6 +359,18 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
       r.release(loss_buffers);
       r.release(head_input_kept);
       if (stage.torch_pipelining && !first_stage(pass.chunk)) kept.push_back(r.alloc(boundary, kCompute, "pp input gradients kept"));
+      // The loop's metrics once the microbatch's backward has returned (pp 1): per metric, the
+      // logits' fp32 copy under autocast (none in fp32 training) and the fp32 log-softmax.
+      if (const auto held = metric_logits.find(pass.microbatch); held != metric_logits.end() && first_stage(pass.chunk)) {
+        for (int k = 0; k < training.logit_metrics; ++k) {
+          int copy = bpe < 4.0 ? r.alloc(logits * 4.0, kCompute, "metric buffers") : -1;
+          int log_probs = r.alloc(logits * 4.0, kCompute, "metric buffers");
+          r.release(copy);
+          r.release(log_probs);
+        }
+        r.release(held->second);
+        metric_logits.erase(held);
+      }
       if (last && !reshard) {
         if (fsdp2) {
           // torch.distributed.pipelining runs FSDP's post-backward for every unit of the chunk
@@ -377,6 +397,7 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
     for (int& h : chunk_root_grads) r.release(h);
     for (auto& [key, h] : saved) r.release(h);
     for (auto& [key, h] : head_inputs) r.release(h);
+    for (auto& [key, h] : metric_logits) r.release(h);
     r.release(root);
     r.release(root_grad);
     if (stage.torch_pipelining && stage.last) {
@@ -393,6 +414,7 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
   out.allocated = static_cast<double>(r.allocator().peak_allocated());
   out.reserved = static_cast<double>(r.allocator().peak_reserved());
   out.ledger = r.ledger();
+  out.alloc_retries = r.allocator().alloc_retries() - retries_before_second;
   return out;
 }
 

@@ -50,6 +50,9 @@
 ///   the receive buffer's .grad until the same clear_runtime_states; on the last stage, after
 ///   the step's last backward, step()'s merged copy of all kept outputs (_merge_outputs, a
 ///   torch.cat; torchtitan drops it at once).
+/// - the training loop's metrics (training.logit_metrics, pp 1): each microbatch's logits kept
+///   from its forward until its metrics have run after its backward, and per metric an fp32
+///   copy of them and their fp32 log-softmax, alive while it runs;
 /// - torch.optim (training.framework eager or compile): the optimizer's moments are created in
 ///   the first step() after that step's backward (the master weights exist from the start), and
 ///   foreach AdamW's square roots of every second moment are alive together during each step();
@@ -82,6 +85,9 @@ struct StepMemoryPeaks {
   /// The live tensors at the allocated peak, by kind (rounded block sizes; they sum to
   /// `allocated`), in name order: the replay's ledger.
   std::vector<std::pair<std::string, double>> ledger;
+  /// cudaMallocs that failed against AllocatorRules::capacity in the second (steady) step and
+  /// were retried after freeing the cache (PyTorch's num_alloc_retries).
+  int alloc_retries = 0;
 };
 
 /// One pipeline rank as memory sees it.

@@ -453,8 +453,11 @@ TEST_CASE("model.max_position: sequence follows training.sequence_length — oth
 TEST_CASE("training.optimizer_impl is refused where it would not be simulated", "[scenario][optimizer]") {
   const std::string mpt = IRONLAW_SOURCE_DIR "/scenarios/validation/mosaic-mpt/mpt-7b-8gpu-a100-40gb.yaml";
   CHECK(load_scenario(mpt).training.optimizer_impl == "for_loop");
-  // (fused also refuses the fused cross-entropy, PyTorch code's as well, and FSDP1, PyTorch's FSDP.)
-  auto errors = errors_of([&] { load_scenario(mpt, {"training.framework=fused", "training.fused_cross_entropy=false"}); });
+  // (fused also refuses the fused cross-entropy, PyTorch code's as well, FSDP1, PyTorch's FSDP,
+  // and the logit metrics, a PyTorch training loop's: the last two are switched off here.)
+  auto errors = errors_of([&] {
+    load_scenario(mpt, {"training.framework=fused", "training.fused_cross_entropy=false", "training.logit_metrics=0"});
+  });
   REQUIRE(errors.size() == 2);
   CHECK(std::count_if(errors.begin(), errors.end(), [](const std::string& e) {
           return e.find("training.optimizer_impl: is how PyTorch model code runs Adam") != std::string::npos;
@@ -476,7 +479,7 @@ TEST_CASE("parallel.fsdp_version is refused where it would not be simulated", "[
   errors = errors_of([&] { load_scenario(mpt, {"parallel.fsdp_version=3"}); });
   REQUIRE(errors.size() == 1);
   CHECK(errors.front().find("parallel.fsdp_version: expected 1 or 2, got 3") != std::string::npos);
-  errors = errors_of([&] { load_scenario(mpt, {"parallel.pp=2", "parallel.dp=4"}); });
+  errors = errors_of([&] { load_scenario(mpt, {"parallel.pp=2", "parallel.dp=4", "training.logit_metrics=0"}); });
   REQUIRE(errors.size() == 1);
   CHECK(errors.front().find("1 (FullyShardedDataParallel) with pipeline parallelism is not simulated") !=
         std::string::npos);

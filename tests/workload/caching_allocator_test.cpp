@@ -114,3 +114,36 @@ TEST_CASE("the allocator refuses empty requests and double frees", "[workload][a
   bad.round_large = 0;
   CHECK_THROWS_AS(CachingAllocator(bad), std::invalid_argument);
 }
+
+TEST_CASE("a cudaMalloc past the capacity frees the cache's unsplit segments and retries",
+          "[workload][allocator]") {
+  // PyTorch (CUDACachingAllocator.cpp, malloc: release_cached_blocks, then alloc_block again;
+  // torch.cuda.memory_stats()["num_alloc_retries"]): 100 MiB capacity; a cached free 60 MiB
+  // segment and a live 30 MiB one; a 70 MiB request fits no cached block and not beside both
+  // segments (160 MiB), so the free segment goes back to the device and the request gets its
+  // own: 100 MiB reserved.
+  AllocatorRules r = classic();
+  r.capacity = 100 * MiB;
+  CachingAllocator a(r);
+  const int cached = a.allocate(60 * MiB, 0);
+  a.allocate(30 * MiB, 0);
+  a.free(cached);
+  CHECK(a.reserved() == 90 * MiB);
+  a.allocate(70 * MiB, 0);
+  CHECK(a.alloc_retries() == 1);
+  CHECK(a.reserved() == 100 * MiB);
+  CHECK(a.peak_reserved() == 100 * MiB);
+  // Segments with live blocks stay: a request that cannot fit beside them is still reserved,
+  // past the capacity, and the caller's comparison reports the out-of-memory.
+  a.allocate(50 * MiB, 0);
+  CHECK(a.alloc_retries() == 2);
+  CHECK(a.reserved() == 150 * MiB);
+  // Without a capacity the cache only grows.
+  CachingAllocator unbounded(classic());
+  const int c = unbounded.allocate(60 * MiB, 0);
+  unbounded.allocate(30 * MiB, 0);
+  unbounded.free(c);
+  unbounded.allocate(70 * MiB, 0);
+  CHECK(unbounded.alloc_retries() == 0);
+  CHECK(unbounded.reserved() == 160 * MiB);
+}
