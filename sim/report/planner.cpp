@@ -362,7 +362,9 @@ PlanPrediction predict_step(const config::Scenario& s) {
   const double head = sum_time(workload::head_forward_ops(s.model, per_rank, seqs, lay.tp), topo.device,
                                s.training.precision) +
                       sum_time(workload::head_backward_ops(s.model, per_rank, seqs, lay.tp), topo.device,
-                               s.training.precision);
+                               s.training.precision) +
+                      sum_time(workload::logit_metric_ops(s.model, per_rank, seqs, lay.tp), topo.device,
+                               s.training.precision);  // the loop's metrics (training.logit_metrics)
   const double mb_compute = stage_layers * (per_layer.forward + per_layer.backward + per_layer.recompute) + head;
 
   // Blocking collectives inside a pass: TP (2 all-reduces of the activations forward, 2
