@@ -30,17 +30,6 @@ config::TrainingSpec composer(const std::string& precision, int metrics) {
   return t;
 }
 
-AllocatorRules byte_granular() {
-  AllocatorRules r;
-  r.min_block = 1;
-  r.small_size = 1;
-  r.small_buffer = 1;
-  r.large_buffer = 1;
-  r.min_large_alloc = 1;
-  r.round_large = 1;
-  return r;
-}
-
 }  // namespace
 
 TEST_CASE("each logit metric is an eager fp32 cross-entropy over the microbatch's logits", "[workload][ops][loss]") {

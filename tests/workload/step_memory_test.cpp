@@ -17,19 +17,6 @@ using namespace ironlaw::workload::testing;
 
 namespace {
 
-/// Rules under which every request is its own size and any cached block that is large enough
-/// serves it: no rounding, so the allocated peak is the sum of the live tensors.
-AllocatorRules byte_granular() {
-  AllocatorRules r;
-  r.min_block = 1;
-  r.small_size = 1;
-  r.small_buffer = 1;
-  r.large_buffer = 1;
-  r.min_large_alloc = 1;
-  r.round_large = 1;
-  return r;
-}
-
 /// SGD without momentum: no torch.optim state, so the optimizer step allocates nothing and the
 /// step's peak is in its forward or backward (AdamW's step is tested on its own).
 config::TrainingSpec bf16_sgd(const std::string& recompute) {

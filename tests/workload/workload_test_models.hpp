@@ -7,9 +7,23 @@
 #include <vector>
 
 #include "config/spec.hpp"
+#include "workload/caching_allocator.hpp"
 #include "workload/model_cost.hpp"
 
 namespace ironlaw::workload::testing {
+
+/// Allocator rules under which every request is its own size and any cached block that is large
+/// enough serves it: no rounding, so a replay's allocated peak is the sum of the live tensors.
+inline AllocatorRules byte_granular() {
+  AllocatorRules r;
+  r.min_block = 1;
+  r.small_size = 1;
+  r.small_buffer = 1;
+  r.large_buffer = 1;
+  r.min_large_alloc = 1;
+  r.round_large = 1;
+  return r;
+}
 
 // Llama 3 8B: 32 layers, 4096 hidden, FFN 14336, 32 heads, 8 KV heads, vocab 128256, SwiGLU,
 // RMSNorm, untied, RoPE (Llama 3 paper Table 3; ../shared/reference/calibration.md).
