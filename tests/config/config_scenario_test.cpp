@@ -335,13 +335,14 @@ TEST_CASE("training.attention_kernel names the fused attention kernel: FlashAtte
 TEST_CASE("training.attention_kernel: flash_triton runs FlashAttention's Triton kernel where the device has its profile",
           "[scenario][attention]") {
   // topologies/a100-sxm-40gb.yaml: the Triton kernel's causal forward plateau at head dimension
-  // 128 is 88.9 TFLOP/s, FlashAttention-2's 214.1 (fits to the FlashAttention-2 paper's A100 bars).
+  // 128 is 90.1 TFLOP/s, FlashAttention-2's 214.1 (fits to the FlashAttention-2 paper's A100 bars:
+  // FlashAttention 1's for the Triton kernel, round 23).
   const std::string mpt = IRONLAW_SOURCE_DIR "/scenarios/validation/mosaic-mpt/mpt-7b-8gpu-a100-40gb.yaml";
   const auto causal_forward = [&](std::vector<std::string> overrides, double head_dim) {
     return load_scenario(mpt, overrides).topology.device.attention_kernel.at_head_dim(head_dim).forward_causal.plateau_rate;
   };
-  CHECK(causal_forward({"training.attention_kernel=flash_triton"}, 128) == Approx(88.9e12));
-  CHECK(causal_forward({"training.attention_kernel=flash_triton"}, 64) == Approx(90.6e12));
+  CHECK(causal_forward({"training.attention_kernel=flash_triton"}, 128) == Approx(90.1e12));
+  CHECK(causal_forward({"training.attention_kernel=flash_triton"}, 64) == Approx(105.1e12));
   CHECK(causal_forward({"training.attention_kernel=flash2"}, 128) == Approx(214.1e12));
   CHECK(causal_forward({"training.attention_kernel=flash2"}, 64) == Approx(194.3e12));
   // H100 has no Triton profile: refused with the key's name, as cudnn on A100.

@@ -602,7 +602,7 @@ double fwd_bwd_tflops(const config::DeviceSpec& device, double s, bool causal, d
 
 }  // namespace
 
-TEST_CASE("fused attention on A100 by head dimension: FlashAttention-2 and its Triton kernel match the FA2 paper's bars",
+TEST_CASE("fused attention on A100 by head dimension: FlashAttention-2 and the Triton kernel (at FlashAttention 1's bars) match the FA2 paper's figure",
           "[workload][roofline][attention]") {
   // The FlashAttention-2 paper's A100 figure (Dao 2023, arXiv:2307.08691; Dao-AILab/flash-attention
   // assets/flash2_a100_fwd_bwd_benchmark.png): forward + backward TFLOP/s on A100 80GB SXM4, hidden
@@ -618,8 +618,10 @@ TEST_CASE("fused attention on A100 by head dimension: FlashAttention-2 and its T
   const Panel panels[] = {
       {"flash2", true, 64, {88, 119, 140, 156, 165, 171}},   {"flash2", true, 128, {99, 133, 155, 173, 182, 189}},
       {"flash2", false, 64, {132, 0, 162, 171, 175, 176}},    {"flash2", false, 128, {0, 0, 187, 196, 201, 203}},
-      {"flash_triton", true, 64, {59, 75, 79, 76, 79, 80}},   {"flash_triton", true, 128, {50, 61, 68, 74, 78, 80}},
-      {"flash_triton", false, 64, {90, 102, 98, 98, 100, 100}}, {"flash_triton", false, 128, {78, 85, 90, 93, 95, 95}},
+      // The Triton kernel is profiled from the figure's FlashAttention (1.x, CUDA) bars (round 23;
+      // topologies/a100-sxm.yaml says why).
+      {"flash_triton", true, 64, {58, 70, 77, 87, 92, 97}},     {"flash_triton", true, 128, {55, 62, 69, 76, 80, 83}},
+      {"flash_triton", false, 64, {91, 92, 104, 108, 110, 110}}, {"flash_triton", false, 128, {76, 72, 76, 80, 82, 83}},
   };
   for (const Panel& p : panels) {
     const config::DeviceSpec d = a100_burst(p.kernel);
@@ -629,16 +631,16 @@ TEST_CASE("fused attention on A100 by head dimension: FlashAttention-2 and its T
       CHECK(fwd_bwd_tflops(d, lengths[i], p.causal, p.head_dim) == Approx(p.bars[i]).epsilon(0.07));
     }
   }
-  // The figure's orderings hold: FlashAttention-2 is about twice the Triton kernel at 2k and above
-  // (1.97-2.36x in the bars), and at head dimension 64 FlashAttention-2 runs below its 128 rate
-  // while the Triton kernel runs above it (causal, 2k: 140 vs 155 and 79 vs 68).
+  // The figure's orderings hold: FlashAttention-2 is about twice FlashAttention 1 at 2k and above
+  // with causal mask (1.76-2.28x in the bars), and at head dimension 64 FlashAttention-2 runs below
+  // its 128 rate while FlashAttention 1 runs above it (causal, 2k: 140 vs 155 and 77 vs 69).
   const config::DeviceSpec fa2 = a100_burst("flash2");
   const config::DeviceSpec triton = a100_burst("flash_triton");
   for (double s : {2048.0, 4096.0, 8192.0, 16384.0}) {
     for (double hd : {64.0, 128.0}) {
       const double ratio = fwd_bwd_tflops(fa2, s, true, hd) / fwd_bwd_tflops(triton, s, true, hd);
-      CHECK(ratio > 1.8);
-      CHECK(ratio < 2.5);
+      CHECK(ratio > 1.7);
+      CHECK(ratio < 2.4);
     }
   }
   CHECK(fwd_bwd_tflops(fa2, 2048, true, 64) < fwd_bwd_tflops(fa2, 2048, true, 128));
