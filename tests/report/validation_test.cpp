@@ -472,13 +472,16 @@ TEST_CASE("the NeMo H100 rows: tokens/s and model TFLOP/s agree under Megatron's
   CHECK(1621 * per_token(80, 8192, 0.125, 28672, 1.5, 128256, 8192, 0.5) / 1e12 == Approx(728).margin(1));
   CHECK(292 * per_token(126, 16384, 0.0625, 53248, 1.5, 128256, 8192, 0.5) / 1e12 == Approx(737).margin(1));
   CHECK(866 * per_token(96, 12288, 1.0, 49152, 1.0, 50257, 2048, 1.0) / 1e12 == Approx(932).margin(1));
+  // The long case's 26.02 405B row at GBS 1,536 (311 tokens/s, 784 TFLOP/s).
+  CHECK(311 * per_token(126, 16384, 0.0625, 53248, 1.5, 128256, 8192, 0.5) / 1e12 == Approx(784).margin(1));
   // The scenarios hold the tables' settings (and fit: no published layout is refused for memory).
   struct Row { const char* file; int gpus, tp, pp, cp, vp, gbs, mbs, seq; };
   const Row rows[] = {{"llama3-8b-8gpu-fp8cs", 8, 1, 1, 1, 1, 128, 1, 8192},
                       {"llama3-70b-64gpu-fp8cs", 64, 4, 8, 1, 5, 128, 1, 8192},
                       {"llama3-70b-64gpu-fp8cs-gbs256", 64, 4, 8, 1, 5, 256, 1, 8192},
                       {"llama31-405b-1024gpu-fp8cs", 1024, 8, 8, 2, 8, 512, 1, 8192},
-                      {"gpt3-175b-512gpu-fp8", 512, 4, 8, 1, 6, 2048, 2, 2048}};
+                      {"gpt3-175b-512gpu-fp8", 512, 4, 8, 1, 6, 2048, 2, 2048},
+                      {"llama31-405b-1024gpu-fp8-gbs1536", 1024, 8, 8, 2, 8, 1536, 1, 8192}};
   for (const auto& row : rows) {
     INFO(row.file);
     const auto s = config::load_scenario(kRepo + "/scenarios/validation/nemo/" + row.file + ".yaml", {"run.steps=1"});
@@ -493,6 +496,14 @@ TEST_CASE("the NeMo H100 rows: tokens/s and model TFLOP/s agree under Megatron's
     CHECK(s.training.precision == "fp8");
     CHECK_FALSE(run::simulate_memory(s).out_of_memory);
   }
+  // The GBS-1,536 row is a long case (192 microbatches per step: about 70 CPU s): `validate --case
+  // nemo-h100-long` runs it, a plain `validate` leaves it out.
+  CHECK(report::plan_validation("nemo-h100", kRepo).jobs.size() == 5);
+  CHECK(report::plan_validation("nemo-h100-long", kRepo).jobs.size() == 1);
+  const auto long_names = report::validation_long_case_names();
+  CHECK(std::find(long_names.begin(), long_names.end(), "nemo-h100-long") != long_names.end());
+  const auto names = report::validation_case_names();
+  CHECK(std::find(names.begin(), names.end(), "nemo-h100-long") == names.end());
 }
 
 TEST_CASE("the Llama 3 paper rows: Table 4's columns agree with each other, and each scenario is its row",
