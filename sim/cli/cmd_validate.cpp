@@ -155,7 +155,9 @@ int cmd_validate(const Args& args) {
            json_number(s.median_abs_error) + ", \"max_abs_error\": " + json_number(s.max_abs_error) +
            ", \"too_fast\": " + std::to_string(s.positive) + ", \"too_slow\": " + std::to_string(s.negative) +
            ", \"memory_over\": " + std::to_string(s.memory_over) + ", \"memory_under\": " +
-           std::to_string(s.memory_under) + "}}\n";
+           std::to_string(s.memory_under) + ", \"beyond_speed_bound\": " + std::to_string(s.beyond_speed_bound) +
+           ", \"beyond_memory_bound\": " + std::to_string(s.beyond_memory_bound) +
+           ", \"without_prediction\": " + std::to_string(s.without_prediction) + "}}\n";
     std::fputs(out.c_str(), stdout);
     return kExitOk;
   }
@@ -183,6 +185,10 @@ int cmd_validate(const Args& args) {
   std::printf("  median |error| %.2f%%, max |error| %.2f%%; speed rows %d too fast, %d too slow; memory rows %d over, "
               "%d under\n",
               100 * s.median_abs_error, 100 * s.max_abs_error, s.positive, s.negative, s.memory_over, s.memory_under);
+  std::printf("  beyond the bounds: %d rows beyond %.0f%% (memory rows beyond %.0f%%: %d); %d rows without a prediction "
+              "(not simulated, or refused: see their labels)\n",
+              s.beyond_speed_bound, 100 * report::ValidationSummary::kSpeedBound,
+              100 * report::ValidationSummary::kMemoryBound, s.beyond_memory_bound, s.without_prediction);
   return kExitOk;
 }
 

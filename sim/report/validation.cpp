@@ -805,14 +805,20 @@ ValidationSummary summarize(const std::vector<ValidationCase>& cases) {
   for (const auto& c : cases) {
     if (!c.measured) continue;
     for (const auto& r : c.rows) {
-      if (!std::isfinite(r.predicted) || r.published == 0) continue;
+      if (r.published == 0) continue;
+      if (!std::isfinite(r.predicted)) {
+        ++s.without_prediction;
+        continue;
+      }
       const double e = r.error();
       errors.push_back(std::abs(e));
       if (r.memory) {
         if (e > 0) ++s.memory_over;
         if (e < 0) ++s.memory_under;
+        if (std::abs(e) > ValidationSummary::kMemoryBound) ++s.beyond_memory_bound;
         continue;
       }
+      if (std::abs(e) > ValidationSummary::kSpeedBound) ++s.beyond_speed_bound;
       const double faster = r.duration ? -e : e;  // a shorter iteration time is a faster step
       if (faster > 0) ++s.positive;
       if (faster < 0) ++s.negative;

@@ -72,6 +72,15 @@ struct ValidationSummary {
   int negative = 0;      ///< speed rows too slow
   int memory_over = 0;   ///< memory rows predicted above the published peak
   int memory_under = 0;  ///< memory rows predicted below it
+  /// Rows past the bounds the project holds its predictions to (README, Validation): speed and
+  /// other rows beyond kSpeedBound, memory rows beyond kMemoryBound.
+  int beyond_speed_bound = 0;
+  int beyond_memory_bound = 0;
+  /// Measured rows without a prediction: not simulated, or a published layout refused (out of
+  /// memory: its label says so). Left out of the median and maximum, and counted here.
+  int without_prediction = 0;
+  static constexpr double kSpeedBound = 0.20;
+  static constexpr double kMemoryBound = 0.10;
 };
 ValidationSummary summarize(const std::vector<ValidationCase>& cases);
 

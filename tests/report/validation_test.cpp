@@ -187,9 +187,14 @@ TEST_CASE("the summary gives the median and maximum |error| of the measured rows
   CHECK(s.max_abs_error == Approx(0.20));
   CHECK(s.positive == 2);
   CHECK(s.negative == 1);
+  // The row without a prediction is counted apart; none is beyond the 20 % bound (−20 % is on it).
+  CHECK(s.without_prediction == 1);
+  CHECK(s.beyond_speed_bound == 0);
+  CHECK(s.beyond_memory_bound == 0);
   // An even count takes the mean of the middle two.
   measured.rows.push_back({"f", 100, 70, "", ""});  // 5, 10, 20, 30 → 15 %
   CHECK(report::summarize({measured}).median_abs_error == Approx(0.15));
+  CHECK(report::summarize({measured}).beyond_speed_bound == 1);  // the −30 % row
 }
 
 TEST_CASE("a duration row predicted below its published figure counts as too fast", "[validation]") {
@@ -218,6 +223,10 @@ TEST_CASE("a memory row counts as over or under its published peak, never as fas
   CHECK(s.negative == 0);
   CHECK(s.memory_under == 1);
   CHECK(s.memory_over == 1);
+  // Memory rows are held to 10 %: both are beyond it (−20 %, +12.5 %); the +10 % rate row is
+  // within its 20 %.
+  CHECK(s.beyond_memory_bound == 2);
+  CHECK(s.beyond_speed_bound == 0);
 }
 
 TEST_CASE("the torchtitan case marks its memory rows as memory", "[validation]") {
