@@ -542,7 +542,7 @@ constexpr NemoRow kNemo[] = {
 /// costs a minute of CPU or more. Added out of sample in round 23 (chosen by rule before it was
 /// simulated: the archive's H100 dense-model rows not yet in validate), predicted -0.9 % on the
 /// build that added it: 26.02's 405B row at three times the 25.11 row's batch (192 microbatches
-/// per step, about 70 CPU s and 4.9 GB).
+/// per step, 70–90 CPU s and 4.9 GB).
 constexpr NemoRow kNemoLong[] = {
     {"llama31-405b-1024gpu-fp8-gbs1536", "Llama 3.1 405B, 1,024 GPUs, TP 8 PP 8 CP 2 VP 8, GBS 1536, FP8", "Megatron-Bridge 26.02", 1024, 8, 8, 2, 8, 1536, 1, 8192, 311},
 };
@@ -785,7 +785,7 @@ ValidationPlan plan_validation(const std::string& name, const std::string& data_
   // A long case (validation_long_case_names): its 16,384-GPU 8K row costs minutes of CPU (see
   // llama3_paper_plan), beyond validate's two-minute budget, so only --case runs it.
   if (name == "llama3-paper") return llama3_paper_plan(data_dir);
-  // Likewise: a 405B row of 192 microbatches per step, about 70 CPU s and 4.9 GB (nemo_long_plan).
+  // Likewise: a 405B row of 192 microbatches per step, 70–90 CPU s and 4.9 GB (nemo_long_plan).
   if (name == "nemo-h100-long") return nemo_long_plan(data_dir);
   throw std::invalid_argument("unknown validation case \"" + name + "\"");
 }

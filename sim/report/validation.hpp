@@ -55,7 +55,7 @@ ValidationPlan plan_validation(const std::string& name, const std::string& data_
 std::vector<std::string> validation_case_names();
 /// Cases that `ironlaw validate --case NAME` runs but a plain `validate` leaves out because a row
 /// costs a minute of CPU or more (llama3-paper: its 16,384-GPU row simulates a three-tier fabric;
-/// nemo-h100-long: a 405B row of 192 microbatches per step on 128 ranks, about 70 CPU s, 4.9 GB).
+/// nemo-h100-long: a 405B row of 192 microbatches per step on 128 ranks, 70–90 CPU s, 4.9 GB).
 std::vector<std::string> validation_long_case_names();
 /// Runs one case, its jobs one after the other. `data_dir` holds topologies/, models/ and
 /// scenarios/. Throws std::invalid_argument for an unknown name.

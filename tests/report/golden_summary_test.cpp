@@ -54,7 +54,7 @@ const std::map<std::string, std::string> kNotSimulated = {
      "Llama 3 405B on 8,192 / 16,384 GPUs (Table 4 of the Llama 3 paper): the 16,384-GPU 8K step takes about seven "
      "CPU minutes, the CP 16 row is refused by the step CPU limit; `ironlaw validate` plan llama3-paper runs them"},
     {"scenarios/validation/nemo/llama31-405b-1024gpu-fp8-gbs1536.yaml",
-     "one step takes about 70 CPU s and 4.9 GB (Llama 3.1 405B on 1,024 GPUs, 192 microbatches); `ironlaw validate` "
+     "one step takes 70–90 CPU s and 4.9 GB (Llama 3.1 405B on 1,024 GPUs, 192 microbatches); `ironlaw validate` "
      "plan nemo-h100-long runs it"},
     {"scenarios/gpt3-175b-zero3-1536.yaml",
      "one step takes over a minute of CPU on two cores (ZeRO-3 over 1,536 GPUs); `make bench` times it"},

@@ -505,7 +505,7 @@ TEST_CASE("the NeMo H100 rows: tokens/s and model TFLOP/s agree under Megatron's
     CHECK(s.training.precision == "fp8");
     CHECK_FALSE(run::simulate_memory(s).out_of_memory);
   }
-  // The GBS-1,536 row is a long case (192 microbatches per step: about 70 CPU s): `validate --case
+  // The GBS-1,536 row is a long case (192 microbatches per step: 70–90 CPU s): `validate --case
   // nemo-h100-long` runs it, a plain `validate` leaves it out.
   CHECK(report::plan_validation("nemo-h100", kRepo).jobs.size() == 5);
   CHECK(report::plan_validation("nemo-h100-long", kRepo).jobs.size() == 1);
