@@ -671,19 +671,75 @@ constexpr MosaicRow kMosaic[] = {
     {"mpt-7b-8gpu-a100-80gb-seq65536", "MPT-7B, 8 A100 80GB, seq 64K, mb 1 x 2, ckpt", 8, 32, 4096, 1, 16, 65536, 919},
 };
 
-ValidationPlan mosaic_plan(const std::string& data_dir) {
-  ValidationPlan plan{{"mosaic-mpt",
-                       "MosaicML MPT 125M-70B with Composer FSDP (FULL_SHARD, PURE bf16) on A100 40GB / 80GB, sequences "
-                       "of 512 to 65,536 (llm-foundry benchmark tables): tokens/s per GPU, out of sample",
-                       {}, true},
-                      {}};
-  for (const auto& row : kMosaic) {
-    const std::string path = data_dir + "/scenarios/validation/mosaic-mpt/" + row.file + ".yaml";
-    plan.jobs.push_back({row.file, [row, path] {
+/// MosaicML's two H100 80GB BF16 tables of the same README (llm-foundry b2a43a147, 2023-10-19, and
+/// the large-scale table of 5e85bd62d, 2024-01-06: 128 to 512 GPUs): Composer FSDP, amp_bf16 with
+/// MP Mode DEFAULT (gradients reduced in fp32). Added out of sample in round 24, the rows chosen by
+/// rule before any was simulated (every row at sequence 2,048, 38 rows), the first predictions in
+/// the commit that added them. The six SHARD_GRAD_OP rows (1B and 3B of the large-scale table)
+/// carry no prediction: ironlaw simulates FSDP1 as FULL_SHARD only. Each simulated row a scenario
+/// under scenarios/validation/mosaic-mpt-h100/.
+constexpr MosaicRow kMosaicH100[] = {
+    {"mpt-70b-64gpu-h100", "MPT-70B, 64 H100, mb 8 x 4, ckpt", 64, 80, 8192, 8, 2048, 2048, 1039},
+    {"mpt-70b-32gpu-h100", "MPT-70B, 32 H100, mb 2 x 16, ckpt", 32, 80, 8192, 2, 1024, 2048, 882},
+    {"mpt-30b-32gpu-h100", "MPT-30B, 32 H100, mb 14 x 3, ckpt", 32, 48, 7168, 14, 1344, 2048, 2308},
+    {"mpt-30b-16gpu-h100", "MPT-30B, 16 H100, mb 10 x 3, ckpt", 16, 48, 7168, 10, 480, 2048, 2263},
+    {"mpt-30b-8gpu-h100", "MPT-30B, 8 H100, mb 3 x 21, ckpt", 8, 48, 7168, 3, 504, 2048, 2002},
+    {"mpt-13b-64gpu-h100", "MPT-13B, 64 H100, mb 2", 64, 40, 5120, 2, 128, 2048, 4800},
+    {"mpt-13b-32gpu-h100", "MPT-13B, 32 H100, mb 2", 32, 40, 5120, 2, 64, 2048, 4811},
+    {"mpt-13b-16gpu-h100", "MPT-13B, 16 H100, mb 2", 16, 40, 5120, 2, 32, 2048, 4767},
+    {"mpt-13b-8gpu-h100", "MPT-13B, 8 H100, mb 2", 8, 40, 5120, 2, 16, 2048, 4792},
+    {"mpt-7b-8gpu-h100", "MPT-7B, 8 H100, mb 6", 8, 32, 4096, 6, 48, 2048, 10643},
+    {"mpt-3b-64gpu-h100", "MPT-3B, 64 H100, mb 6 x 3", 64, 32, 2560, 6, 1152, 2048, 22525},
+    {"mpt-3b-32gpu-h100", "MPT-3B, 32 H100, mb 6 x 3", 32, 32, 2560, 6, 576, 2048, 23021},
+    {"mpt-3b-16gpu-h100", "MPT-3B, 16 H100, mb 10 x 3", 16, 32, 2560, 10, 480, 2048, 24142},
+    {"mpt-1b-64gpu-h100", "MPT-1B, 64 H100, mb 20", 64, 24, 2048, 20, 1280, 2048, 44402},
+    {"mpt-1b-32gpu-h100", "MPT-1B, 32 H100, mb 20", 32, 24, 2048, 20, 640, 2048, 45130},
+    {"mpt-1b-16gpu-h100", "MPT-1B, 16 H100, mb 20", 16, 24, 2048, 20, 320, 2048, 46037},
+    {"mpt-1b-8gpu-h100", "MPT-1B, 8 H100, mb 14", 8, 24, 2048, 14, 112, 2048, 45455},
+    {"mpt-760m-32gpu-h100", "MPT-760M, 32 H100, mb 24", 32, 24, 1536, 24, 768, 2048, 67971},
+    {"mpt-760m-16gpu-h100", "MPT-760M, 16 H100, mb 24", 16, 24, 1536, 24, 384, 2048, 68551},
+    {"mpt-760m-8gpu-h100", "MPT-760M, 8 H100, mb 24 x 2", 8, 24, 1536, 24, 384, 2048, 63147},
+    {"mpt-70b-512gpu-h100-large", "MPT-70B, 512 H100, mb 8, ckpt, FA2", 512, 80, 8192, 8, 4096, 2048, 1007},
+    {"mpt-70b-256gpu-h100-large", "MPT-70B, 256 H100, mb 8, ckpt, FA2", 256, 80, 8192, 8, 2048, 2048, 1035},
+    {"mpt-70b-128gpu-h100-large", "MPT-70B, 128 H100, mb 8, ckpt, FA2", 128, 80, 8192, 8, 1024, 2048, 1058},
+    {"mpt-30b-512gpu-h100-large", "MPT-30B, 512 H100, mb 8, ckpt", 512, 48, 7168, 8, 4096, 2048, 2115},
+    {"mpt-30b-256gpu-h100-large", "MPT-30B, 256 H100, mb 8, ckpt", 256, 48, 7168, 8, 2048, 2048, 2148},
+    {"mpt-30b-128gpu-h100-large", "MPT-30B, 128 H100, mb 8, ckpt", 128, 48, 7168, 8, 1024, 2048, 2199},
+    {"mpt-13b-512gpu-h100-large", "MPT-13B, 512 H100, mb 16, ckpt", 512, 40, 5120, 16, 8192, 2048, 4952},
+    {"mpt-13b-256gpu-h100-large", "MPT-13B, 256 H100, mb 16, ckpt", 256, 40, 5120, 16, 4096, 2048, 4989},
+    {"mpt-13b-128gpu-h100-large", "MPT-13B, 128 H100, mb 16, ckpt", 128, 40, 5120, 16, 2048, 2048, 5080},
+    {"mpt-7b-512gpu-h100-large", "MPT-7B, 512 H100, mb 6, FA2", 512, 32, 4096, 6, 3072, 2048, 9670},
+    {"mpt-7b-256gpu-h100-large", "MPT-7B, 256 H100, mb 6, FA2", 256, 32, 4096, 6, 1536, 2048, 10119},
+    {"mpt-7b-128gpu-h100-large", "MPT-7B, 128 H100, mb 6, FA2", 128, 32, 4096, 6, 768, 2048, 10475},
+    {"", "MPT-3B, 512 H100, mb 8, SHARD_GRAD_OP, FA2", 512, 32, 2560, 8, 4096, 2048, 21664},
+    {"", "MPT-3B, 256 H100, mb 8, SHARD_GRAD_OP, FA2", 256, 32, 2560, 8, 2048, 2048, 22772},
+    {"", "MPT-3B, 128 H100, mb 8, SHARD_GRAD_OP, FA2", 128, 32, 2560, 8, 1024, 2048, 23422},
+    {"", "MPT-1B, 512 H100, mb 12, SHARD_GRAD_OP, FA2", 512, 24, 2048, 12, 6144, 2048, 39837},
+    {"", "MPT-1B, 256 H100, mb 12, SHARD_GRAD_OP, FA2", 256, 24, 2048, 12, 3072, 2048, 42555},
+    {"", "MPT-1B, 128 H100, mb 12, SHARD_GRAD_OP, FA2", 128, 24, 2048, 12, 1536, 2048, 44123},
+};
+
+/// One MPT table set as a plan: a row with an empty file is not simulated (no prediction; its label
+/// says why), every other its scenario under `dir`, checked against the row before it runs.
+ValidationPlan mosaic_rows_plan(const std::string& data_dir, const std::string& name, const std::string& title,
+                                const std::string& dir, const MosaicRow* rows, std::size_t count) {
+  ValidationPlan plan{{name, title, {}, true}, {}};
+  const std::string source = "mosaicml/llm-foundry scripts/train/benchmarking/README.md; scenarios/validation/" + dir + "/";
+  for (std::size_t i = 0; i < count; ++i) {
+    const MosaicRow row = rows[i];
+    if (std::string(row.file).empty()) {
+      plan.jobs.push_back({row.label, [row, source] {
+                             return std::vector<ValidationRow>{{std::string(row.label) + " (not simulated: FSDP1 SHARD_GRAD_OP)",
+                                                                row.tokens_per_gpu,
+                                                                std::numeric_limits<double>::quiet_NaN(), "tok/s/GPU",
+                                                                source}};
+                           }});
+      continue;
+    }
+    const std::string path = data_dir + "/scenarios/validation/" + dir + "/" + row.file + ".yaml";
+    plan.jobs.push_back({row.file, [row, path, source] {
                            return simulated_row(
-                               row.label, row.tokens_per_gpu, "tok/s/GPU",
-                               "mosaicml/llm-foundry scripts/train/benchmarking/README.md; scenarios/validation/mosaic-mpt/",
-                               false, path,
+                               row.label, row.tokens_per_gpu, "tok/s/GPU", source, false, path,
                                [&](const config::Scenario& s) {
                                  return s.gpus() == row.gpus && s.model.layers == row.layers &&
                                         s.model.hidden == row.hidden && s.parallel.microbatch_size == row.microbatch &&
@@ -695,6 +751,21 @@ ValidationPlan mosaic_plan(const std::string& data_dir) {
                          }});
   }
   return plan;
+}
+
+ValidationPlan mosaic_plan(const std::string& data_dir) {
+  return mosaic_rows_plan(data_dir, "mosaic-mpt",
+                          "MosaicML MPT 125M-70B with Composer FSDP (FULL_SHARD, PURE bf16) on A100 40GB / 80GB, sequences "
+                          "of 512 to 65,536 (llm-foundry benchmark tables): tokens/s per GPU, out of sample",
+                          "mosaic-mpt", kMosaic, std::size(kMosaic));
+}
+
+ValidationPlan mosaic_h100_plan(const std::string& data_dir) {
+  return mosaic_rows_plan(data_dir, "mosaic-mpt-h100",
+                          "MosaicML MPT 760M-70B with Composer FSDP (amp_bf16, MP Mode DEFAULT) on 8 to 512 H100 80GB at "
+                          "sequence 2,048 (llm-foundry's H100 BF16 tables, Oct 2023 and Jan 2024): tokens/s per GPU, "
+                          "out of sample",
+                          "mosaic-mpt-h100", kMosaicH100, std::size(kMosaicH100));
 }
 
 /// Llama 3 405B pre-training at 8K and 16K H100s (Dubey et al. 2024, "The Llama 3 Herd of
@@ -763,7 +834,7 @@ ValidationPlan llama3_paper_plan(const std::string& data_dir) {
 
 std::vector<std::string> validation_case_names() {
   return {"seed003",    "nccl-h100",       "megatron-2021", "korthikanti-2022", "torchtitan",
-          "bigscience", "mt-nlg", "nemo-h100", "torchtitan-2025", "mosaic-mpt"};
+          "bigscience", "mt-nlg", "nemo-h100", "torchtitan-2025", "mosaic-mpt", "mosaic-mpt-h100"};
 }
 
 std::vector<std::string> validation_long_case_names() { return {"llama3-paper", "nemo-h100-long"}; }
@@ -782,6 +853,7 @@ ValidationPlan plan_validation(const std::string& name, const std::string& data_
   if (name == "mt-nlg") return mt_nlg_plan(data_dir);
   if (name == "nemo-h100") return nemo_plan(data_dir);
   if (name == "mosaic-mpt") return mosaic_plan(data_dir);
+  if (name == "mosaic-mpt-h100") return mosaic_h100_plan(data_dir);
   // A long case (validation_long_case_names): its 16,384-GPU 8K row costs minutes of CPU (see
   // llama3_paper_plan), beyond validate's two-minute budget, so only --case runs it.
   if (name == "llama3-paper") return llama3_paper_plan(data_dir);

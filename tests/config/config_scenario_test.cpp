@@ -345,7 +345,26 @@ TEST_CASE("training.attention_kernel: flash_triton runs FlashAttention's Triton 
   CHECK(causal_forward({"training.attention_kernel=flash_triton"}, 64) == Approx(105.1e12));
   CHECK(causal_forward({"training.attention_kernel=flash2"}, 128) == Approx(214.1e12));
   CHECK(causal_forward({"training.attention_kernel=flash2"}, 64) == Approx(194.3e12));
-  // H100 has no Triton profile: refused with the key's name, as cudnn on A100.
+  // On H100 the Triton kernel is a stand-in derived pass by pass from three measured profiles
+  // (topologies/h100-sxm.yaml): the A100 Triton profile × FlashAttention-2's H100 / A100 plateau.
+  const std::string mpt_h100 = IRONLAW_SOURCE_DIR "/scenarios/validation/mosaic-mpt-h100/mpt-13b-8gpu-h100.yaml";
+  const auto h100 = [&](const std::string& kernel) {
+    return load_scenario(mpt_h100, {"training.attention_kernel=" + kernel}).topology.device.attention_kernel.at_head_dim(128);
+  };
+  const auto a100 = [&](const std::string& kernel) {
+    return load_scenario(mpt, {"training.attention_kernel=" + kernel}).topology.device.attention_kernel.at_head_dim(128);
+  };
+  const auto t_h = h100("flash_triton"), f_h = h100("flash2"), t_a = a100("flash_triton"), f_a = a100("flash2");
+  CHECK(t_h.forward.plateau_rate == Approx(t_a.forward.plateau_rate * f_h.forward.plateau_rate / f_a.forward.plateau_rate).epsilon(1e-3));
+  CHECK(t_h.forward_causal.plateau_rate ==
+        Approx(t_a.forward_causal.plateau_rate * f_h.forward_causal.plateau_rate / f_a.forward_causal.plateau_rate).epsilon(1e-3));
+  CHECK(t_h.backward.plateau_rate ==
+        Approx(t_a.backward.plateau_rate * f_h.backward.plateau_rate / f_a.backward.plateau_rate).epsilon(1e-3));
+  CHECK(t_h.backward_causal.plateau_rate ==
+        Approx(t_a.backward_causal.plateau_rate * f_h.backward_causal.plateau_rate / f_a.backward_causal.plateau_rate).epsilon(1e-3));
+  CHECK(t_h.forward_causal.half_length == t_a.forward_causal.half_length);
+  CHECK(t_h.backward_causal.half_length == t_a.backward_causal.half_length);
+  // The 96 GB / 500 W H100 of torchtitan's hosts has no Triton profile: refused with the key's name, as cudnn on A100.
   const std::string torchtitan = IRONLAW_SOURCE_DIR "/scenarios/validation/tt-8b-8gpu-eager.yaml";
   auto errors = errors_of([&] { load_scenario(torchtitan, {"training.attention_kernel=flash_triton"}); });
   REQUIRE(errors.size() == 1);

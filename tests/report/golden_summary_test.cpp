@@ -224,6 +224,10 @@ TEST_CASE("the MosaicML MPT validation scenarios reproduce their golden summarie
   check_goldens(shipped_scenarios("validation/mosaic-mpt", false));
 }
 
+TEST_CASE("the MosaicML MPT H100 validation scenarios reproduce their golden summaries", "[golden][slow]") {
+  check_goldens(shipped_scenarios("validation/mosaic-mpt-h100", false));
+}
+
 TEST_CASE("the whole-run scenarios' steps reproduce their golden summaries", "[golden][slow]") {
   check_goldens(shipped_scenarios("runs", false));
 }
