@@ -496,6 +496,7 @@ void parse_parallel(Section s, ParallelSpec& p) {
   s.integer("microbatch_group_size", p.microbatch_group_size, kNonNegative);
   s.flag("sequence_parallel", p.sequence_parallel);
   s.flag("async_tp", p.async_tp);
+  s.flag("reshard_after_forward", p.reshard_after_forward);
   s.flag("tp_comm_overlap", p.tp_comm_overlap);
   s.flag("overlap_param_gather", p.overlap_param_gather);
   if (s.integer("fsdp_version", p.fsdp_version, kPositive) && p.fsdp_version > 2) {

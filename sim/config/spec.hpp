@@ -360,6 +360,13 @@ struct ParallelSpec {
   int fsdp_version = 0;
   /// FSDP1 (parallel.fsdp_version 1) rather than FSDP2.
   bool fsdp1() const { return fsdp_version == 1; }
+  /// PyTorch FSDP's reshard after forward (pp 1; with pp > 1 torchtitan never reshards): true,
+  /// FULL_SHARD, frees a unit's gathered parameters after its forward and gathers them again for
+  /// its backward; false, FSDP1's ShardingStrategy.SHARD_GRAD_OP (FSDP2's
+  /// reshard_after_forward=False), keeps them from the unit's forward to its post-backward: one
+  /// gather per unit and microbatch, none in backward, the gradients still reduce-scattered
+  /// after each unit's backward (run/data_parallel.hpp).
+  bool reshard_after_forward = true;
   /// Whether the TP collectives run fused with their GEMMs (AsyncTP or TE's comm overlap).
   bool fused_tp_collectives() const { return async_tp || tp_comm_overlap; }
   /// Megatron-LM's async_tensor_model_parallel_allreduce (its default since Sept 2021): a

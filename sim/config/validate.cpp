@@ -676,6 +676,18 @@ void validate_scenario(Scenario& sc, LoadState& st) {
                                          "expected 2 with training.fp8_all_gather");
     }
   }
+  if (!p.reshard_after_forward &&
+      st.ok({"parallel.reshard_after_forward", "parallel.zero", "training.framework", "parallel.pp"})) {
+    if (p.zero != 3 || (t.framework != "eager" && t.framework != "compile")) {
+      st.report("parallel.reshard_after_forward", "false is PyTorch FSDP's SHARD_GRAD_OP: needs parallel.zero 3 and "
+                                                  "training.framework eager or compile, got zero " + str(p.zero) +
+                                                  " and framework " + t.framework);
+    } else if (p.pp > 1) {
+      st.report("parallel.reshard_after_forward", "is for pp 1: under pipeline parallelism FSDP never reshards after "
+                                                  "forward (torchtitan) and the gradients wait for the last "
+                                                  "microbatch; expected the default with pp " + str(p.pp));
+    }
+  }
   if (!p.async_tensor_parallel_allreduce && p.tp_comm_overlap &&
       st.ok({"parallel.async_tensor_parallel_allreduce", "parallel.tp_comm_overlap"})) {
     st.report("parallel.async_tensor_parallel_allreduce",

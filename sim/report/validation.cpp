@@ -675,9 +675,10 @@ constexpr MosaicRow kMosaic[] = {
 /// the large-scale table of 5e85bd62d, 2024-01-06: 128 to 512 GPUs): Composer FSDP, amp_bf16 with
 /// MP Mode DEFAULT (gradients reduced in fp32). Added out of sample in round 24, the rows chosen by
 /// rule before any was simulated (every row at sequence 2,048, 38 rows), the first predictions in
-/// the commit that added them. The six SHARD_GRAD_OP rows (1B and 3B of the large-scale table)
-/// carry no prediction: ironlaw simulates FSDP1 as FULL_SHARD only. Each simulated row a scenario
-/// under scenarios/validation/mosaic-mpt-h100/.
+/// the commit that added them; the six SHARD_GRAD_OP rows (1B and 3B of the large-scale table)
+/// were listed without a prediction there and are simulated since the next commit
+/// (parallel.reshard_after_forward false). Each row a scenario under
+/// scenarios/validation/mosaic-mpt-h100/.
 constexpr MosaicRow kMosaicH100[] = {
     {"mpt-70b-64gpu-h100", "MPT-70B, 64 H100, mb 8 x 4, ckpt", 64, 80, 8192, 8, 2048, 2048, 1039},
     {"mpt-70b-32gpu-h100", "MPT-70B, 32 H100, mb 2 x 16, ckpt", 32, 80, 8192, 2, 1024, 2048, 882},
@@ -711,31 +712,22 @@ constexpr MosaicRow kMosaicH100[] = {
     {"mpt-7b-512gpu-h100-large", "MPT-7B, 512 H100, mb 6, FA2", 512, 32, 4096, 6, 3072, 2048, 9670},
     {"mpt-7b-256gpu-h100-large", "MPT-7B, 256 H100, mb 6, FA2", 256, 32, 4096, 6, 1536, 2048, 10119},
     {"mpt-7b-128gpu-h100-large", "MPT-7B, 128 H100, mb 6, FA2", 128, 32, 4096, 6, 768, 2048, 10475},
-    {"", "MPT-3B, 512 H100, mb 8, SHARD_GRAD_OP, FA2", 512, 32, 2560, 8, 4096, 2048, 21664},
-    {"", "MPT-3B, 256 H100, mb 8, SHARD_GRAD_OP, FA2", 256, 32, 2560, 8, 2048, 2048, 22772},
-    {"", "MPT-3B, 128 H100, mb 8, SHARD_GRAD_OP, FA2", 128, 32, 2560, 8, 1024, 2048, 23422},
-    {"", "MPT-1B, 512 H100, mb 12, SHARD_GRAD_OP, FA2", 512, 24, 2048, 12, 6144, 2048, 39837},
-    {"", "MPT-1B, 256 H100, mb 12, SHARD_GRAD_OP, FA2", 256, 24, 2048, 12, 3072, 2048, 42555},
-    {"", "MPT-1B, 128 H100, mb 12, SHARD_GRAD_OP, FA2", 128, 24, 2048, 12, 1536, 2048, 44123},
+    {"mpt-3b-512gpu-h100-large", "MPT-3B, 512 H100, mb 8, SHARD_GRAD_OP, FA2", 512, 32, 2560, 8, 4096, 2048, 21664},
+    {"mpt-3b-256gpu-h100-large", "MPT-3B, 256 H100, mb 8, SHARD_GRAD_OP, FA2", 256, 32, 2560, 8, 2048, 2048, 22772},
+    {"mpt-3b-128gpu-h100-large", "MPT-3B, 128 H100, mb 8, SHARD_GRAD_OP, FA2", 128, 32, 2560, 8, 1024, 2048, 23422},
+    {"mpt-1b-512gpu-h100-large", "MPT-1B, 512 H100, mb 12, SHARD_GRAD_OP, FA2", 512, 24, 2048, 12, 6144, 2048, 39837},
+    {"mpt-1b-256gpu-h100-large", "MPT-1B, 256 H100, mb 12, SHARD_GRAD_OP, FA2", 256, 24, 2048, 12, 3072, 2048, 42555},
+    {"mpt-1b-128gpu-h100-large", "MPT-1B, 128 H100, mb 12, SHARD_GRAD_OP, FA2", 128, 24, 2048, 12, 1536, 2048, 44123},
 };
 
-/// One MPT table set as a plan: a row with an empty file is not simulated (no prediction; its label
-/// says why), every other its scenario under `dir`, checked against the row before it runs.
+/// One MPT table set as a plan: every row its scenario under `dir`, checked against the row before
+/// it runs.
 ValidationPlan mosaic_rows_plan(const std::string& data_dir, const std::string& name, const std::string& title,
                                 const std::string& dir, const MosaicRow* rows, std::size_t count) {
   ValidationPlan plan{{name, title, {}, true}, {}};
   const std::string source = "mosaicml/llm-foundry scripts/train/benchmarking/README.md; scenarios/validation/" + dir + "/";
   for (std::size_t i = 0; i < count; ++i) {
     const MosaicRow row = rows[i];
-    if (std::string(row.file).empty()) {
-      plan.jobs.push_back({row.label, [row, source] {
-                             return std::vector<ValidationRow>{{std::string(row.label) + " (not simulated: FSDP1 SHARD_GRAD_OP)",
-                                                                row.tokens_per_gpu,
-                                                                std::numeric_limits<double>::quiet_NaN(), "tok/s/GPU",
-                                                                source}};
-                           }});
-      continue;
-    }
     const std::string path = data_dir + "/scenarios/validation/" + dir + "/" + row.file + ".yaml";
     plan.jobs.push_back({row.file, [row, path, source] {
                            return simulated_row(

@@ -170,8 +170,9 @@ class FullyShardedZero3 final : public DataParallelStrategy {
     return done;
   }
 
-  /// pp == 1: gathered before every forward and every backward, reduce-scattered after every
-  /// backward; all on the group's communicator, in issue order.
+  /// pp == 1: gathered before every forward and every backward (before every forward only under
+  /// SHARD_GRAD_OP), reduce-scattered after every backward; all on the group's communicator, in
+  /// issue order.
   static std::vector<TaskId> gather_per_pass(StepBuilder& b, const ReductionGroup& g) {
     const Units u(b);
     UnitTasks& t = b.units();
@@ -182,6 +183,10 @@ class FullyShardedZero3 final : public DataParallelStrategy {
     // last: the rate limiter issues a gather once the unit two before has been resharded, a
     // free recorded after its forward (limit_all_gathers: _free_event_queue, two in flight).
     const bool fsdp1 = b.world().scenario.parallel.fsdp1();
+    // SHARD_GRAD_OP (parallel.reshard_after_forward false): a unit stays gathered from its
+    // forward to its post-backward, so backward gathers nothing; FSDP1's rate limiter then waits
+    // on no free event in forward (only a reshard records one: _free_event_queue stays empty).
+    const bool keep = !b.world().scenario.parallel.reshard_after_forward;
     std::vector<int> fwd_units{L};
     for (int l = 0; l < L; ++l) fwd_units.push_back(l);
     fwd_units.push_back(L + 1);
@@ -191,7 +196,7 @@ class FullyShardedZero3 final : public DataParallelStrategy {
         const TaskId ag = gather(b, u, g, fwd_units[i]);
         for (int mem : g.members) {
           b.depend(ag, t.at(t.fwd_first, mem, k, fwd_units[i]));
-          if (i >= 2) b.depend(t.at(fsdp1 ? t.fwd_last : t.fwd_first, mem, k, fwd_units[i - 2]), ag);
+          if (i >= 2 && !(fsdp1 && keep)) b.depend(t.at(fsdp1 ? t.fwd_last : t.fwd_first, mem, k, fwd_units[i - 2]), ag);
         }
       }
       // Backward, in the order FSDP issues it on the communicator: the first unit's gather and
@@ -211,12 +216,13 @@ class FullyShardedZero3 final : public DataParallelStrategy {
           b.depend(t.at(t.fwd_first, mem, k, L + 1), ag);  // backward gathers follow the forward
         }
       };
-      for (std::size_t i = 0; i < std::min<std::size_t>(2, g.units.size()); ++i) backward_gather(i);
+      for (std::size_t i = 0; i < std::min<std::size_t>(2, g.units.size()); ++i)
+        if (!keep) backward_gather(i);
       for (std::size_t i = 0; i < g.units.size(); ++i) {
         const TaskId rs = reduce_scatter(b, u, g, g.units[i]);
         for (int mem : g.members) b.depend(t.at(t.bwd_last, mem, k, g.units[i]), rs);
         done.push_back(rs);
-        if (i + 2 < g.units.size()) backward_gather(i + 2);
+        if (i + 2 < g.units.size() && !keep) backward_gather(i + 2);
       }
     }
     return done;

@@ -9,7 +9,9 @@
 /// - ZeRO 3 (FSDP): each unit's parameters all-gathered before its forward and again before
 ///   its backward, one unit ahead of compute (at most two units unsharded), and its gradients
 ///   reduce-scattered after its backward — on the group's one communicator, so in backward
-///   the next unit's gather queues behind the previous unit's reduce-scatter; with pipeline
+///   the next unit's gather queues behind the previous unit's reduce-scatter (under
+///   parallel.reshard_after_forward false, FSDP's SHARD_GRAD_OP, a unit stays gathered from its
+///   forward to its post-backward: no backward gathers); with pipeline
 ///   parallelism (torchtitan's FSDP2 with
 ///   reshard_after_forward=False) each unit gathered once per step before its first forward
 ///   and its accumulated gradients reduce-scattered after its chunk's last backward.

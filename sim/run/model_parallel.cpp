@@ -266,6 +266,7 @@ FsdpCopies::FsdpCopies(StepBuilder& b)
   const auto& s = b.world().scenario;
   on_ = s.parallel.zero == 3 && b.layout().dp * b.layout().cp > 1 && !s.model.layer_list;
   pipelined_ = b.layout().pp > 1;
+  kept_ = !s.parallel.reshard_after_forward;
   fsdp1_ = s.parallel.fsdp1();
   megatron_ = !workload::pytorch_model_code(s.training);
   fused_grads_ = megatron_ && s.training.gradient_accumulation_fusion;
@@ -311,8 +312,9 @@ const TimedOps& FsdpCopies::ops(int unit, Kind kind) {
 const TimedOps* FsdpCopies::before(int local, const PassKey& key) {
   if (!on_ || fsdp1_ || megatron_) return nullptr;  // they gather into what the parameters view
   // With PP the unit stays gathered for the step: one copy-out, before its first forward.
-  // Without: before each forward and before the first backward-direction pass of each microbatch.
-  if (pipelined_ && key.part != PassPart::forward) return nullptr;
+  // Without: before each forward and before the first backward-direction pass of each microbatch
+  // (before each forward only under SHARD_GRAD_OP, which keeps the forward's gather).
+  if ((pipelined_ || kept_) && key.part != PassPart::forward) return nullptr;
   const int gather = pipelined_ ? 0 : 2 * key.microbatch + (key.part == PassPart::forward ? 0 : 1);
   if (!gathered_.emplace(local, gather, key.unit).second) return nullptr;
   const TimedOps& t = ops(key.unit, copy_out);

@@ -185,6 +185,7 @@ class FsdpCopies {
   StepBuilder& b_;
   bool on_ = false;
   bool pipelined_ = false;
+  bool kept_ = false;           // SHARD_GRAD_OP (reshard_after_forward false): no backward gather
   bool fsdp1_ = false;
   bool megatron_ = false;       // Megatron-FSDP: no copy-out
   bool fused_grads_ = false;    // ... and, with gradient_accumulation_fusion, no copy-in

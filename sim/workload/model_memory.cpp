@@ -260,6 +260,11 @@ MemoryBreakdown memory_per_gpu(const config::ModelSpec& model, const config::Tra
       // One layer's gradients as autograd produces them (pb), before FSDP2 adds them to the
       // accumulated ones, and after the last microbatch its reduce-scatter input (rb).
       m.transient += layer_params * (pb + rb);
+    } else if (!parallel.reshard_after_forward) {
+      // SHARD_GRAD_OP: every unit of the rank gathered from its forward to its post-backward;
+      // one layer's unsharded gradients and their reduce-scatter input at a time.
+      m.unsharded = linear * gathered_linear_bytes(training) + other * pb;
+      m.transient += layer_params * (pb + rb);
     } else {
       // FSDP/ZeRO-3 working set: the gathered parameters of the layer computing and of the one
       // prefetched, the unsharded gradients of one layer, and the reduce-scatter input they

@@ -128,6 +128,10 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
   // FSDP1 and Megatron-FSDP gather into the buffer the parameters view: no separate output.
   const bool gather_in_place = zero3 && (fsdp1 || !pytorch_model_code(training));
   const bool reshard = parallel.pp == 1;  // torchtitan: reshard_after_forward = not pp_enabled
+  // pp 1 under SHARD_GRAD_OP (parallel.reshard_after_forward false): each unit stays gathered
+  // from its forward to its post-backward, where it is resharded and reduce-scattered as under
+  // FULL_SHARD (the next microbatch's forward gathers it again).
+  const bool free_after_forward = reshard && parallel.reshard_after_forward;
   auto first_stage = [&](int c) { return c == 0 && stage.first; };
   auto last_stage = [&](int c) { return c == chunks - 1 && stage.last; };
   // The root modules a chunk holds (FSDP wraps each chunk's model apart from its blocks).
@@ -301,7 +305,7 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
           if (reshard && l + 1 < end) gather(l + 1, true);
           const double keep = l == first && received ? std::max(0.0, activations - boundary) : activations;
           saved[{pass.microbatch, l}] = r.alloc(keep, kCompute, "saved activations");
-          if (zero3 && reshard) r.release(unsharded[static_cast<std::size_t>(l)]);
+          if (zero3 && free_after_forward) r.release(unsharded[static_cast<std::size_t>(l)]);
         }
         r.release(all_gather_state);  // the root's post-forward
         if (last_stage(pass.chunk)) head_inputs[pass.microbatch] = r.alloc(head_input, kCompute, "LM-head input");

@@ -505,3 +505,25 @@ TEST_CASE("parallel.fsdp_version is refused where it would not be simulated", "[
         std::string::npos);
   CHECK_FALSE(errors_of([&] { load_scenario(mpt, {"parallel.fsdp_version=0"}); }).empty());
 }
+
+TEST_CASE("parallel.reshard_after_forward false is PyTorch FSDP's SHARD_GRAD_OP, refused elsewhere", "[scenario][fsdp]") {
+  const std::string mpt = IRONLAW_SOURCE_DIR "/scenarios/validation/mosaic-mpt/mpt-7b-8gpu-a100-40gb.yaml";
+  CHECK(load_scenario(mpt).parallel.reshard_after_forward);  // FULL_SHARD, the default
+  CHECK_FALSE(load_scenario(mpt, {"parallel.reshard_after_forward=false"}).parallel.reshard_after_forward);
+  CHECK_FALSE(load_scenario(mpt, {"parallel.reshard_after_forward=false", "parallel.fsdp_version=2"})
+                  .parallel.reshard_after_forward);
+  // Not FSDP: ZeRO-2 (here also refused by fsdp_version 1, which is FSDP's).
+  auto errors = errors_of([&] { load_scenario(mpt, {"parallel.reshard_after_forward=false", "parallel.zero=2"}); });
+  REQUIRE(errors.size() == 2);
+  CHECK(std::count_if(errors.begin(), errors.end(), [](const std::string& e) {
+          return e.find("parallel.reshard_after_forward: false is PyTorch FSDP's SHARD_GRAD_OP: needs "
+                        "parallel.zero 3 and training.framework eager or compile, got zero 2") != std::string::npos;
+        }) == 1);
+  // Under a pipeline FSDP never reshards after forward (torchtitan): the key is for pp 1.
+  errors = errors_of([&] {
+    load_scenario(mpt, {"parallel.reshard_after_forward=false", "parallel.pp=2", "parallel.dp=4",
+                        "parallel.fsdp_version=2", "training.logit_metrics=0"});
+  });
+  REQUIRE(errors.size() == 1);
+  CHECK(errors.front().find("parallel.reshard_after_forward: is for pp 1") != std::string::npos);
+}

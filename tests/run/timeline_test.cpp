@@ -241,3 +241,41 @@ TEST_CASE("ZeRO-1 reduce-scatters the same buckets and all-gathers the parameter
   REQUIRE(ag.size() == 1);
   CHECK(ns(ag[0].start_ns) == Approx(last_bucket + task_ns(1)).margin(10));
 }
+
+TEST_CASE("SHARD_GRAD_OP gathers each unit once per microbatch, in forward, and reduce-scatters after each backward",
+          "[run][timeline][zero3][fsdp1]") {
+  // parallel.reshard_after_forward false (FSDP1's ShardingStrategy.SHARD_GRAD_OP): a unit stays
+  // gathered from its forward to its post-backward. The 3-layer model of these tests has 5
+  // units (embedding, 3 layers, head): per microbatch 5 gathers and 5 reduce-scatters, where
+  // FULL_SHARD gathers each unit again for its backward (10 + 5). FSDP1's rate limiter waits
+  // only on free events, which a reshard records: in forward none, so every forward gather is
+  // issued at once and they run back to back on the group's communicator, the head's ending
+  // before the embedding's forward has ended.
+  auto dp_collectives = [](const char* reshard) {
+    const auto t = trace({"parallel.zero=3", "parallel.fsdp_version=1", "training.framework=eager",
+                          std::string("parallel.reshard_after_forward=") + reshard});
+    std::map<std::string, int> count;
+    for (const auto& e : t->sink.events)
+      if (e.kind == EventKind::collective) ++count[t->sink.names.at(e.name)];
+    return count;
+  };
+  const auto full = dp_collectives("true"), kept = dp_collectives("false");
+  for (const char* unit : {"embedding", "layer0", "layer1", "layer2", "head"}) {
+    INFO(unit);
+    CHECK(full.at(std::string("dp all_gather ") + unit) == 2);
+    CHECK(kept.at(std::string("dp all_gather ") + unit) == 1);
+    CHECK(full.at(std::string("dp reduce_scatter ") + unit) == 1);
+    CHECK(kept.at(std::string("dp reduce_scatter ") + unit) == 1);
+  }
+  const auto t = trace({"parallel.zero=3", "parallel.fsdp_version=1", "training.framework=eager",
+                        "parallel.reshard_after_forward=false"});
+  const auto head = t->named("dp all_gather head");
+  REQUIRE(head.size() == 1);
+  const auto& s = t->scenario;
+  const std::string last_op = workload::layer_forward_ops(s.model, s.training, 1, 1).back().name;
+  std::vector<EventRecord> ends;
+  for (const auto& e : t->named(last_op))
+    if (e.kind == EventKind::forward) ends.push_back(e);
+  REQUIRE_FALSE(ends.empty());
+  CHECK(head[0].end_ns <= ends[0].end_ns);  // before layer 0's forward ends
+}

@@ -462,3 +462,30 @@ TEST_CASE("a last chunk of the LM head alone frees each microbatch's loss buffer
   middle.last = false;
   CHECK_THROWS(replay_step_memory(model, t, par, 1, middle, byte_granular()));
 }
+
+TEST_CASE("SHARD_GRAD_OP keeps every layer gathered from its forward to its backward", "[workload][memory][allocator]") {
+  // FSDP's reshard after forward (parallel.reshard_after_forward). One rank of dp 8, no pipeline,
+  // one microbatch, no recompute: the peak is at the first backward layer's reduce-scatter input
+  // (every activation alive), allocated once its post-backward has resharded the layer. There
+  // FULL_SHARD holds the root unit (gathered for the step: the embedding and LM head,
+  // 2 × 128,256 × 4,096, and the final norm, 4,096) and the next layer, prefetched;
+  // SHARD_GRAD_OP holds the root and the 31 layers whose backward is still to run. Llama 3 8B's layer:
+  // attention 4,096 × (4,096 + 2 × 1,024 + 4,096) = 41,943,040, SwiGLU 3 × 4,096 × 14,336 =
+  // 176,160,768, two norms 8,192: 218,112,000 parameters, gathered in bf16 (2 B).
+  const auto model = llama3_8b();
+  auto t = bf16_adam("none");
+  t.reduce_dtype = "fp32";
+  config::ParallelSpec par;
+  par.microbatch_size = 1;
+  par.zero = 3;
+  auto unsharded_at_peak = [&](bool reshard_after_forward) {
+    par.reshard_after_forward = reshard_after_forward;
+    const StepMemoryPeaks p = replay_step_memory(model, t, par, 8, gpipe(model, 1), byte_granular());
+    for (const auto& [kind, bytes] : p.ledger)
+      if (kind == "unsharded weights") return bytes;
+    return 0.0;
+  };
+  const double layer = 218'112'000.0 * 2, root = (2 * 128'256.0 * 4'096 + 4'096) * 2;
+  CHECK(unsharded_at_peak(true) == Approx(root + layer).margin(64));
+  CHECK(unsharded_at_peak(false) == Approx(root + 31 * layer).margin(64));
+}
