@@ -262,9 +262,10 @@ MemoryBreakdown memory_per_gpu(const config::ModelSpec& model, const config::Tra
       m.transient += layer_params * (pb + rb);
     } else if (!parallel.reshard_after_forward) {
       // SHARD_GRAD_OP: every unit of the rank gathered from its forward to its post-backward;
-      // one layer's unsharded gradients and their reduce-scatter input at a time.
+      // one layer's unsharded gradients and their reduce-scatter input at a time, and the root
+      // unit's gradients around the loss (the root's weights are in `other`).
       m.unsharded = linear * gathered_linear_bytes(training) + other * pb;
-      m.transient += layer_params * (pb + rb);
+      m.transient += layer_params * (pb + rb) + (p.embedding + p.lm_head) / parallel.tp * pb;
     } else {
       // FSDP/ZeRO-3 working set: the gathered parameters of the layer computing and of the one
       // prefetched, the unsharded gradients of one layer, and the reduce-scatter input they
