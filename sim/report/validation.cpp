@@ -720,6 +720,24 @@ constexpr MosaicRow kMosaicH100[] = {
     {"mpt-1b-128gpu-h100-large", "MPT-1B, 128 H100, mb 12, SHARD_GRAD_OP, FA2", 128, 24, 2048, 12, 1536, 2048, 44123},
 };
 
+/// The A100 80GB rows the same October 2023 sweep re-measured (llm-foundry b2a43a147: amp_bf16 with
+/// MP Mode DEFAULT, torch 2.1, triton-pre-mlir; they replaced the first commit's PURE rows of the
+/// table), every one at sequence 2,048, all on 8 GPUs. Added out of sample in round 24 (rule fixed
+/// before any was simulated, first predictions in the commit that added them): the H100 rows'
+/// software on the device whose Triton profile their stand-in is derived from. Each row a
+/// scenario under scenarios/validation/mosaic-mpt-a100-torch2/.
+constexpr MosaicRow kMosaicA100Torch2[] = {
+    {"mpt-30b-8gpu-a100-80gb", "MPT-30B, 8 A100 80GB, amp_bf16, mb 3 x 21, ckpt", 8, 48, 7168, 3, 504, 2048, 916},
+    {"mpt-13b-8gpu-a100-80gb", "MPT-13B, 8 A100 80GB, amp_bf16, mb 2 x 3", 8, 40, 5120, 2, 48, 2048, 2262},
+    {"mpt-7b-8gpu-a100-80gb", "MPT-7B, 8 A100 80GB, amp_bf16, mb 6 x 2", 8, 32, 4096, 6, 96, 2048, 4641},
+    {"mpt-3b-8gpu-a100-80gb", "MPT-3B, 8 A100 80GB, amp_bf16, mb 10 x 2", 8, 32, 2560, 10, 160, 2048, 10811},
+    {"mpt-1b-8gpu-a100-80gb", "MPT-1B, 8 A100 80GB, amp_bf16, mb 14 x 4", 8, 24, 2048, 14, 448, 2048, 20513},
+    {"mpt-760m-8gpu-a100-80gb", "MPT-760M, 8 A100 80GB, amp_bf16, mb 24 x 2", 8, 24, 1536, 24, 384, 2048, 32434},
+    {"mpt-350m-8gpu-a100-80gb", "MPT-350M, 8 A100 80GB, amp_bf16, mb 32 x 2", 8, 24, 1024, 32, 512, 2048, 58782},
+    {"mpt-125m-8gpu-a100-80gb-mb40", "MPT-125M, 8 A100 80GB, amp_bf16, mb 40 x 2", 8, 12, 768, 40, 640, 2048, 142830},
+    {"mpt-125m-8gpu-a100-80gb-mb32", "MPT-125M, 8 A100 80GB, amp_bf16, mb 32 x 2", 8, 12, 768, 32, 512, 2048, 141737},
+};
+
 /// One MPT table set as a plan: every row its scenario under `dir`, checked against the row before
 /// it runs.
 ValidationPlan mosaic_rows_plan(const std::string& data_dir, const std::string& name, const std::string& title,
@@ -750,6 +768,13 @@ ValidationPlan mosaic_plan(const std::string& data_dir) {
                           "MosaicML MPT 125M-70B with Composer FSDP (FULL_SHARD, PURE bf16) on A100 40GB / 80GB, sequences "
                           "of 512 to 65,536 (llm-foundry benchmark tables): tokens/s per GPU, out of sample",
                           "mosaic-mpt", kMosaic, std::size(kMosaic));
+}
+
+ValidationPlan mosaic_a100_torch2_plan(const std::string& data_dir) {
+  return mosaic_rows_plan(data_dir, "mosaic-mpt-a100-torch2",
+                          "MosaicML MPT 125M-30B with Composer FSDP (amp_bf16, MP Mode DEFAULT, torch 2.1) on 8 A100 80GB at "
+                          "sequence 2,048 (llm-foundry's re-measured A100 80GB rows, Oct 2023): tokens/s per GPU, out of sample",
+                          "mosaic-mpt-a100-torch2", kMosaicA100Torch2, std::size(kMosaicA100Torch2));
 }
 
 ValidationPlan mosaic_h100_plan(const std::string& data_dir) {
@@ -826,7 +851,8 @@ ValidationPlan llama3_paper_plan(const std::string& data_dir) {
 
 std::vector<std::string> validation_case_names() {
   return {"seed003",    "nccl-h100",       "megatron-2021", "korthikanti-2022", "torchtitan",
-          "bigscience", "mt-nlg", "nemo-h100", "torchtitan-2025", "mosaic-mpt", "mosaic-mpt-h100"};
+          "bigscience", "mt-nlg", "nemo-h100", "torchtitan-2025", "mosaic-mpt", "mosaic-mpt-h100",
+          "mosaic-mpt-a100-torch2"};
 }
 
 std::vector<std::string> validation_long_case_names() { return {"llama3-paper", "nemo-h100-long"}; }
@@ -846,6 +872,7 @@ ValidationPlan plan_validation(const std::string& name, const std::string& data_
   if (name == "nemo-h100") return nemo_plan(data_dir);
   if (name == "mosaic-mpt") return mosaic_plan(data_dir);
   if (name == "mosaic-mpt-h100") return mosaic_h100_plan(data_dir);
+  if (name == "mosaic-mpt-a100-torch2") return mosaic_a100_torch2_plan(data_dir);
   // A long case (validation_long_case_names): its 16,384-GPU 8K row costs minutes of CPU (see
   // llama3_paper_plan), beyond validate's two-minute budget, so only --case runs it.
   if (name == "llama3-paper") return llama3_paper_plan(data_dir);

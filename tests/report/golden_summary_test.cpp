@@ -228,6 +228,10 @@ TEST_CASE("the MosaicML MPT H100 validation scenarios reproduce their golden sum
   check_goldens(shipped_scenarios("validation/mosaic-mpt-h100", false));
 }
 
+TEST_CASE("the MosaicML MPT A100 torch-2 validation scenarios reproduce their golden summaries", "[golden][slow]") {
+  check_goldens(shipped_scenarios("validation/mosaic-mpt-a100-torch2", false));
+}
+
 TEST_CASE("the whole-run scenarios' steps reproduce their golden summaries", "[golden][slow]") {
   check_goldens(shipped_scenarios("runs", false));
 }

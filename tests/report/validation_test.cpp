@@ -583,6 +583,21 @@ TEST_CASE("the mosaic-mpt-h100 case runs the 38 rows at sequence 2,048 of both H
   }
 }
 
+TEST_CASE("the mosaic-mpt-a100-torch2 case runs the 9 re-measured A100 rows, each against its own scenario", "[validation]") {
+  // llm-foundry b2a43a147's A100 80GB table: its amp_bf16 rows at sequence 2,048, all on 8 GPUs,
+  // two of them MPT-125M at microbatches 40 and 32; every one a gradient-accumulation step
+  // (GradAccum = GlobalBatchSize / 8 / MicroBatchSize: 21, 3, 2, 2, 4, 2, 2, 2, 2).
+  const auto plan = report::plan_validation("mosaic-mpt-a100-torch2", kRepo);
+  REQUIRE(plan.jobs.size() == 9);
+  for (const auto& job : plan.jobs) {
+    const auto s = config::load_scenario(kRepo + "/scenarios/validation/mosaic-mpt-a100-torch2/" + job.label + ".yaml");
+    INFO(job.label);
+    CHECK(s.gpus() == 8);
+    CHECK(s.training.reduce_dtype == "fp32");  // MP Mode DEFAULT
+    CHECK(s.training.global_batch_tokens / s.training.sequence_length / 8 / s.parallel.microbatch_size >= 2);
+  }
+}
+
 TEST_CASE("the mosaic-mpt case runs its 66 table rows, each against its own scenario", "[validation]") {
   // 18 A100 40GB rows and 2 A100 80GB rows (round 18), 16 more A100 80GB rows (round 19), 30 rows
   // at other sequence lengths on 8 GPUs (round 20: 14 A100 40GB, 16 A100 80GB).
