@@ -216,13 +216,13 @@ class FullyShardedZero3 final : public DataParallelStrategy {
           b.depend(t.at(t.fwd_first, mem, k, L + 1), ag);  // backward gathers follow the forward
         }
       };
-      for (std::size_t i = 0; i < std::min<std::size_t>(2, g.units.size()); ++i)
-        if (!keep) backward_gather(i);
+      const std::size_t prefetched = keep ? 0 : std::min<std::size_t>(2, g.units.size());
+      for (std::size_t i = 0; i < prefetched; ++i) backward_gather(i);
       for (std::size_t i = 0; i < g.units.size(); ++i) {
         const TaskId rs = reduce_scatter(b, u, g, g.units[i]);
         for (int mem : g.members) b.depend(t.at(t.bwd_last, mem, k, g.units[i]), rs);
         done.push_back(rs);
-        if (i + 2 < g.units.size() && !keep) backward_gather(i + 2);
+        if (!keep && i + 2 < g.units.size()) backward_gather(i + 2);
       }
     }
     return done;

@@ -65,6 +65,21 @@ config::TrainingSpec torchtitan_405b_training() {
   t.expandable_segments = true;
   return t;
 }
+/// One rank's ZeRO-3 (PyTorch FSDP at pp 1) with one sequence per microbatch: the FSDP replay tests.
+config::ParallelSpec zero3_one_sequence() {
+  config::ParallelSpec par;
+  par.microbatch_size = 1;
+  par.zero = 3;
+  return par;
+}
+
+/// The bytes of `kind` alive at the replay's allocated peak (0 if none).
+double ledger_bytes(const StepMemoryPeaks& peaks, const std::string& kind) {
+  for (const auto& [k, bytes] : peaks.ledger)
+    if (k == kind) return bytes;
+  return 0.0;
+}
+
 config::ParallelSpec torchtitan_405b_parallel() {
   config::ParallelSpec par;
   par.tp = 8;
@@ -360,9 +375,7 @@ TEST_CASE("FSDP2's sharded gradients are the reduce-scatter outputs, held from t
   const auto model = llama3_8b();
   auto t = bf16_adam("none");
   t.reduce_dtype = "fp32";
-  config::ParallelSpec par;
-  par.microbatch_size = 1;
-  par.zero = 3;
+  const config::ParallelSpec par = zero3_one_sequence();
   auto peak = [&](int dp) { return replay_step_memory(model, t, par, dp, gpipe(model, 1), byte_granular()).allocated; };
   const ParamCount p = count_params(model);
   const double share = 1.0 / 8 - 1.0 / 16;
@@ -383,16 +396,11 @@ TEST_CASE("FSDP's sharded gradients are held in the fp32 master's dtype whatever
   const auto model = llama3_8b();
   auto t = bf16_adam("none");
   t.sequence_length = 512;
-  config::ParallelSpec par;
-  par.microbatch_size = 1;
-  par.zero = 3;
+  config::ParallelSpec par = zero3_one_sequence();
   auto held = [&](const char* reduce, int fsdp_version) {
     t.reduce_dtype = reduce;
     par.fsdp_version = fsdp_version;
-    const auto peaks = replay_step_memory(model, t, par, 8, gpipe(model, 1), byte_granular());
-    for (const auto& [kind, bytes] : peaks.ledger)
-      if (kind == "sharded gradients") return bytes;
-    return 0.0;
+    return ledger_bytes(replay_step_memory(model, t, par, 8, gpipe(model, 1), byte_granular()), "sharded gradients");
   };
   const ParamCount p = count_params(model);
   const double layers = p.attention + p.mlp + 2.0 * model.hidden * model.layers;  // + each layer's two norm gains
@@ -475,15 +483,10 @@ TEST_CASE("SHARD_GRAD_OP keeps every layer gathered from its forward to its back
   const auto model = llama3_8b();
   auto t = bf16_adam("none");
   t.reduce_dtype = "fp32";
-  config::ParallelSpec par;
-  par.microbatch_size = 1;
-  par.zero = 3;
+  config::ParallelSpec par = zero3_one_sequence();
   auto unsharded_at_peak = [&](bool reshard_after_forward) {
     par.reshard_after_forward = reshard_after_forward;
-    const StepMemoryPeaks p = replay_step_memory(model, t, par, 8, gpipe(model, 1), byte_granular());
-    for (const auto& [kind, bytes] : p.ledger)
-      if (kind == "unsharded weights") return bytes;
-    return 0.0;
+    return ledger_bytes(replay_step_memory(model, t, par, 8, gpipe(model, 1), byte_granular()), "unsharded weights");
   };
   const double layer = 218'112'000.0 * 2, root = (2 * 128'256.0 * 4'096 + 4'096) * 2;
   CHECK(unsharded_at_peak(true) == Approx(root + layer).margin(64));
