@@ -40,7 +40,8 @@ using detail::Document;
 /// The fused attention kernels training.attention_kernel names, each with the device key that
 /// holds its profiles; the first is the default.
 constexpr std::pair<const char*, const char*> kAttentionKernels[] = {
-    {"flash2", "attention_kernel"}, {"cudnn", "cudnn_attention_kernel"}, {"flash_triton", "triton_attention_kernel"}};
+    {"flash2", "attention_kernel"}, {"cudnn", "cudnn_attention_kernel"}, {"flash_triton", "triton_attention_kernel"},
+    {"flash1", "flash1_attention_kernel"}};
 using detail::Form;
 using detail::KeyKind;
 using detail::LoadState;

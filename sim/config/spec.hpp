@@ -94,7 +94,8 @@ struct DeviceSpec {
   /// uses: flash2 (YAML `attention_kernel`), cudnn (`cudnn_attention_kernel`: cuDNN's, the kernel
   /// Transformer Engine prefers on Hopper), flash_triton (`triton_attention_kernel`: the Triton
   /// kernel of FlashAttention 1.x, flash_attn.flash_attn_triton, which MosaicML's llm-foundry
-  /// ran as attn_impl: triton). Only the given ones are present.
+  /// ran as attn_impl: triton), flash1 (`flash1_attention_kernel`: FlashAttention 1.x's CUDA
+  /// kernel). Only the given ones are present.
   std::map<std::string, AttentionKernel> attention_kernels;
   int gemm_tile_m = 128;                      ///< output tile rows of the GEMM kernel
   int gemm_tile_n = 256;                      ///< output tile cols of the GEMM kernel
@@ -455,7 +456,8 @@ struct TrainingSpec {
   /// attention: Transformer Engine's choice on Hopper; the device's cudnn_attention_kernel) or
   /// flash_triton (FlashAttention 1.x's Triton kernel, flash_attn.flash_attn_triton:
   /// MosaicML llm-foundry's attn_impl: triton, its benchmarks' default in 2023; the device's
-  /// triton_attention_kernel).
+  /// triton_attention_kernel) or flash1 (FlashAttention 1.x's CUDA kernel, flash-attn < 2.0:
+  /// what FlashAttention's own GPT training code ran in 2022; the device's flash1_attention_kernel).
   /// Named by the scenario, never inferred from training.framework (see load.cpp).
   std::string attention_kernel = "flash2";
   /// Megatron-core's gradient_accumulation_fusion (Megatron-LM's default: --no-gradient-

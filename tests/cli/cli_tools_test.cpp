@@ -256,14 +256,16 @@ TEST_CASE("validate prints every case with published, predicted and error column
   CHECK(r.out.find("case mosaic-mpt:") != std::string::npos);
   CHECK(r.out.find("case mosaic-mpt-h100:") != std::string::npos);
   CHECK(r.out.find("case mosaic-mpt-a100-torch2:") != std::string::npos);
+  CHECK(r.out.find("case flash-attn-gpt3:") != std::string::npos);
   CHECK(r.out.find("median |error|") != std::string::npos);
   // The rows without a scenario here have no prediction: counted apart from the median.
   CHECK(r.out.find("beyond the bounds: ") != std::string::npos);
   CHECK(r.out.find("rows without a prediction") != std::string::npos);
   CHECK(r.out.find(" 0 rows without a prediction") == std::string::npos);
   // Jobs: seed003 1, nccl 2, megatron-2021 10, korthikanti-2022 8, torchtitan 18, bigscience 1, mt-nlg 3,
-  // nemo-h100 5, torchtitan-2025 12, mosaic-mpt 66, mosaic-mpt-h100 38, mosaic-mpt-a100-torch2 9.
-  CHECK(r.err.find("validate: 173/173 done") != std::string::npos);
+  // nemo-h100 5, torchtitan-2025 12, mosaic-mpt 66, mosaic-mpt-h100 38, mosaic-mpt-a100-torch2 9,
+  // flash-attn-gpt3 5.
+  CHECK(r.err.find("validate: 178/178 done") != std::string::npos);
   int headers = 0, rows = 0;
   bool in_case = false;
   for (const auto& line : lines_of(r.out)) {

@@ -382,6 +382,27 @@ TEST_CASE("training.attention_kernel: flash_triton runs FlashAttention's Triton 
                             "training.flash_attention is false") != std::string::npos);
 }
 
+TEST_CASE("training.attention_kernel: flash1 runs FlashAttention 1.x's CUDA kernel where the device has its profile",
+          "[scenario][attention]") {
+  // topologies/a100-sxm.yaml: FlashAttention 1's causal forward plateau at head dimension 128 is
+  // 90.1 TFLOP/s and 105.1 at 64 (the fits to the FA1 bars of the FlashAttention-2 paper's A100
+  // figure); the Triton kernel shares the profile (a YAML alias), FlashAttention-2's is 214.1.
+  const std::string gpt3 = IRONLAW_SOURCE_DIR "/scenarios/validation/flash-attn-gpt3/gpt3-1.3b-8gpu.yaml";
+  const auto kernel = [&](const std::string& name) {
+    return load_scenario(gpt3, {"training.attention_kernel=" + name}).topology.device.attention_kernel;
+  };
+  CHECK(kernel("flash1").at_head_dim(128).forward_causal.plateau_rate == Approx(90.1e12));
+  CHECK(kernel("flash1").at_head_dim(64).forward_causal.plateau_rate == Approx(105.1e12));
+  CHECK(kernel("flash1").at_head_dim(64).backward.half_length == kernel("flash_triton").at_head_dim(64).backward.half_length);
+  CHECK(kernel("flash2").at_head_dim(128).forward_causal.plateau_rate == Approx(214.1e12));
+  // No FlashAttention 1 profile on H100 (its kernel has no Hopper measurement): refused with the key's name.
+  const std::string h100 = IRONLAW_SOURCE_DIR "/scenarios/validation/mosaic-mpt-h100/mpt-13b-8gpu-h100.yaml";
+  const auto errors = errors_of([&] { load_scenario(h100, {"training.attention_kernel=flash1"}); });
+  REQUIRE(errors.size() == 1);
+  CHECK(errors.front().find("training.attention_kernel: flash1 needs a device with flash1_attention_kernel") !=
+        std::string::npos);
+}
+
 TEST_CASE("a device's attention kernel is one profile or a list of profiles, each at its own head dimension",
           "[scenario][device][attention]") {
   // topologies/a100-sxm.yaml with `extra` appended, loaded through dgx-a100-leaf-spine.yaml.

@@ -232,6 +232,10 @@ TEST_CASE("the MosaicML MPT A100 torch-2 validation scenarios reproduce their go
   check_goldens(shipped_scenarios("validation/mosaic-mpt-a100-torch2", false));
 }
 
+TEST_CASE("the FlashAttention GPT-3 validation scenarios reproduce their golden summaries", "[golden][slow]") {
+  check_goldens(shipped_scenarios("validation/flash-attn-gpt3", false));
+}
+
 TEST_CASE("the whole-run scenarios' steps reproduce their golden summaries", "[golden][slow]") {
   check_goldens(shipped_scenarios("runs", false));
 }

@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -595,6 +596,32 @@ TEST_CASE("the mosaic-mpt-a100-torch2 case runs the 9 re-measured A100 rows, eac
     CHECK(s.gpus() == 8);
     CHECK(s.training.reduce_dtype == "fp32");  // MP Mode DEFAULT
     CHECK(s.training.global_batch_tokens / s.training.sequence_length / 8 / s.parallel.microbatch_size >= 2);
+  }
+}
+
+TEST_CASE("the flash-attn-gpt3 case runs the 5 rows of FlashAttention's GPT-3 table, each against its own scenario", "[validation]") {
+  // Dao-AILab/flash-attention training/README.md (4a6eaa9f): tokens/s of the 8 GPUs, 1310k, 503k,
+  // 245k, 169k, 85k; per GPU an eighth. The experiment configs' batch per GPU at 80 GB (32, 32, 16,
+  // 8, 4) and global batch (256, 256, 256, 512, 512 sequences) give 1, 1, 2, 8, 16 microbatches.
+  const auto plan = report::plan_validation("flash-attn-gpt3", kRepo);
+  REQUIRE(plan.jobs.size() == 5);
+  const std::map<std::string, int> microbatches{
+      {"gpt3-125m-8gpu", 1}, {"gpt3-355m-8gpu", 1}, {"gpt3-760m-8gpu", 2}, {"gpt3-1.3b-8gpu", 8}, {"gpt3-2.7b-8gpu", 16}};
+  for (const auto& job : plan.jobs) {
+    const auto s = config::load_scenario(kRepo + "/scenarios/validation/flash-attn-gpt3/" + job.label + ".yaml");
+    INFO(job.label);
+    REQUIRE(microbatches.count(job.label) == 1);
+    CHECK(s.gpus() == 8);
+    CHECK(s.training.attention_kernel == "flash1");
+    CHECK(s.training.global_batch_tokens / s.training.sequence_length / 8 / s.parallel.microbatch_size ==
+          microbatches.at(job.label));
+  }
+  for (const auto& job : plan.jobs) {
+    if (job.label != "gpt3-125m-8gpu") continue;
+    const auto rows = job.run();
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].published == Approx(1310e3 / 8));
+    CHECK(std::isfinite(rows[0].predicted));
   }
 }
 
