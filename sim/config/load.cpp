@@ -18,6 +18,12 @@ namespace ironlaw::config {
 
 const DeviceSpec::AttentionProfile& DeviceSpec::AttentionKernel::at_head_dim(double head_dim) const {
   if (profiles.empty()) throw std::logic_error("attention kernel has no profile");
+  for (const AttentionProfile& p : profiles) {
+    if (p.head_dim == head_dim) return p;
+  }
+  for (const AttentionProfile& p : profiles) {
+    if (p.pads(head_dim)) return p;
+  }
   const AttentionProfile* best = &profiles.front();
   double best_distance = 0;
   bool first = true;
@@ -119,6 +125,10 @@ void parse_device(Section s, DeviceSpec& d) {
     const Rule leaf = given ? kHardware : kOptionalHardware;
     const Rule length = given ? kHardwareLatency : kOptionalHardwareLatency;
     a.integer("head_dim", p.head_dim, head_dim_required ? kHardware : kOptionalHardware);
+    if (a.integer("padded_above", p.padded_above, kOptionalHardware) && p.padded_above >= p.head_dim) {
+      a.state().fail(a.full("padded_above"), "must be below the profile's head_dim (" + std::to_string(p.head_dim) +
+                                                 "): the head dimensions its tile runs padded lie between the two");
+    }
     const std::pair<const char*, DeviceSpec::AttentionPass*> passes[] = {
         {"forward", &p.forward}, {"forward_causal", &p.forward_causal},
         {"backward", &p.backward}, {"backward_causal", &p.backward_causal}};

@@ -71,6 +71,14 @@ struct DeviceSpec {
     /// The head dimension the rates were measured at; 0: not stated (a kernel's only profile,
     /// used at every head dimension).
     int head_dim = 0;
+    /// The kernel has no tile of its own for head dimensions above padded_above and below
+    /// head_dim: it runs this profile's head_dim tile on them, the missing columns masked or
+    /// zero-filled (FlashAttention 1.x dispatches d ≤ 32, ≤ 64, ≤ 128 to its hdim32/64/128
+    /// kernels, csrc/flash_attn/fmha_api.cpp), so such a head dimension takes this profile's
+    /// time for head_dim's FLOPs. 0: not stated (nearest profile, its rate on the actual FLOPs).
+    int padded_above = 0;
+    /// Whether a head dimension of `d` runs this profile's tile padded (padded_above < d < head_dim).
+    bool pads(double d) const { return padded_above > 0 && d > padded_above && d < head_dim; }
   };
   /// A fused attention kernel on this device: its profiles, one per measured head dimension
   /// (the rates of FlashAttention-style kernels depend on it: the softmax work per score is
@@ -80,10 +88,11 @@ struct DeviceSpec {
   struct AttentionKernel {
     std::vector<AttentionProfile> profiles;
     bool given() const { return !profiles.empty(); }
-    /// The profile measured at `head_dim`, else the nearest one on a log scale (96 takes a
-    /// 128 profile, 80 a 64 one; ties go to the larger), the only one when there is one; a
-    /// profile with no stated head dimension is a kernel's only one. Throws std::logic_error
-    /// when not given. O(profiles).
+    /// The profile measured at `head_dim`; else the one whose tile runs it padded
+    /// (AttentionProfile::pads); else the nearest one on a log scale (96 takes a 128 profile,
+    /// 80 a 64 one; ties go to the larger), the only one when there is one; a profile with no
+    /// stated head dimension is a kernel's only one. Throws std::logic_error when not given.
+    /// O(profiles).
     const AttentionProfile& at_head_dim(double head_dim) const;
   };
   /// The fused attention kernel a scenario's attention runs at (the loader puts the one

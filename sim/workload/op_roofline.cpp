@@ -65,7 +65,11 @@ double attention_seconds(const Op& op, const config::DeviceSpec& device, double 
   const double quantisation = std::ceil(blocks / sms) * sms / blocks;
   // Useful FLOPs as the measurement counts them: a causal s × s problem computes s(s+1)/2 cells.
   const double cells = op.causal ? op.m * (op.m + 1.0) / 2.0 : op.m * op.n;
-  const double flops = 2.0 * cells * op.k * std::ceil(op.batch);
+  // A head dimension the kernel has no tile for runs the next one's (AttentionProfile::pads): the
+  // padded columns cost what real ones do.
+  const auto& profile = device.attention_kernel.at_head_dim(op.head_dim);
+  const double padding = profile.pads(op.head_dim) ? profile.head_dim / op.head_dim : 1.0;
+  const double flops = 2.0 * cells * op.k * std::ceil(op.batch) * padding;
   // The clock of a sustained step under the power limit, as for GEMMs (gemm_seconds): the
   // profile's rates are bursts at the boost clock (the FlashAttention-3 paper's benchmark, like
   // the MAMF scan behind max_gemm_fraction), and the kernel keeps every SM issuing for its whole

@@ -434,6 +434,14 @@ TEST_CASE("a device's attention kernel is one profile or a list of profiles, eac
   errors = load_with("cudnn_attention_kernel: [ 3 ]\n");
   REQUIRE(errors.size() == 1);
   CHECK(errors.front().find("cudnn_attention_kernel[0]") != std::string::npos);
+  // padded_above: the head dimensions a profile's tile runs padded lie below its head_dim.
+  CHECK(load_with("cudnn_attention_kernel:\n  - { head_dim: { value: 128, source: s }, padded_above: { value: 64, source: s }, " +
+                  passes + " }\n") == none);
+  errors = load_with("cudnn_attention_kernel:\n  - { head_dim: { value: 128, source: s }, padded_above: { value: 128, source: s }, " +
+                     passes + " }\n");
+  REQUIRE(errors.size() == 1);
+  CHECK(errors.front().find("cudnn_attention_kernel[0].padded_above") != std::string::npos);
+  CHECK(errors.front().find("must be below the profile's head_dim (128)") != std::string::npos);
 }
 
 TEST_CASE("fp8 all-gather is FSDP's (zero 3) or Megatron's fp8 parameters under its distributed optimizer (zero 1/2)",

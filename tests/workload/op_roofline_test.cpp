@@ -649,6 +649,37 @@ TEST_CASE("fused attention on A100 by head dimension: FlashAttention-2 and the T
   CHECK(fwd_bwd_tflops(triton, 2048, true, 64) > fwd_bwd_tflops(triton, 2048, true, 128));
 }
 
+TEST_CASE("a head dimension without a tile of its own runs the next tile padded: FlashAttention 1 at 96 costs what 128 does",
+          "[workload][roofline][attention]") {
+  // FlashAttention 1.x dispatches 64 < d <= 128 to its hdim128 kernel (topologies/a100-sxm.yaml,
+  // padded_above 64): the same sequences and heads at head dimension 96 take exactly the time of
+  // head dimension 128. FlashAttention-2 compiles a 96 kernel (no padded_above): its nearest
+  // profile (128) runs the 96-wide problem at its own rate, in 96/128 of the time.
+  const config::DeviceSpec fa1 = a100_burst("flash1");
+  const config::DeviceSpec fa2 = a100_burst("flash2");
+  for (bool backward : {false, true}) {
+    for (bool causal : {false, true}) {
+      const Op at128 = flash(2048, causal, backward, 128);
+      Op at96 = at128;  // same batch and heads, narrower heads
+      at96.head_dim = 96;
+      at96.k = at128.k * 96 / 128;
+      INFO((backward ? "backward" : "forward") << (causal ? " causal" : ""));
+      CHECK(op_time(at96, fa1, "bf16").seconds() == Approx(op_time(at128, fa1, "bf16").seconds()));
+      CHECK(op_time(at96, fa2, "bf16").seconds() == Approx(op_time(at128, fa2, "bf16").seconds() * 96 / 128));
+    }
+  }
+  // At 48 (between its 32 and 64 tiles) FlashAttention 1 runs the 64 tile: the time of 64.
+  const Op at64 = flash(2048, true, false, 64);
+  Op at48 = at64;
+  at48.head_dim = 48;
+  at48.k = at64.k * 48 / 64;
+  CHECK(op_time(at48, fa1, "bf16").seconds() == Approx(op_time(at64, fa1, "bf16").seconds()));
+  // The padded profile wins over the nearest one: 80 is nearer 64 on the log scale, but FlashAttention 1
+  // has no tile between 64 and 128.
+  CHECK(fa1.attention_kernel.at_head_dim(80).head_dim == 128);
+  CHECK(fa2.attention_kernel.at_head_dim(80).head_dim == 64);
+}
+
 TEST_CASE("a fused attention op takes its kernel's profile at the nearest measured head dimension",
           "[workload][roofline][attention]") {
   config::DeviceSpec::AttentionKernel kernel;
