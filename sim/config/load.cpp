@@ -567,6 +567,7 @@ void parse_training(Section s, TrainingSpec& t) {
   s.flag("launch_blocking", t.launch_blocking);
   s.flag("compile_loss", t.compile_loss);
   s.flag("fused_cross_entropy", t.fused_cross_entropy);
+  s.flag("fused_mlp", t.fused_mlp);
   s.integer("logit_metrics", t.logit_metrics, kNonNegative);
   s.flag("flash_attention", t.flash_attention);
   std::vector<std::string> kernels;

@@ -450,6 +450,13 @@ struct TrainingSpec {
   /// backward kernel reads the logits and writes their gradient: no fp32 copy of the logits is
   /// made. PyTorch model code (framework eager or compile) with tp 1 only.
   bool fused_cross_entropy = false;
+  /// The MLP's GELU runs in the epilogue of its up-projection GEMM, and the GELU's gradient in the
+  /// epilogue of the down projection's input-gradient GEMM (cuBLASLt's GELU_AUX_BIAS and
+  /// DGELU_BGRAD epilogues: flash-attn's FusedMLP / fused_dense_lib, Apex's FusedDenseGeluDense),
+  /// so no separate activation kernel reads and writes the t × ffn tensor in either pass. The
+  /// GEMMs' own time is unchanged (the epilogue's extra write of the pre-activation, which
+  /// backward needs, hides under a compute-bound GEMM). Dense GELU MLPs outside fp8 only.
+  bool fused_mlp = false;
   /// Cross-entropy metrics the training loop computes on each microbatch's logits after its
   /// backward, outside autograd: Composer (0.12-0.14 trainer.py, _train_microbatch →
   /// _eval_train_metrics) updates the model's train_metrics after every microbatch, and

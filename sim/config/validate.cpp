@@ -629,6 +629,17 @@ void validate_scenario(Scenario& sc, LoadState& st) {
               "parallel.tp 1 (its tensor-parallel form is not simulated) and no training.compile_loss; got framework " +
                   t.framework + ", tp " + str(p.tp) + (t.compile_loss ? " and compile_loss" : ""));
   }
+  if (t.fused_mlp &&
+      st.ok({"training.fused_mlp", "model.activation", "model.experts", "training.precision", "training.activation_checkpointing"}) &&
+      (m.activation != "gelu" || m.experts > 1 || t.precision == "fp8" ||
+       (t.activation_checkpointing != "none" && t.activation_checkpointing != "full"))) {
+    st.report("training.fused_mlp",
+              "is a dense GELU MLP whose activation runs in its GEMMs' epilogues (flash-attn's FusedMLP, Apex "
+              "FusedDenseGeluDense): needs model.activation gelu, one expert, a bf16/fp16/fp32 recipe (its fp8 form is not "
+              "simulated) and activation_checkpointing none or full; got activation " + m.activation + ", " +
+                  str(m.experts) + " expert(s), precision " + t.precision + ", activation_checkpointing " +
+                  t.activation_checkpointing);
+  }
   if (t.logit_metrics > 0 && st.ok({"training.logit_metrics", "parallel.pp", "parallel.tp", "training.framework"}) &&
       (p.pp > 1 || p.tp > 1 || (t.framework != "eager" && t.framework != "compile"))) {
     st.report("training.logit_metrics",

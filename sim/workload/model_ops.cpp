@@ -51,6 +51,7 @@ struct Microbatch {
   bool flash = true;
   bool attention_dropout = false;  ///< dropout on the attention probabilities
   bool hidden_dropout = false;     ///< dropout on the attention and MLP block outputs
+  bool fused_mlp = false;          ///< the GELU runs in the MLP GEMMs' epilogues (TrainingSpec::fused_mlp)
   bool eager = false;              ///< PyTorch eager: element-wise ops as the model code writes them
   /// The loss outside the transformer blocks runs eager: also under compile, which torchtitan
   /// applied per transformer block before April 2025 (torch.compile on each block, not on the
@@ -100,6 +101,7 @@ Microbatch microbatch(const config::ModelSpec& model, const config::TrainingSpec
   mb.flash = training.flash_attention;
   mb.attention_dropout = model.attention_dropout > 0;
   mb.hidden_dropout = model.hidden_dropout > 0;
+  mb.fused_mlp = training.fused_mlp;
   mb.eager = training.framework == "eager";
   mb.compiled_loss = training.compile_loss;
   mb.fused_loss = training.fused_cross_entropy;
@@ -282,6 +284,10 @@ void ffn(const Microbatch& mb, const std::string& prefix, double rows, double wi
   const Shape& sh = mb.sh;
   const double up_width = (sh.swiglu ? 2.0 : 1.0) * width;
   linear(ops, mb, prefix + "_up", rows, up_width, sh.hidden, batch, OpRole::tp_column_parallel);
+  if (mb.fused_mlp) {  // the GELU (and, in backward, its gradient) in the GEMMs' epilogues
+    linear(ops, mb, prefix + "_down", rows, sh.hidden, width, batch, OpRole::tp_row_parallel);
+    return;
+  }
   Op act = elementwise(prefix + "_act", rows * batch * width, sh.swiglu ? 2 : 1, 1,
                        sh.swiglu ? kSwigluFlops : kGeluFlops, mb.bpe);
   if (mb.eager && sh.swiglu) {
