@@ -457,6 +457,16 @@ struct TrainingSpec {
   /// GEMMs' own time is unchanged (the epilogue's extra write of the pre-activation, which
   /// backward needs, hides under a compute-bound GEMM). Dense GELU MLPs outside fp8 only.
   bool fused_mlp = false;
+  /// Each block's output dropout, the residual add and the next norm run as one kernel
+  /// (flash-attn's dropout_add_layer_norm, from Apex's FastLayerNorm: fused_dropout_add_ln in
+  /// its GPT code): forward reads the block output and the residual and writes the new residual,
+  /// the normalised output and the dropout mask (4 × bpe + 1 B per element), backward reads the
+  /// two output gradients, the saved residual and the mask and writes the gradients of the block
+  /// output and of the residual (5 × bpe + 1 B); no separate dropout or residual kernels. The
+  /// last layer's is fused into the final norm, the first layer's norm pays for a residual read
+  /// its kernel does not make (one kernel in 2·layers + 1). Dense layers, activation
+  /// checkpointing none or full.
+  bool fused_dropout_add_norm = false;
   /// Cross-entropy metrics the training loop computes on each microbatch's logits after its
   /// backward, outside autograd: Composer (0.12-0.14 trainer.py, _train_microbatch →
   /// _eval_train_metrics) updates the model's train_metrics after every microbatch, and

@@ -640,6 +640,14 @@ void validate_scenario(Scenario& sc, LoadState& st) {
                   str(m.experts) + " expert(s), precision " + t.precision + ", activation_checkpointing " +
                   t.activation_checkpointing);
   }
+  if (t.fused_dropout_add_norm &&
+      st.ok({"training.fused_dropout_add_norm", "model.experts", "training.activation_checkpointing"}) &&
+      (m.experts > 1 || (t.activation_checkpointing != "none" && t.activation_checkpointing != "full"))) {
+    st.report("training.fused_dropout_add_norm",
+              "is flash-attn's dropout + residual add + norm kernel between dense blocks: needs one expert and "
+              "activation_checkpointing none or full (the partial recompute policies rebuild the unfused ops); got " +
+                  str(m.experts) + " expert(s), activation_checkpointing " + t.activation_checkpointing);
+  }
   if (t.logit_metrics > 0 && st.ok({"training.logit_metrics", "parallel.pp", "parallel.tp", "training.framework"}) &&
       (p.pp > 1 || p.tp > 1 || (t.framework != "eager" && t.framework != "compile"))) {
     st.report("training.logit_metrics",

@@ -145,6 +145,10 @@ struct Op {
   /// (fp8_weight_cache_bytes): only a step's first microbatch runs it, and never a recompute.
   bool first_microbatch_only = false;
 
+  /// HBM bytes of the op's backward where the default rule (twice the forward's) does not hold:
+  /// a fused dropout-add-norm kernel's backward reads and writes other tensors than its forward
+  /// (TrainingSpec::fused_dropout_add_norm). < 0: the default rule.
+  double backward_bytes = -1;
   bool is_gemm() const { return m > 0; }
 };
 

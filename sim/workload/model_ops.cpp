@@ -52,6 +52,7 @@ struct Microbatch {
   bool attention_dropout = false;  ///< dropout on the attention probabilities
   bool hidden_dropout = false;     ///< dropout on the attention and MLP block outputs
   bool fused_mlp = false;          ///< the GELU runs in the MLP GEMMs' epilogues (TrainingSpec::fused_mlp)
+  bool fused_add_norm = false;     ///< dropout, residual add and norm in one kernel (TrainingSpec::fused_dropout_add_norm)
   bool eager = false;              ///< PyTorch eager: element-wise ops as the model code writes them
   /// The loss outside the transformer blocks runs eager: also under compile, which torchtitan
   /// applied per transformer block before April 2025 (torch.compile on each block, not on the
@@ -102,6 +103,7 @@ Microbatch microbatch(const config::ModelSpec& model, const config::TrainingSpec
   mb.attention_dropout = model.attention_dropout > 0;
   mb.hidden_dropout = model.hidden_dropout > 0;
   mb.fused_mlp = training.fused_mlp;
+  mb.fused_add_norm = training.fused_dropout_add_norm;
   mb.eager = training.framework == "eager";
   mb.compiled_loss = training.compile_loss;
   mb.fused_loss = training.fused_cross_entropy;
@@ -163,20 +165,6 @@ void linear(std::vector<Op>& ops, const Microbatch& mb, std::string name, double
   ops.push_back(g);
 }
 
-/// A normalisation over `elements` values. Fused kernels (Megatron, torch.compile, PyTorch's
-/// F.layer_norm): one read, one write. RMSNorm in eager PyTorch as Llama-style code writes it —
-/// x.float(), pow(2), mean, add ε, rsqrt, multiply, type_as, multiply by the gain — is 8 kernels
-/// over (bpe + 4) + 8 + 4 + 8 + (4 + bpe) + 2·bpe = 28 + 4·bpe bytes per element (the scalars
-/// per row neglected).
-Op norm(const Microbatch& mb, std::string name, double elements, double flops_per_element) {
-  Op op = elementwise(std::move(name), elements, 1, 1, flops_per_element, mb.bpe);
-  if (mb.eager && mb.sh.rmsnorm) {
-    op.bytes = elements * (28.0 + 4.0 * mb.bpe);
-    op.kernels = 8;
-  }
-  return op;
-}
-
 // Rough CUDA-core FLOPs per element of the vector kernels (only for completeness; these ops are
 // memory-bound): layernorm mean, variance, normalise, scale, shift ≈ 8; rmsnorm ≈ 4; tanh-GELU
 // ≈ 8; SiLU·gate ≈ 6; rotary (2 multiplies + 1 add) 3; softmax (max, sub, exp, sum, div) 5.
@@ -185,6 +173,32 @@ constexpr double kRotaryFlops = 3, kSoftmaxFlops = 5, kCrossEntropyFlops = 5;
 // Dropout forward: compare a random number with p, scale by 1/(1 − p) ≈ 2 (the random-number
 // generation itself is not counted); backward: multiply by the stored mask and scale ≈ 1.
 constexpr double kDropoutFlops = 2, kDropoutBackwardFlops = 1;
+
+/// A normalisation over `elements` values. Fused kernels (Megatron, torch.compile, PyTorch's
+/// F.layer_norm): one read, one write. RMSNorm in eager PyTorch as Llama-style code writes it —
+/// x.float(), pow(2), mean, add ε, rsqrt, multiply, type_as, multiply by the gain — is 8 kernels
+/// over (bpe + 4) + 8 + 4 + 8 + (4 + bpe) + 2·bpe = 28 + 4·bpe bytes per element (the scalars
+/// per row neglected).
+Op norm(const Microbatch& mb, std::string name, double elements, double flops_per_element) {
+  Op op = elementwise(std::move(name), elements, 1, 1, flops_per_element, mb.bpe);
+  if (mb.fused_add_norm) {
+    // flash-attn's dropout_add_layer_norm (prenorm): the previous block's output x0 and the
+    // residual read, the new residual and the normalised output written, and the keep mask
+    // (1 B) when there is hidden dropout; its backward reads the gradients of both outputs, the
+    // saved residual and the mask, and writes the gradients of x0 and of the residual.
+    const double mask = mb.hidden_dropout ? 1.0 : 0.0;
+    op.bytes = elements * (4.0 * mb.bpe + mask);
+    op.backward_bytes = elements * (5.0 * mb.bpe + mask);
+    op.flops = elements * (flops_per_element + 1.0 + (mb.hidden_dropout ? kDropoutFlops : 0.0));
+    return op;
+  }
+  if (mb.eager && mb.sh.rmsnorm) {
+    op.bytes = elements * (28.0 + 4.0 * mb.bpe);
+    op.kernels = 8;
+  }
+  return op;
+}
+
 
 /// A fused dropout over `elements` values: reads the input, writes the output and a 1-byte keep
 /// mask per element.
@@ -373,8 +387,10 @@ std::vector<Op> forward_ops(const Microbatch& mb, bool moe) {
   // Row-parallel output projection: k = a·d_v / tp local features in, h out (partial sums that
   // the TP all-reduce — comm layer — adds up).
   linear(ops, mb, "attn_out", t, h, sh.heads * sh.v_head_dim / tp, 1, OpRole::tp_row_parallel);
-  if (mb.hidden_dropout) ops.push_back(dropout("hidden_dropout_attn", outside, mb.bpe));
-  ops.push_back(elementwise("residual_attn", outside, 2, 1, 1, mb.bpe));
+  if (!mb.fused_add_norm) {  // fused: in norm_mlp's kernel
+    if (mb.hidden_dropout) ops.push_back(dropout("hidden_dropout_attn", outside, mb.bpe));
+    ops.push_back(elementwise("residual_attn", outside, 2, 1, 1, mb.bpe));
+  }
 
   ops.push_back(norm(mb, "norm_mlp", outside, norm_flops));
   if (moe) {
@@ -382,8 +398,10 @@ std::vector<Op> forward_ops(const Microbatch& mb, bool moe) {
   } else {
     ffn(mb, "mlp", t, sh.ffn / tp, 1, ops);
   }
-  if (mb.hidden_dropout) ops.push_back(dropout("hidden_dropout_mlp", outside, mb.bpe));
-  ops.push_back(elementwise("residual_mlp", outside, 2, 1, 1, mb.bpe));
+  if (!mb.fused_add_norm) {  // fused: in the next layer's norm_attn kernel (the last layer's: final_norm's)
+    if (mb.hidden_dropout) ops.push_back(dropout("hidden_dropout_mlp", outside, mb.bpe));
+    ops.push_back(elementwise("residual_mlp", outside, 2, 1, 1, mb.bpe));
+  }
   return ops;
 }
 
@@ -454,7 +472,7 @@ std::vector<Op> backward_of(const std::vector<Op>& forward, const Microbatch& mb
     } else {
       Op b = f;
       b.name = f.name + "_bwd";
-      b.bytes = 2.0 * f.bytes;
+      b.bytes = f.backward_bytes >= 0 ? f.backward_bytes : 2.0 * f.bytes;
       b.flops = 2.0 * f.flops;
       if (f.role == OpRole::vocab_embedding) b.role = OpRole::vocab_embedding_grad;
       b.kernels = 2 * f.kernels;
@@ -474,7 +492,9 @@ std::vector<Op> head_forward(const Microbatch& mb) {
   ops.push_back(elementwise("embedding", t * h, sh.learned_positions ? 2 : 1, 1, sh.learned_positions ? 1 : 0,
                             mb.bpe));
   ops.back().role = OpRole::vocab_embedding;
-  ops.push_back(elementwise("final_norm", t * h / mb.sp, 1, 1, sh.rmsnorm ? kRmsnormFlops : kLayernormFlops, mb.bpe));
+  const double final_flops = sh.rmsnorm ? kRmsnormFlops : kLayernormFlops;
+  ops.push_back(mb.fused_add_norm ? norm(mb, "final_norm", t * h / mb.sp, final_flops)
+                                  : elementwise("final_norm", t * h / mb.sp, 1, 1, final_flops, mb.bpe));
   ops.push_back(gemm("lm_head", t, vocab_local, h, 1, mb.bpe, OpRole::tp_column_parallel));
   // Fused cross-entropy: read the logits, keep fp32 probabilities for the backward.
   Op ce;
