@@ -257,6 +257,7 @@ TEST_CASE("validate prints every case with published, predicted and error column
   CHECK(r.out.find("case mosaic-mpt-h100:") != std::string::npos);
   CHECK(r.out.find("case mosaic-mpt-a100-torch2:") != std::string::npos);
   CHECK(r.out.find("case flash-attn-gpt3:") != std::string::npos);
+  CHECK(r.out.find("case flash-attn-gpt2:") != std::string::npos);
   CHECK(r.out.find("median |error|") != std::string::npos);
   // The rows without a scenario here have no prediction: counted apart from the median.
   CHECK(r.out.find("beyond the bounds: ") != std::string::npos);
@@ -264,8 +265,8 @@ TEST_CASE("validate prints every case with published, predicted and error column
   CHECK(r.out.find(" 0 rows without a prediction") == std::string::npos);
   // Jobs: seed003 1, nccl 2, megatron-2021 10, korthikanti-2022 8, torchtitan 18, bigscience 1, mt-nlg 3,
   // nemo-h100 5, torchtitan-2025 12, mosaic-mpt 66, mosaic-mpt-h100 38, mosaic-mpt-a100-torch2 9,
-  // flash-attn-gpt3 5.
-  CHECK(r.err.find("validate: 178/178 done") != std::string::npos);
+  // flash-attn-gpt3 5, flash-attn-gpt2 3.
+  CHECK(r.err.find("validate: 181/181 done") != std::string::npos);
   int headers = 0, rows = 0;
   bool in_case = false;
   for (const auto& line : lines_of(r.out)) {
@@ -291,7 +292,7 @@ TEST_CASE("validate prints every case with published, predicted and error column
     CHECK(error_pct == Approx(100 * (predicted - published) / published).margin(0.006));
     ++rows;
   }
-  CHECK(headers == 13);  // seed003, nccl-h100, megatron-2021, korthikanti-2022, bigscience, mt-nlg, nemo-h100, torchtitan-2025, mosaic-mpt, mosaic-mpt-h100, mosaic-mpt-a100-torch2 and flash-attn-gpt3 (no scenario here), torchtitan
+  CHECK(headers == 14);  // seed003, nccl-h100, megatron-2021, korthikanti-2022, bigscience, mt-nlg, nemo-h100, torchtitan-2025, mosaic-mpt, mosaic-mpt-h100, mosaic-mpt-a100-torch2, flash-attn-gpt3 and flash-attn-gpt2 (no scenario here), torchtitan
   CHECK(rows == 8 + 3 + 1 + 2);  // seed003's 8, nccl's 3 (1 node ring and NVLS, 16 nodes), Megatron row 1, torchtitan 8B eager (tokens/s, memory)
 }
 

@@ -236,6 +236,10 @@ TEST_CASE("the FlashAttention GPT-3 validation scenarios reproduce their golden 
   check_goldens(shipped_scenarios("validation/flash-attn-gpt3", false));
 }
 
+TEST_CASE("the FlashAttention GPT-2 validation scenarios reproduce their golden summaries", "[golden][slow]") {
+  check_goldens(shipped_scenarios("validation/flash-attn-gpt2", false));
+}
+
 TEST_CASE("the whole-run scenarios' steps reproduce their golden summaries", "[golden][slow]") {
   check_goldens(shipped_scenarios("runs", false));
 }

@@ -625,6 +625,36 @@ TEST_CASE("the flash-attn-gpt3 case runs the 5 rows of FlashAttention's GPT-3 ta
   }
 }
 
+TEST_CASE("the flash-attn-gpt2 case predicts the README's TFLOP/s, 3/4 of Narayanan et al.'s formula", "[validation]") {
+  // FlashAttention's GPT-2 figure: 159, 170, 164 TFLOP/s per A100 for 355M, 760M, 1.6B at sequence
+  // 1,024, global batch 512 (per GPU 64, 32, 16 sequences: 1, 2, 4 microbatches), fp16.
+  const auto plan = report::plan_validation("flash-attn-gpt2", kRepo);
+  REQUIRE(plan.jobs.size() == 3);
+  for (const auto& job : plan.jobs) {
+    const auto s = config::load_scenario(kRepo + "/scenarios/validation/flash-attn-gpt2/" + job.label + ".yaml");
+    INFO(job.label);
+    CHECK(s.training.precision == "fp16");
+    CHECK(s.training.fused_mlp);
+    CHECK(s.training.fused_dropout_add_norm);
+    CHECK(s.training.global_batch_tokens == 512.0 * 1024);
+  }
+  // GPT2-355M's prediction is the README's formula over the simulated step: per iteration
+  // 0.75 · 96 · 512 · 1024 · 24 · 1024² · (1 + 1024/6144 + 50257/(16 · 24 · 1024)) = 1.2297e15 FLOPs.
+  const double flops = 0.75 * 96 * 512 * 1024 * 24 * 1024.0 * 1024 * (1 + 1024.0 / 6144 + 50257.0 / (16 * 24 * 1024));
+  CHECK(flops == Approx(1.2297e15).epsilon(1e-4));
+  for (const auto& job : plan.jobs) {
+    if (job.label != "gpt2-355m-8gpu") continue;
+    const auto rows = job.run();
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].published == 159);
+    NullSink sink;
+    const auto r = run::simulate(config::load_scenario(kRepo + "/scenarios/validation/flash-attn-gpt2/" + job.label + ".yaml",
+                                                       {"run.steps=1"}),
+                                 sink, run::TraceLevel::none);
+    CHECK(rows[0].predicted == Approx(flops / (r.step_time_s * 8) / 1e12));
+  }
+}
+
 TEST_CASE("the mosaic-mpt case runs its 66 table rows, each against its own scenario", "[validation]") {
   // 18 A100 40GB rows and 2 A100 80GB rows (round 18), 16 more A100 80GB rows (round 19), 30 rows
   // at other sequence lengths on 8 GPUs (round 20: 14 A100 40GB, 16 A100 80GB).
