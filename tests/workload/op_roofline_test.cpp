@@ -653,8 +653,9 @@ TEST_CASE("a head dimension without a tile of its own runs the next tile padded:
           "[workload][roofline][attention]") {
   // FlashAttention 1.x dispatches 64 < d <= 128 to its hdim128 kernel (topologies/a100-sxm.yaml,
   // padded_above 64): the same sequences and heads at head dimension 96 take exactly the time of
-  // head dimension 128. FlashAttention-2 compiles a 96 kernel (no padded_above): its nearest
-  // profile (128) runs the 96-wide problem at its own rate, in 96/128 of the time.
+  // head dimension 128. FlashAttention-2 compiles a 96 kernel (its 128 profile pads only the
+  // head dimensions above 96): the nearest profile (128) runs the 96-wide problem at its own
+  // rate, in 96/128 of the time; at 112 it pads to 128 as FlashAttention 1 does.
   const config::DeviceSpec fa1 = a100_burst("flash1");
   const config::DeviceSpec fa2 = a100_burst("flash2");
   for (bool backward : {false, true}) {
@@ -666,6 +667,10 @@ TEST_CASE("a head dimension without a tile of its own runs the next tile padded:
       INFO((backward ? "backward" : "forward") << (causal ? " causal" : ""));
       CHECK(op_time(at96, fa1, "bf16").seconds() == Approx(op_time(at128, fa1, "bf16").seconds()));
       CHECK(op_time(at96, fa2, "bf16").seconds() == Approx(op_time(at128, fa2, "bf16").seconds() * 96 / 128));
+      Op at112 = at128;
+      at112.head_dim = 112;
+      at112.k = at128.k * 112 / 128;
+      CHECK(op_time(at112, fa2, "bf16").seconds() == Approx(op_time(at128, fa2, "bf16").seconds()));
     }
   }
   // At 48 (between its 32 and 64 tiles) FlashAttention 1 runs the 64 tile: the time of 64.
