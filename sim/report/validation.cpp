@@ -785,23 +785,25 @@ ValidationPlan mosaic_h100_plan(const std::string& data_dir) {
                           "mosaic-mpt-h100", kMosaicH100, std::size(kMosaicH100));
 }
 
-/// FlashAttention's own GPT-3 training code on one node of 8 A100 80GB SXM4 (400 W, NVLink): the
-/// table of tokens/s of Dao-AILab/flash-attention training/README.md as 4a6eaa9f (2022-11-29) added
-/// it, "more details on the training speed with FlashAttention on 8 x A100 80GB", with the
-/// settings of each model's experiment config at that commit (scenarios/validation/flash-attn-gpt3/:
-/// DDP or ZeRO-1 over 8 GPUs, bf16 autocast, FlashAttention 1.x's CUDA kernel, hand-fused dense,
-/// GELU, dropout-add-LayerNorm and cross-entropy kernels, no recompute). Added out of sample in
-/// round 25: every row of the table, the rule fixed before any was simulated, the first
-/// predictions in the commit that added them. The published figures are the 8 GPUs' tokens/s as
-/// printed (three significant figures), divided by 8.
+/// FlashAttention's own GPT training code on one node of 8 A100 80GB SXM4 (400 W, NVLink), as
+/// the README of Dao-AILab/flash-attention's training folder gave it in 4a6eaa9f (2022-11-29),
+/// each row a scenario with the settings of its experiment config at that commit (DDP or ZeRO-1
+/// over 8 GPUs, autocast, FlashAttention 1.x's CUDA kernel, hand-fused dense, GELU,
+/// dropout-add-LayerNorm and cross-entropy kernels, no recompute). Added out of sample in round
+/// 25, each rule fixed before any of its rows was simulated, the first predictions in the commit
+/// that added them: every row of the GPT-3 table of tokens/s (sequence 2,048, bf16; the 8 GPUs'
+/// figure as printed, three significant figures, divided by 8), then — after that table had led
+/// to padded head dimensions, training.fused_mlp and training.fused_dropout_add_norm — every
+/// FlashAttention bar of the GPT-2 figure whose label can be read (sequence 1,024, fp16; GPT2-125M's
+/// label is hidden behind the legend), in the README's TFLOP/s: Narayanan et al.'s formula × 3/4.
 struct FlashAttnRow {
-  const char* file;  ///< scenarios/validation/flash-attn-gpt3/<file>.yaml
+  const char* file;  ///< scenarios/validation/<case>/<file>.yaml
   const char* label;
   int layers, hidden, heads, microbatch, sequences;  ///< sequences: the global batch
-  double tokens_per_second;                          ///< published, all 8 GPUs together
+  double published;                                  ///< in the case's unit
 };
 
-constexpr FlashAttnRow kFlashAttnGpt3[] = {
+constexpr FlashAttnRow kFlashAttnGpt3[] = {  // tokens/s of the 8 GPUs together
     {"gpt3-125m-8gpu", "GPT3-125M, mb 32, DDP", 12, 768, 12, 32, 256, 1310e3},
     {"gpt3-355m-8gpu", "GPT3-355M, mb 32, DDP", 24, 1024, 16, 32, 256, 503e3},
     {"gpt3-760m-8gpu", "GPT3-760M, mb 16 x 2, ZeRO-1", 24, 1536, 16, 16, 256, 245e3},
@@ -809,86 +811,70 @@ constexpr FlashAttnRow kFlashAttnGpt3[] = {
     {"gpt3-2.7b-8gpu", "GPT3-2.7B (head dim 128), mb 4 x 16, ZeRO-1", 32, 2560, 20, 4, 512, 85e3},
 };
 
-ValidationPlan flash_attn_gpt3_plan(const std::string& data_dir) {
-  ValidationPlan plan{{"flash-attn-gpt3",
-                       "FlashAttention's GPT-3 training code (FlashAttention 1.x, fused kernels, DDP / ZeRO-1) on 8 A100 "
-                       "80GB at sequence 2,048 (Dao-AILab/flash-attention training/README.md, Nov 2022): tokens/s per GPU, "
-                       "out of sample",
-                       {}, true},
-                      {}};
-  const std::string source =
-      "Dao-AILab/flash-attention training/README.md (4a6eaa9f, 'Training speed'); scenarios/validation/flash-attn-gpt3/";
-  for (const auto& row : kFlashAttnGpt3) {
-    const std::string path = data_dir + "/scenarios/validation/flash-attn-gpt3/" + row.file + ".yaml";
-    plan.jobs.push_back({row.file, [row, path, source] {
+constexpr FlashAttnRow kFlashAttnGpt2[] = {  // TFLOP/s per A100 (the bars' labels)
+    {"gpt2-355m-8gpu", "GPT2-355M, fp16, mb 64, DDP", 24, 1024, 16, 64, 512, 159},
+    {"gpt2-760m-8gpu", "GPT2-760M, fp16, mb 32 x 2, ZeRO-1", 36, 1280, 20, 32, 512, 170},
+    {"gpt2-1.6b-8gpu", "GPT2-1.6B, fp16, mb 16 x 4, ZeRO-1", 48, 1600, 25, 16, 512, 164},
+};
+
+/// One FlashAttention table as a plan: every row its scenario under scenarios/validation/<name>/
+/// at `sequence` tokens and `precision`, checked against the row before it runs; `published`
+/// scales the row's figure into the unit `unit` that `predict` gives.
+ValidationPlan flash_attn_rows_plan(const std::string& data_dir, ValidationCase header, const std::string& source,
+                                    const FlashAttnRow* rows, std::size_t count, int sequence, const std::string& precision,
+                                    double published, const std::string& unit,
+                                    double (*predict)(const config::Scenario&, const run::SimulationResult&)) {
+  ValidationPlan plan{std::move(header), {}};
+  const std::string dir = data_dir + "/scenarios/validation/" + plan.header.name + "/";
+  for (std::size_t i = 0; i < count; ++i) {
+    const FlashAttnRow row = rows[i];
+    const std::string path = dir + row.file + ".yaml";
+    plan.jobs.push_back({row.file, [=] {
                            return simulated_row(
-                               row.label, row.tokens_per_second / 8, "tok/s/GPU", source, false, path,
+                               row.label, row.published * published, unit, source, false, path,
                                [&](const config::Scenario& s) {
                                  return s.gpus() == 8 && s.model.layers == row.layers && s.model.hidden == row.hidden &&
                                         s.model.heads == row.heads && s.parallel.microbatch_size == row.microbatch &&
-                                        s.training.sequence_length == 2048 &&
-                                        s.training.global_batch_tokens == 2048.0 * row.sequences &&
-                                        s.training.attention_kernel == "flash1" && s.training.precision == "bf16";
+                                        s.training.sequence_length == sequence &&
+                                        s.training.global_batch_tokens == double(sequence) * row.sequences &&
+                                        s.training.attention_kernel == "flash1" && s.training.precision == precision;
                                },
-                               std::string("the FlashAttention GPT-3 row ") + row.file, tokens_per_gpu_second);
+                               std::string("the FlashAttention row ") + row.file, predict);
                          }});
   }
   return plan;
 }
 
-/// The GPT-2 figure of the same README (assets/gpt2_training_efficiency.jpg, 4a6eaa9f): model
-/// TFLOP/s per A100 of FlashAttention's code training GPT-2 at sequence 1,024 in fp16 on the same
-/// node, in the README's convention, Narayanan et al.'s formula × 3/4 (no recompute forward).
-/// Added out of sample in round 25 after the GPT-3 table had led to three mechanisms (padded
-/// head dimensions, training.fused_mlp, training.fused_dropout_add_norm): every FlashAttention
-/// bar whose label can be read (GPT2-125M's is hidden behind the legend), the rule fixed before
-/// any was simulated, the first predictions in the commit that added them.
-struct FlashAttnGpt2Row {
-  const char* file;  ///< scenarios/validation/flash-attn-gpt2/<file>.yaml
-  const char* label;
-  int layers, hidden, heads, microbatch;
-  double tflops;  ///< published TFLOP/s per A100 (the bar's label)
-};
+/// The README's model TFLOP/s per GPU: Narayanan et al.'s formula without its recompute forward
+/// (× 3/4), GPT-2's vocabulary of 50,257 (the padded 50,264 changes it by 0.01 %).
+double flash_attn_readme_tflops(const config::Scenario& s, const run::SimulationResult& r) {
+  const double batch = s.training.global_batch_tokens / s.training.sequence_length;
+  const double flops =
+      0.75 * megatron_iteration_flops(batch, s.training.sequence_length, s.model.layers, s.model.hidden, 50257);
+  return flops / (r.step_time_s * r.gpus) / 1e12;
+}
 
-constexpr FlashAttnGpt2Row kFlashAttnGpt2[] = {
-    {"gpt2-355m-8gpu", "GPT2-355M, fp16, mb 64, DDP", 24, 1024, 16, 64, 159},
-    {"gpt2-760m-8gpu", "GPT2-760M, fp16, mb 32 x 2, ZeRO-1", 36, 1280, 20, 32, 170},
-    {"gpt2-1.6b-8gpu", "GPT2-1.6B, fp16, mb 16 x 4, ZeRO-1", 48, 1600, 25, 16, 164},
-};
+ValidationPlan flash_attn_gpt3_plan(const std::string& data_dir) {
+  return flash_attn_rows_plan(
+      data_dir,
+      {"flash-attn-gpt3",
+       "FlashAttention's GPT-3 training code (FlashAttention 1.x, fused kernels, DDP / ZeRO-1) on 8 A100 80GB at sequence "
+       "2,048 (Dao-AILab/flash-attention training/README.md, Nov 2022): tokens/s per GPU, out of sample",
+       {}, true},
+      "Dao-AILab/flash-attention training/README.md (4a6eaa9f, 'Training speed'); scenarios/validation/flash-attn-gpt3/",
+      kFlashAttnGpt3, std::size(kFlashAttnGpt3), 2048, "bf16", 1.0 / 8, "tok/s/GPU", tokens_per_gpu_second);
+}
 
 ValidationPlan flash_attn_gpt2_plan(const std::string& data_dir) {
-  ValidationPlan plan{{"flash-attn-gpt2",
-                       "FlashAttention's GPT-2 training code (FlashAttention 1.x, fused kernels, fp16, DDP / ZeRO-1) on 8 "
-                       "A100 80GB at sequence 1,024 (Dao-AILab/flash-attention's training README, Nov 2022): TFLOP/s per "
-                       "GPU, 3/4 of Narayanan et al.'s formula, out of sample",
-                       {}, true},
-                      {}};
-  const std::string source =
-      "Dao-AILab/flash-attention assets/gpt2_training_efficiency.jpg (4a6eaa9f); scenarios/validation/flash-attn-gpt2/";
-  for (const auto& row : kFlashAttnGpt2) {
-    const std::string path = data_dir + "/scenarios/validation/flash-attn-gpt2/" + row.file + ".yaml";
-    plan.jobs.push_back({row.file, [row, path, source] {
-                           auto batch_of = [](const config::Scenario& s) {
-                             return s.training.global_batch_tokens / s.training.sequence_length;
-                           };
-                           return simulated_row(
-                               row.label, row.tflops, "TFLOP/s", source, false, path,
-                               [&](const config::Scenario& s) {
-                                 return s.gpus() == 8 && s.model.layers == row.layers && s.model.hidden == row.hidden &&
-                                        s.model.heads == row.heads && s.parallel.microbatch_size == row.microbatch &&
-                                        s.training.sequence_length == 1024 && batch_of(s) == 512 &&
-                                        s.training.attention_kernel == "flash1" && s.training.precision == "fp16";
-                               },
-                               std::string("the FlashAttention GPT-2 bar ") + row.file,
-                               [&](const config::Scenario& s, const run::SimulationResult& r) {
-                                 // The README's model FLOPs: the formula's recompute forward taken out (× 3/4).
-                                 const double flops = 0.75 * megatron_iteration_flops(batch_of(s), s.training.sequence_length,
-                                                                                      s.model.layers, s.model.hidden, 50257);
-                                 return flops / (r.step_time_s * r.gpus) / 1e12;
-                               });
-                         }});
-  }
-  return plan;
+  return flash_attn_rows_plan(
+      data_dir,
+      {"flash-attn-gpt2",
+       "FlashAttention's GPT-2 training code (FlashAttention 1.x, fused kernels, fp16, DDP / ZeRO-1) on 8 A100 80GB at "
+       "sequence 1,024 (Dao-AILab/flash-attention's training README, Nov 2022): TFLOP/s per GPU, 3/4 of Narayanan et "
+       "al.'s formula, out of sample",
+       {}, true},
+      "Dao-AILab/flash-attention assets/gpt2_training_efficiency.jpg (4a6eaa9f); scenarios/validation/flash-attn-gpt2/",
+      kFlashAttnGpt2, std::size(kFlashAttnGpt2), 1024, "fp16", 1.0, "TFLOP/s", flash_attn_readme_tflops);
 }
 
 /// Llama 3 405B pre-training at 8K and 16K H100s (Dubey et al. 2024, "The Llama 3 Herd of
