@@ -291,6 +291,19 @@ void attention_projections(const Microbatch& mb, double norm_flops, std::vector<
                      OpRole::tp_column_parallel));
 }
 
+/// The activation between the up and down projections over `elements` values.
+Op activation(const Microbatch& mb, const std::string& prefix, double elements) {
+  const Shape& sh = mb.sh;
+  Op act = elementwise(prefix + "_act", elements, sh.swiglu ? 2 : 1, 1, sh.swiglu ? kSwigluFlops : kGeluFlops, mb.bpe);
+  if (mb.eager && sh.swiglu) {
+    // Eager F.silu(gate) * up: silu reads and writes (2·bpe), the product reads two and writes
+    // one (3·bpe): two kernels.
+    act.bytes = elements * 5.0 * mb.bpe;
+    act.kernels = 2;
+  }
+  return act;
+}
+
 /// One feed-forward block of width `width` (already divided over TP) over `rows` rows, run as
 /// `batch` equal problems: up (gate and up fused under swiglu), activation, down.
 void ffn(const Microbatch& mb, const std::string& prefix, double rows, double width, double batch,
@@ -298,19 +311,8 @@ void ffn(const Microbatch& mb, const std::string& prefix, double rows, double wi
   const Shape& sh = mb.sh;
   const double up_width = (sh.swiglu ? 2.0 : 1.0) * width;
   linear(ops, mb, prefix + "_up", rows, up_width, sh.hidden, batch, OpRole::tp_column_parallel);
-  if (mb.fused_mlp) {  // the GELU (and, in backward, its gradient) in the GEMMs' epilogues
-    linear(ops, mb, prefix + "_down", rows, sh.hidden, width, batch, OpRole::tp_row_parallel);
-    return;
-  }
-  Op act = elementwise(prefix + "_act", rows * batch * width, sh.swiglu ? 2 : 1, 1,
-                       sh.swiglu ? kSwigluFlops : kGeluFlops, mb.bpe);
-  if (mb.eager && sh.swiglu) {
-    // Eager F.silu(gate) * up: silu reads and writes (2·bpe), the product reads two and writes
-    // one (3·bpe): two kernels.
-    act.bytes = rows * batch * width * 5.0 * mb.bpe;
-    act.kernels = 2;
-  }
-  ops.push_back(act);
+  // Fused MLP: the GELU (and, in backward, its gradient) runs in the GEMMs' epilogues.
+  if (!mb.fused_mlp) ops.push_back(activation(mb, prefix, rows * batch * width));
   linear(ops, mb, prefix + "_down", rows, sh.hidden, width, batch, OpRole::tp_row_parallel);
 }
 
