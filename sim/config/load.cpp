@@ -576,6 +576,7 @@ void parse_training(Section s, TrainingSpec& t) {
   s.choice("attention_kernel", t.attention_kernel, kernels);
   s.flag("gradient_accumulation_fusion", t.gradient_accumulation_fusion);
   s.flag("bf16_optimizer", t.bf16_optimizer);
+  s.flag("autocast", t.autocast);
   s.choice("reduce_dtype", t.reduce_dtype, {"fp32", "bf16", "fp16"});
   s.flag("fp8_all_gather", t.fp8_all_gather);
   s.flag("expandable_segments", t.expandable_segments);

@@ -496,6 +496,21 @@ struct TrainingSpec {
   /// microbatch included: pb + 4·4 B per parameter per microbatch (GradientAccumulation). Needs
   /// precision bf16, reduce_dtype fp32, zero ≤ 2.
   bool bf16_optimizer = false;
+  /// PyTorch automatic mixed precision (torch.autocast in the training precision, bf16 or fp16)
+  /// over fp32 parameters, as Lightning's "bf16-mixed" / "16-mixed", Hugging Face's Trainer
+  /// (bf16 / fp16 = True) and torch.amp's examples run DDP: the model, its gradients and the
+  /// optimizer's parameters stay fp32 (4 + 4 B per parameter, no separate master copy), and each
+  /// forward (and each recompute) casts every matmul weight to the training precision (autocast's
+  /// cached_cast: read 4, write 2 B per weight; the copy is cached until the forward's autocast
+  /// region ends and kept by autograd for the GEMM's backward), whose backward casts the weight
+  /// gradient back to fp32 (ToCopyBackward: read 2, write 4 B) before autograd accumulates it
+  /// (AccumulateGrad: the first microbatch's is kept, later ones added in fp32). Activations are
+  /// timed in the training precision (the ops autocast runs in fp32 — norms, softmax, losses —
+  /// are timed as the framework's kernels are). Gradients are reduced in fp32 (reduce_dtype
+  /// unset or fp32). Not with ZeRO-3 (FSDP casts the parameters itself: its MixedPrecision),
+  /// fp32 or fp8 recipes, CUDA graphs, DeepSpeed's or Megatron's own fp32 gradient buffers, MoE,
+  /// MLA or layer-list models (not simulated).
+  bool autocast = false;
   /// Element type of the gradient collectives (DDP's all-reduced buckets, ZeRO's and FSDP's
   /// reduce-scatters): FSDP's MixedPrecisionPolicy reduce_dtype, torchtitan's
   /// training.mixed_precision_reduce (float32 by default). "" = the parameters' precision

@@ -667,6 +667,31 @@ void validate_scenario(Scenario& sc, LoadState& st) {
                   (t.reduce_dtype.empty() ? std::string("unset") : t.reduce_dtype) + ", zero " + str(p.zero) +
                   (t.gradient_accumulation_fusion ? " and gradient_accumulation_fusion" : ""));
   }
+  if (t.autocast &&
+      st.ok({"training.autocast", "training.precision", "training.framework", "parallel.zero", "training.reduce_dtype",
+             "training.bf16_optimizer", "training.gradient_accumulation_fusion", "training.activation_checkpointing",
+             "model.experts", "model.kv_lora_rank"})) {
+    std::string why;
+    if (t.precision != "bf16" && t.precision != "fp16") {
+      why = "training.precision bf16 or fp16 (the dtype autocast runs the matmuls in), got " + t.precision;
+    } else if (t.framework == "cuda_graphs") {
+      why = "training.framework eager, compile or fused (autocast's weight cache under CUDA graphs is not simulated), "
+            "got cuda_graphs";
+    } else if (p.zero > 2) {
+      why = "parallel.zero 0-2 (FSDP casts the parameters itself, by its MixedPrecision policy), got " + str(p.zero);
+    } else if (!t.reduce_dtype.empty() && t.reduce_dtype != "fp32") {
+      why = "fp32 gradient reduction (reduce_dtype unset or fp32: DDP reduces the fp32 gradients), got " + t.reduce_dtype;
+    } else if (t.bf16_optimizer || t.gradient_accumulation_fusion) {
+      why = "no DeepSpeed or Megatron fp32 gradient buffers (bf16_optimizer, gradient_accumulation_fusion)";
+    } else if (t.activation_checkpointing != "none" && t.activation_checkpointing != "full") {
+      why = "activation_checkpointing none or full (the casts under partial recompute are not simulated), got " +
+            t.activation_checkpointing;
+    } else if (m.layer_list || m.experts > 1 || m.kv_lora_rank > 0) {
+      why = "a dense transformer without MLA (the casts of layer-list, MoE and MLA models are not simulated)";
+    }
+    if (!why.empty())
+      st.report("training.autocast", "is torch.autocast over fp32 parameters: needs " + why);
+  }
   if (!p.async_tensor_parallel_allreduce && p.async_tp &&
       st.ok({"parallel.async_tensor_parallel_allreduce", "parallel.async_tp"})) {
     st.report("parallel.async_tensor_parallel_allreduce",

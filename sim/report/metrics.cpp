@@ -163,6 +163,7 @@ std::string format_memory_table(const run::SimulationResult& r) {
   if (r.memory.transient > 0) row("transient", r.memory.transient);
   if (r.memory.unsharded > 0) row("unsharded", r.memory.unsharded);
   if (r.memory.weight_cache > 0) row("fp8 cache", r.memory.weight_cache);
+  if (r.memory.autocast_copies > 0) row("cast copies", r.memory.autocast_copies);
   row("total", r.memory.total());
   row("reserved", r.memory_reserved);
   row("HBM", r.hbm_bytes);

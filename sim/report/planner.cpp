@@ -402,7 +402,7 @@ PlanPrediction predict_step(const config::Scenario& s) {
   // with the backward of the last microbatch (ZeRO-3: with every pass it gathers for).
   const auto params = workload::count_params(s.model);
   const double local = (params.total() - params.routed_experts + params.routed_experts / lay.ep) / (lay.tp * lay.pp);
-  const double pbytes = local * workload::parameter_bytes(s.training.precision);
+  const double pbytes = local * workload::stored_parameter_bytes(s.training);
   const int dpn = lay.dp * lay.cp;  // gradients are reduced over DP × CP
   const double dp_bw = group_bw(topo, std::min(stride_of(s, "dp"), stride_of(s, "cp")), dpn);
   double dp_comm = 0, overlap = 0;

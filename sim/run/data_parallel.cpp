@@ -14,7 +14,7 @@ namespace {
 struct Units {
   explicit Units(StepBuilder& b)
       : b_(b), L_(b.world().scenario.model.layers),
-        elem_(workload::parameter_bytes(b.world().scenario.training.precision)),
+        elem_(workload::stored_parameter_bytes(b.world().scenario.training)),
         reduce_(workload::reduce_bytes(b.world().scenario.training)) {}
 
   double params(int u) const { return unit_params(b_.costs(), L_, u); }

@@ -368,7 +368,9 @@ const TimedOps* GradientAccumulation::after(int local, const PassKey& key, const
     const auto& s = b_.world().scenario;
     workload::Op op;
     const double params = unit_params(b_.costs(), s.model.layers, key.unit);
-    const double pb = workload::parameter_bytes(s.training.precision), rb = workload::reduce_bytes(s.training);
+    // The fresh gradient as autograd hands it over: fp32 under autocast (its cast back is timed
+    // in the layer's backward ops), otherwise in the parameters' precision.
+    const double pb = workload::stored_parameter_bytes(s.training), rb = workload::reduce_bytes(s.training);
     if (cast_copy_) {
       // update_hp_grads: lp.grad.to(fp32) reads pb and writes an fp32 temporary, add_ reads it
       // and the fp32 buffer and writes the buffer: pb + 4·rb, two kernels.

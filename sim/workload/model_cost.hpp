@@ -145,6 +145,11 @@ struct Op {
   /// (fp8_weight_cache_bytes): only a step's first microbatch runs it, and never a recompute.
   bool first_microbatch_only = false;
 
+  /// Autocast's cast of an fp32 weight to the training precision (TrainingSpec::autocast): its
+  /// backward is the weight gradient's cast back to fp32 (ToCopyBackward), one kernel reading
+  /// the training precision and writing 4 B per element, the forward's bytes.
+  bool autocast_weight_cast = false;
+
   /// HBM bytes of the op's backward where the default rule (twice the forward's) does not hold:
   /// a fused dropout-add-norm kernel's backward reads and writes other tensors than its forward
   /// (TrainingSpec::fused_dropout_add_norm). < 0: the default rule.
@@ -461,8 +466,12 @@ double bytes_per_element(const std::string& precision);
 /// Bytes per stored weight or gradient under `precision`: fp32 4, otherwise 2 (fp8 training
 /// keeps bf16 weights and casts to fp8 per GEMM, as Transformer Engine does).
 double parameter_bytes(const std::string& precision);
+/// Bytes per parameter as the model holds it, and per gradient autograd leaves in .grad: 4
+/// under training.autocast (fp32 parameters cast per forward), otherwise
+/// parameter_bytes(precision).
+double stored_parameter_bytes(const config::TrainingSpec& training);
 /// Bytes per gradient element in the gradient collectives: 4 under training.reduce_dtype fp32,
-/// 2 under bf16/fp16, parameter_bytes(precision) when reduce_dtype is unset.
+/// 2 under bf16/fp16, stored_parameter_bytes(training) when reduce_dtype is unset.
 double reduce_bytes(const config::TrainingSpec& training);
 /// Bytes per gathered weight of a linear layer under ZeRO-3/FSDP: 1 under
 /// training.fp8_all_gather (torchao's fp8 all-gather hands the fp8 weight to the GEMM),
@@ -488,11 +497,19 @@ struct MemoryBreakdown {
   /// Transformer Engine's fp8 copies of the linear weights and their transposes, kept from a
   /// step's first microbatch for the others (fp8_weight_cache_bytes per linear parameter).
   double weight_cache = 0;
-  double total() const { return weights + gradients + optimizer + activations + transient + unsharded + weight_cache; }
+  /// Autocast's copies of the matmul weights in the training precision (training.autocast):
+  /// cached by the forward's autocast region and kept by autograd for the GEMMs' backward, all
+  /// of them alive when the forward ends.
+  double autocast_copies = 0;
+  double total() const {
+    return weights + gradients + optimizer + activations + transient + unsharded + weight_cache + autocast_copies;
+  }
 };
 
 /// Weights, gradients and optimizer state of `params_local` parameters (already divided by
-/// TP/PP/EP) under ZeRO stage `zero` over `dp` ranks; activations are 0.
+/// TP/PP/EP) under ZeRO stage `zero` over `dp` ranks; activations are 0. Under
+/// training.autocast the parameters and gradients are fp32 and the optimizer keeps no master
+/// copy (stored_parameter_bytes).
 /// weights parameter_bytes each (÷dp from ZeRO-3), gradients parameter_bytes (÷dp from
 /// ZeRO-2), optimizer state (÷dp from ZeRO-1): fp32 master copy 4 when parameter_bytes < 4,
 /// plus 4 per fp32 state tensor (adam m and v: 8; momentum 4; rmsprop 4; sgd 0).
@@ -577,7 +594,11 @@ double backward_gradient_bytes(const config::ModelSpec& model, const config::Tra
 /// choice for PP): `unsharded` holds every parameter of the stage gathered (linear weights at
 /// gathered_linear_bytes, the rest at pb) and its gradients accumulated unsharded in the reduce
 /// dtype (FSDP2 upcasts them to reduce_dtype while gradient sync is off), and the transient
-/// keeps one layer's fresh gradients (pb) and its reduce-scatter input (rb) only. A bound for the worst stage, not a
+/// keeps one layer's fresh gradients (pb) and its reduce-scatter input (rb) only. Under
+/// training.autocast the weights and gradients are fp32 (4 B each, no master copy) and
+/// `autocast_copies` holds the matmul weights cast to the training precision: the layers' and
+/// the LM head's of every microbatch in flight (full recompute: the layers' of one microbatch,
+/// cached until its forward ends). A bound for the worst stage, not a
 /// placement of stages. Not counted: the CUDA
 /// context and NCCL buffers (outside the framework's allocator: the capacity it is compared with
 /// leaves them out, run::allocator_capacity) and allocator fragmentation.

@@ -13,8 +13,9 @@ MemoryBreakdown model_state_memory(double params_local, const config::TrainingSp
   if (params_local < 0) throw std::invalid_argument("params_local must be >= 0");
   if (zero < 0 || zero > 3) throw std::invalid_argument("zero stage must be 0, 1, 2 or 3");
   if (dp < 1) throw std::invalid_argument("dp must be >= 1");
-  const double pb = parameter_bytes(training.precision);
-  const double master = pb < 4.0 ? 4.0 : 0.0;  // fp32 master copy under mixed precision
+  // fp32 master copy under mixed precision; none under autocast, whose parameters are fp32.
+  const double pb = stored_parameter_bytes(training);
+  const double master = pb < 4.0 ? 4.0 : 0.0;
   double state = 0;
   if (training.optimizer == "adam") {
     state = 8;  // m and v, fp32
@@ -247,6 +248,15 @@ MemoryBreakdown memory_per_gpu(const config::ModelSpec& model, const config::Tra
   const double linear = std::max(0.0, params_local - other);
   // Transformer Engine's fp8 weights and transposes, kept across the step's microbatches.
   m.weight_cache = linear * fp8_weight_cache_bytes(training);
+  // Autocast: every linear weight and the LM head's (tied or not) cast once per forward of each
+  // microbatch, kept by autograd until its backward. Under full recompute the checkpointed
+  // layers keep none, but the forward's autocast cache holds one microbatch's copies of them all
+  // until the forward ends; the LM head is not checkpointed.
+  if (training.autocast && in_flight_microbatches > 0) {
+    const double head = static_cast<double>(model.vocab) * model.hidden / (parallel.tp * parallel.pp);
+    const double layers_copies = training.activation_checkpointing == "full" ? linear : linear * in_flight_microbatches;
+    m.autocast_copies = (layers_copies + head * in_flight_microbatches) * bytes_per_element(training.precision);
+  }
   if (parallel.zero >= 3 && dp > 1) {
     const double layer_params = (p.attention + p.mlp - p.routed_experts + p.routed_experts / parallel.ep) /
                                 model.layers / parallel.tp;

@@ -78,6 +78,8 @@ struct Microbatch {
   bool expands_kv = false;
   /// Megatron's gradient_accumulation_fusion: the wgrad GEMM accumulates into the fp32 main_grad.
   bool wgrad_accumulates_fp32 = false;
+  /// torch.autocast over fp32 parameters (TrainingSpec::autocast): every matmul weight cast per forward.
+  bool autocast = false;
 };
 
 Microbatch microbatch(const config::ModelSpec& model, const config::TrainingSpec& training, int sequences,
@@ -114,7 +116,19 @@ Microbatch microbatch(const config::ModelSpec& model, const config::TrainingSpec
   mb.fp8_weight_cache = mb.fp8_linear && !mb.fp8_gathered_weights && fp8_weight_cache_bytes(training) > 0;
   mb.fp8_weight_transpose = mb.fp8_gathered_weights && !pytorch_model_code(training);
   mb.wgrad_accumulates_fp32 = training.gradient_accumulation_fusion;
+  mb.autocast = training.autocast;
   return mb;
+}
+
+/// Autocast's cast of a k × n fp32 weight (`batch` of them) to the training precision before its
+/// GEMM (torch.autocast's cached_cast: one copy kernel, read 4 B, write bpe per element); its
+/// backward (Op::autocast_weight_cast) casts the weight gradient back to fp32.
+Op autocast_weight_cast(const std::string& gemm_name, double k, double n, double batch, double bpe) {
+  Op cast;
+  cast.name = gemm_name + "_weight_cast";
+  cast.autocast_weight_cast = true;
+  cast.bytes = batch * k * n * (4.0 + bpe);
+  return cast;
 }
 
 /// A linear layer (m×k)·(k×n): under the fp8 recipe its GEMM runs on fp8 operands (1 B each,
@@ -124,6 +138,7 @@ Microbatch microbatch(const config::ModelSpec& model, const config::TrainingSpec
 /// (torchao casts the shard before FSDP gathers it): only the input is cast.
 void linear(std::vector<Op>& ops, const Microbatch& mb, std::string name, double m, double n, double k,
             double batch = 1, OpRole role = OpRole::plain) {
+  if (mb.autocast) ops.push_back(autocast_weight_cast(name, k, n, batch, mb.bpe));
   if (!mb.fp8_linear) {
     ops.push_back(gemm(std::move(name), m, n, k, batch, mb.bpe, role));
     return;
@@ -429,6 +444,11 @@ std::vector<Op> backward_of(const std::vector<Op>& forward, const Microbatch& mb
       ops.push_back(b);
     } else if (f.fp8_cast) {
       continue;  // the backward casts belong to the GEMM's backward below
+    } else if (f.autocast_weight_cast) {
+      // ToCopyBackward: the weight gradient (training precision) read, its fp32 copy written.
+      Op b = f;
+      b.name = f.name + "_bwd";
+      ops.push_back(b);
     } else if (f.is_gemm()) {
       // dX (m×k) = dY (m×n)·Wᵀ (n×k); dW (k×n) = Xᵀ (k×m)·dY (m×n).
       const OpRole dgrad_role = f.role == OpRole::tp_column_parallel ? OpRole::tp_column_input_grad
@@ -497,6 +517,7 @@ std::vector<Op> head_forward(const Microbatch& mb) {
   const double final_flops = sh.rmsnorm ? kRmsnormFlops : kLayernormFlops;
   ops.push_back(mb.fused_add_norm ? norm(mb, "final_norm", t * h / mb.sp, final_flops)
                                   : elementwise("final_norm", t * h / mb.sp, 1, 1, final_flops, mb.bpe));
+  if (mb.autocast) ops.push_back(autocast_weight_cast("lm_head", h, vocab_local, 1, mb.bpe));
   ops.push_back(gemm("lm_head", t, vocab_local, h, 1, mb.bpe, OpRole::tp_column_parallel));
   // Fused cross-entropy: read the logits, keep fp32 probabilities for the backward.
   Op ce;
@@ -605,8 +626,12 @@ double parameter_bytes(const std::string& precision) {
   return bytes_per_element(precision) >= 4.0 ? 4.0 : 2.0;
 }
 
+double stored_parameter_bytes(const config::TrainingSpec& training) {
+  return training.autocast ? 4.0 : parameter_bytes(training.precision);
+}
+
 double reduce_bytes(const config::TrainingSpec& training) {
-  if (training.reduce_dtype.empty()) return parameter_bytes(training.precision);
+  if (training.reduce_dtype.empty()) return stored_parameter_bytes(training);
   return bytes_per_element(training.reduce_dtype);
 }
 
@@ -773,7 +798,9 @@ std::vector<Op> layer_recompute_ops(const config::ModelSpec& model, const config
 
 Op optimizer_op(const config::TrainingSpec& training, double params_local) {
   if (params_local < 0) throw std::invalid_argument("params_local must be >= 0");
-  const double pb = parameter_bytes(training.precision);
+  // The gradients and parameters as stored: under autocast the fp32 parameters are updated in
+  // place from fp32 gradients, with no low-precision copy to write.
+  const double pb = stored_parameter_bytes(training);
   const bool mixed = pb < 4.0;
   double state_tensors = 0, flops_per_param = 0;
   if (training.optimizer == "adam") {

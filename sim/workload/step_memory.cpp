@@ -117,6 +117,14 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
   const double rb = reduce_bytes(training);
   const double layer_linear = layer_params - layer_norms / t;  // a layer's linear weights on the rank
   const double gathered = layer_linear * gathered_linear_bytes(training) + layer_norms / t * pb;
+  // Autocast (training.autocast): a layer's matmul weights cast to the training precision by its
+  // forward, cached until the forward's autocast region ends and kept by autograd for the GEMMs'
+  // backward: with the layer's saved activations, or, under full recompute (whose forward saves
+  // nothing), until the forward ends and again from the layer's recompute to its backward. The
+  // LM head's weight likewise, until the head's backward.
+  const double cast_copies = training.autocast ? layer_linear * bpe : 0.0;
+  const double head_cast_copy = training.autocast ? static_cast<double>(model.vocab) * model.hidden / t * bpe : 0.0;
+  const bool copies_until_forward_end = training.activation_checkpointing == "full";
   const bool zero3 = parallel.zero >= 3 && dp > 1;
   // PyTorch's FSDP2 (the frameworks that run torch's own modules); otherwise a ZeRO-3 that
   // keeps a sharded low-precision copy and its gradient shard for good.
@@ -229,6 +237,8 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
     std::vector<int> accumulated(static_cast<std::size_t>(layers_local), -1);
     std::vector<bool> reduced(static_cast<std::size_t>(layers_local), false);  // sharded grad exists
     std::map<std::pair<int, int>, int> saved;  // (microbatch, layer) → activations
+    std::map<std::pair<int, int>, int> copies;  // (microbatch, layer) → autocast's weight copies
+    std::map<int, int> head_copies;             // microbatch → autocast's copy of the LM head weight
     std::map<int, int> head_inputs;            // microbatch → the LM head's kept input (last stage)
     std::map<int, int> metric_logits;          // microbatch → its logits, kept for the loop's metrics
     int root = -1, root_grad = -1;  // pp = 1: the root unit, gathered for the step
@@ -305,10 +315,23 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
           if (reshard && l + 1 < end) gather(l + 1, true);
           const double keep = l == first && received ? std::max(0.0, activations - boundary) : activations;
           saved[{pass.microbatch, l}] = r.alloc(keep, kCompute, "saved activations");
+          if (cast_copies > 0) copies[{pass.microbatch, l}] = r.alloc(cast_copies, kCompute, "autocast weight copies");
           if (zero3 && free_after_forward) r.release(unsharded[static_cast<std::size_t>(l)]);
         }
         r.release(all_gather_state);  // the root's post-forward
         if (last_stage(pass.chunk)) head_inputs[pass.microbatch] = r.alloc(head_input, kCompute, "LM-head input");
+        if (last_stage(pass.chunk) && head_cast_copy > 0)
+          head_copies[pass.microbatch] = r.alloc(head_cast_copy, kCompute, "autocast weight copies");
+        if (copies_until_forward_end) {
+          // The checkpointed layers saved nothing: the autocast cache held the copies until now.
+          for (int l = first; l < end; ++l) {
+            const auto it = copies.find({pass.microbatch, l});
+            if (it != copies.end()) {
+              r.release(it->second);
+              copies.erase(it);
+            }
+          }
+        }
         if (last_stage(pass.chunk) && training.logit_metrics > 0)
           metric_logits[pass.microbatch] = r.alloc(logits * bpe, kCompute, "logits kept for metrics");
         if (stage.torch_pipelining) kept.push_back(r.alloc(last_stage(pass.chunk) ? logits * bpe : boundary, kCompute, "pp outputs kept"));
@@ -323,6 +346,11 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
         head_input_kept = held->second;
         head_inputs.erase(held);
       }
+      int head_copy_kept = -1;  // autocast's copy of the LM head weight, freed alike
+      if (const auto held = head_copies.find(pass.microbatch); held != head_copies.end() && last_stage(pass.chunk)) {
+        head_copy_kept = held->second;
+        head_copies.erase(held);
+      }
       if (zero3 && !reshard && chunk_root_grads[chunk] < 0)
         chunk_root_grads[chunk] = r.alloc(chunk_root(pass.chunk) * rb, kCompute, "accumulated gradients");
       const bool last = pass.microbatch == last_backward[chunk];
@@ -330,6 +358,8 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
         gather(l, false);
         if (reshard && l - 1 >= first) gather(l - 1, false);
         int recompute = r.alloc(recomputed, kCompute, "recomputed activations");
+        if (copies_until_forward_end && cast_copies > 0)
+          copies[{pass.microbatch, l}] = r.alloc(cast_copies, kCompute, "autocast weight copies");
         int layer_grads = r.alloc(backward_grads, kCompute, "backward gradients");
         if (zero3) {
           int fresh = r.alloc(layer_params * pb, kCompute, "fresh gradients");
@@ -356,12 +386,19 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
           r.release(it->second);
           saved.erase(it);
         }
+        const auto copy = copies.find({pass.microbatch, l});
+        if (copy != copies.end()) {
+          r.release(copy->second);
+          copies.erase(copy);
+        }
         r.release(loss_buffers);
         r.release(head_input_kept);
+        r.release(head_copy_kept);
       }
       // A last chunk of the LM head alone (no layer) frees them after the head's backward.
       r.release(loss_buffers);
       r.release(head_input_kept);
+      r.release(head_copy_kept);
       if (stage.torch_pipelining && !first_stage(pass.chunk)) kept.push_back(r.alloc(boundary, kCompute, "pp input gradients kept"));
       // The loop's metrics once the microbatch's backward has returned (pp 1): per metric, the
       // logits' fp32 copy under autocast (none in fp32 training) and the fp32 log-softmax.
@@ -400,6 +437,8 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
     for (int& h : chunk_root_params) r.release(h);
     for (int& h : chunk_root_grads) r.release(h);
     for (auto& [key, h] : saved) r.release(h);
+    for (auto& [key, h] : copies) r.release(h);
+    for (auto& [key, h] : head_copies) r.release(h);
     for (auto& [key, h] : head_inputs) r.release(h);
     for (auto& [key, h] : metric_logits) r.release(h);
     r.release(root);

@@ -113,3 +113,16 @@ TEST_CASE("DeepSpeed's BF16_Optimizer casts and adds every microbatch's gradient
   // One microbatch still copies its gradients into the fp32 buffers.
   CHECK(trace({"training.reduce_dtype=fp32", "training.bf16_optimizer=true"})->named("hp_grad_update").size() == 5);
 }
+
+TEST_CASE("autocast accumulates fp32 gradients: its add reads and writes 4 bytes per gradient, the fresh one too",
+          "[run][grad-accumulate][autocast]") {
+  const auto bf16 = trace({"training.global_batch_tokens=2048"});
+  const auto amp = trace({"training.global_batch_tokens=2048", "training.autocast=true"});
+  // ToCopyBackward hands AccumulateGrad an fp32 gradient: P·(4 + 2·4) bytes per layer, twice
+  // the bf16 add (P·(2 + 2·2)) of the same layer.
+  const auto adds = amp->named("grad_accumulate");
+  CHECK(adds.size() == 5);
+  const auto layers = layer_adds(adds, 12.0);
+  REQUIRE(layers.size() == 3);
+  CHECK(layers[0].bytes == Approx(layer_adds(bf16->named("grad_accumulate"), 6.0).at(0).bytes * 2.0));
+}
