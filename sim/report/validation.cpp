@@ -505,6 +505,61 @@ ValidationPlan bigscience_plan(const std::string& data_dir) {
   return plan;
 }
 
+/// BigScience's pre-launch benchmarks of BLOOM-shaped models on the same 48 Jean Zay nodes
+/// (bigscience-workshop/bigscience train/tr11-176B-ml/chronicles-prequel.md, section "Rebalancing
+/// layers", 2022-02-28): the iteration time of every row of that section with a measured Sec/it,
+/// each a scenario under scenarios/validation/bloom-prequel/ with the row's NHIDDEN, NLAYERS,
+/// NHEADS, TP, PP, DP and MBS and the run's software (BF16_Optimizer, embedding pipeline slots,
+/// the tr11 slurm script). Added out of sample in round 26: the rule was fixed before any row was
+/// simulated, the first predictions are in the commit that added them.
+struct BloomPrequelRow {
+  int hidden, layers, heads, tp, pp, mbs;
+  double seconds;  ///< published Sec/it
+};
+
+constexpr BloomPrequelRow kBloomPrequel[] = {
+    {12288, 106, 64, 4, 12, 2, 116.54},  {12288, 106, 96, 4, 12, 2, 118.79},  {12288, 106, 128, 4, 12, 2, 121.42},
+    {12288, 106, 96, 4, 12, 4, 120.34},  {12288, 100, 64, 8, 6, 2, 139.72},   {12288, 100, 64, 8, 6, 4, 120.96},
+    {13312, 82, 64, 8, 12, 4, 111.79},   {13312, 82, 64, 4, 12, 2, 104.45},   {13312, 82, 104, 4, 12, 2, 123.71},
+    {13312, 82, 128, 4, 12, 2, 108.78},  {13312, 82, 64, 4, 12, 4, 104.82},   {13312, 94, 128, 4, 12, 2, 124.10},
+    {14336, 70, 64, 8, 12, 2, 121.63},   {14336, 70, 64, 4, 12, 2, 102.03},   {14336, 70, 112, 4, 12, 2, 104.50},
+    {14336, 70, 128, 4, 12, 2, 105.89},  {14336, 70, 64, 4, 12, 4, 102.27},
+};
+
+ValidationPlan bloom_prequel_plan(const std::string& data_dir) {
+  ValidationPlan plan{{"bigscience-prequel",
+                       "BigScience's pre-launch benchmarks of BLOOM-shaped models (120-206B) on 384 A100 80 GB of "
+                       "Jean Zay, the run's software (chronicles-prequel.md, 2022-02-28): iteration time, out of sample",
+                       {}, true},
+                      {}};
+  const std::string src =
+      "bigscience-workshop/bigscience train/tr11-176B-ml/chronicles-prequel.md (Rebalancing layers, 2022-02-28, "
+      "Sec/it); settings: tr11-176B-ml.slurm; scenarios/validation/bloom-prequel/";
+  for (const auto& row : kBloomPrequel) {
+    const int dp = 384 / (row.tp * row.pp);
+    const std::string file = "h" + std::to_string(row.hidden) + "-l" + std::to_string(row.layers) + "-a" +
+                             std::to_string(row.heads) + "-tp" + std::to_string(row.tp) + "-pp" + std::to_string(row.pp) +
+                             "-mbs" + std::to_string(row.mbs);
+    const std::string path = data_dir + "/scenarios/validation/bloom-prequel/" + file + ".yaml";
+    const std::string label = std::to_string(row.hidden) + " x " + std::to_string(row.layers) + ", " +
+                              std::to_string(row.heads) + " heads, TP " + std::to_string(row.tp) + " PP " +
+                              std::to_string(row.pp) + " DP " + std::to_string(dp) + ", MBS " + std::to_string(row.mbs);
+    plan.jobs.push_back({file, [row, path, src, label] {
+                           return simulated_row(
+                               label, row.seconds, "s", src, true, path,
+                               [&](const config::Scenario& s) {
+                                 return s.model.layers == row.layers && s.model.hidden == row.hidden &&
+                                        s.model.heads == row.heads && s.model.vocab == 250880 &&
+                                        s.parallel.tp == row.tp && s.parallel.pp == row.pp && s.gpus() == 384 &&
+                                        s.training.sequence_length == 2048 && s.parallel.microbatch_size == row.mbs &&
+                                        s.training.global_batch_tokens == 2048.0 * 2048 && s.training.bf16_optimizer;
+                               },
+                               "the BigScience benchmark row " + label, step_time);
+                         }});
+  }
+  return plan;
+}
+
 /// NVIDIA's NeMo / Megatron-Bridge performance summaries, pre-training on DGX-H100 (dense
 /// models; the tables' H100 dense rows are all FP8): tokens/s per GPU, each a scenario under
 /// scenarios/validation/nemo/ with the table's settings and its a-priori choices (Megatron-core
@@ -943,7 +998,7 @@ ValidationPlan llama3_paper_plan(const std::string& data_dir) {
 
 std::vector<std::string> validation_case_names() {
   return {"seed003",    "nccl-h100",       "megatron-2021", "korthikanti-2022", "torchtitan",
-          "bigscience", "mt-nlg", "nemo-h100", "torchtitan-2025", "mosaic-mpt", "mosaic-mpt-h100",
+          "bigscience", "bigscience-prequel", "mt-nlg", "nemo-h100", "torchtitan-2025", "mosaic-mpt", "mosaic-mpt-h100",
           "mosaic-mpt-a100-torch2", "flash-attn-gpt3", "flash-attn-gpt2"};
 }
 
@@ -960,6 +1015,7 @@ ValidationPlan plan_validation(const std::string& name, const std::string& data_
   if (name == "torchtitan") return torchtitan_plan(data_dir);
   if (name == "torchtitan-2025") return torchtitan_2025_plan(data_dir);
   if (name == "bigscience") return bigscience_plan(data_dir);
+  if (name == "bigscience-prequel") return bloom_prequel_plan(data_dir);
   if (name == "mt-nlg") return mt_nlg_plan(data_dir);
   if (name == "nemo-h100") return nemo_plan(data_dir);
   if (name == "mosaic-mpt") return mosaic_plan(data_dir);

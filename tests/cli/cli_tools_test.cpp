@@ -250,6 +250,7 @@ TEST_CASE("validate prints every case with published, predicted and error column
   CHECK(r.out.find("case torchtitan:") != std::string::npos);
   CHECK(r.out.find("case korthikanti-2022:") != std::string::npos);
   CHECK(r.out.find("case bigscience:") != std::string::npos);
+  CHECK(r.out.find("case bigscience-prequel:") != std::string::npos);
   CHECK(r.out.find("case mt-nlg:") != std::string::npos);
   CHECK(r.out.find("case nemo-h100:") != std::string::npos);
   CHECK(r.out.find("case torchtitan-2025:") != std::string::npos);
@@ -263,10 +264,10 @@ TEST_CASE("validate prints every case with published, predicted and error column
   CHECK(r.out.find("beyond the bounds: ") != std::string::npos);
   CHECK(r.out.find("rows without a prediction") != std::string::npos);
   CHECK(r.out.find(" 0 rows without a prediction") == std::string::npos);
-  // Jobs: seed003 1, nccl 2, megatron-2021 10, korthikanti-2022 8, torchtitan 18, bigscience 1, mt-nlg 3,
-  // nemo-h100 5, torchtitan-2025 12, mosaic-mpt 66, mosaic-mpt-h100 38, mosaic-mpt-a100-torch2 9,
-  // flash-attn-gpt3 5, flash-attn-gpt2 3.
-  CHECK(r.err.find("validate: 181/181 done") != std::string::npos);
+  // Jobs: seed003 1, nccl 2, megatron-2021 10, korthikanti-2022 8, torchtitan 18, bigscience 1,
+  // bigscience-prequel 17, mt-nlg 3, nemo-h100 5, torchtitan-2025 12, mosaic-mpt 66, mosaic-mpt-h100 38,
+  // mosaic-mpt-a100-torch2 9, flash-attn-gpt3 5, flash-attn-gpt2 3.
+  CHECK(r.err.find("validate: 198/198 done") != std::string::npos);
   int headers = 0, rows = 0;
   bool in_case = false;
   for (const auto& line : lines_of(r.out)) {
@@ -292,7 +293,7 @@ TEST_CASE("validate prints every case with published, predicted and error column
     CHECK(error_pct == Approx(100 * (predicted - published) / published).margin(0.006));
     ++rows;
   }
-  CHECK(headers == 14);  // seed003, nccl-h100, megatron-2021, korthikanti-2022, bigscience, mt-nlg, nemo-h100, torchtitan-2025, mosaic-mpt, mosaic-mpt-h100, mosaic-mpt-a100-torch2, flash-attn-gpt3 and flash-attn-gpt2 (no scenario here), torchtitan
+  CHECK(headers == 15);  // seed003, nccl-h100, megatron-2021, korthikanti-2022, bigscience, bigscience-prequel, mt-nlg, nemo-h100, torchtitan-2025, mosaic-mpt, mosaic-mpt-h100, mosaic-mpt-a100-torch2, flash-attn-gpt3 and flash-attn-gpt2 (no scenario here), torchtitan
   CHECK(rows == 8 + 3 + 1 + 2);  // seed003's 8, nccl's 3 (1 node ring and NVLS, 16 nodes), Megatron row 1, torchtitan 8B eager (tokens/s, memory)
 }
 

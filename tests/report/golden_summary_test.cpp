@@ -208,6 +208,10 @@ TEST_CASE("the bigscience (BLOOM) validation scenario reproduces its golden summ
   check_goldens(shipped_scenarios("validation/bloom", false));
 }
 
+TEST_CASE("the BigScience pre-launch benchmark scenarios reproduce their golden summaries", "[golden][slow]") {
+  check_goldens(shipped_scenarios("validation/bloom-prequel", false));
+}
+
 TEST_CASE("the MT-NLG 530B validation scenarios reproduce their golden summaries", "[golden][slow]") {
   check_goldens(shipped_scenarios("validation/mt-nlg", false));
 }
