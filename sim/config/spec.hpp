@@ -493,8 +493,9 @@ struct TrainingSpec {
   /// DeepSpeed's BF16_Optimizer (deepspeed/runtime/bf16_optimizer.py, as BLOOM ran it): after
   /// every microbatch's backward, update_hp_grads casts each bf16 gradient to an fp32 temporary
   /// and adds it into the fp32 gradient buffer (hp_grad.add_(lp.grad.to(fp32))), the first
-  /// microbatch included: pb + 4·4 B per parameter per microbatch (GradientAccumulation). Needs
-  /// precision bf16, reduce_dtype fp32, zero ≤ 2.
+  /// microbatch included: pb + 4·4 B per parameter per microbatch (GradientAccumulation). The
+  /// fp32 buffer holds every parameter of the rank, 4 B each, unsharded, for the whole run
+  /// (workload::model_state_memory). Needs precision bf16, reduce_dtype fp32, zero ≤ 2.
   bool bf16_optimizer = false;
   /// PyTorch automatic mixed precision (torch.autocast in the training precision, bf16 or fp16)
   /// over fp32 parameters, as Lightning's "bf16-mixed" / "16-mixed", Hugging Face's Trainer

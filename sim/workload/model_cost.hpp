@@ -509,7 +509,8 @@ struct MemoryBreakdown {
 /// Weights, gradients and optimizer state of `params_local` parameters (already divided by
 /// TP/PP/EP) under ZeRO stage `zero` over `dp` ranks; activations are 0. Under
 /// training.autocast the parameters and gradients are fp32 and the optimizer keeps no master
-/// copy (stored_parameter_bytes).
+/// copy (stored_parameter_bytes). Under training.bf16_optimizer the gradients add DeepSpeed's
+/// fp32 accumulation buffer, 4 B per parameter, never sharded.
 /// weights parameter_bytes each (÷dp from ZeRO-3), gradients parameter_bytes (÷dp from
 /// ZeRO-2), optimizer state (÷dp from ZeRO-1): fp32 master copy 4 when parameter_bytes < 4,
 /// plus 4 per fp32 state tensor (adam m and v: 8; momentum 4; rmsprop 4; sgd 0).

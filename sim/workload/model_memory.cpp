@@ -29,6 +29,12 @@ MemoryBreakdown model_state_memory(double params_local, const config::TrainingSp
   MemoryBreakdown m;
   m.weights = params_local * pb / (zero >= 3 ? ranks : 1.0);
   m.gradients = params_local * pb / (zero >= 2 ? ranks : 1.0);
+  // DeepSpeed's BF16_Optimizer accumulates the gradients in one fp32 buffer of every parameter
+  // of the rank, allocated with the optimizer and not sharded (bigscience tr11-176B-ml README:
+  // "It doesn't shard the static fp32 buffer it reuses, which consumes 4 bytes * params of
+  // additional memory"; deepspeed/runtime/bf16_optimizer.py: fp32_groups_gradients_flat, a
+  // zeros_like of the whole flat bf16 group in fp32).
+  if (training.bf16_optimizer) m.gradients += params_local * 4.0;
   m.optimizer = params_local * (master + state) / (zero >= 1 ? ranks : 1.0);
   return m;
 }

@@ -28,6 +28,21 @@ TEST_CASE("mixed-precision Adam holds 16 bytes per parameter: 112 GB at 7B", "[w
   CHECK(m.total() == 112e9);
 }
 
+TEST_CASE("DeepSpeed's BF16_Optimizer adds an unsharded fp32 gradient buffer: 4 bytes per parameter", "[workload][memory]") {
+  // BLOOM's tr11 README: "It doesn't shard the static fp32 buffer it reuses, which consumes
+  // 4 bytes * params of additional memory". 1e9 parameters, its own stage 1 over 8 ranks.
+  config::TrainingSpec t = mixed_adam();
+  t.bf16_optimizer = true;
+  t.reduce_dtype = "fp32";
+  const MemoryBreakdown plain = model_state_memory(1e9, mixed_adam(), 1, 8);
+  const MemoryBreakdown bf16opt = model_state_memory(1e9, t, 1, 8);
+  CHECK(plain.gradients == 2e9);
+  CHECK(bf16opt.gradients == 2e9 + 4e9);  // the bf16 .grad and the fp32 buffer, neither sharded
+  CHECK(bf16opt.weights == plain.weights);
+  CHECK(bf16opt.optimizer == plain.optimizer);  // master and moments sharded: 12 B / 8
+  CHECK(model_state_memory(1e9, t, 2, 8).gradients == 2e9 / 8 + 4e9);
+}
+
 TEST_CASE("ZeRO stages shard optimizer state, then gradients, then weights", "[workload][memory]") {
   const double n = 7e9;
   // ZeRO-1 over 8: 2 + 2 + 12/8 = 5.5 B/param.
