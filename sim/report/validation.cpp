@@ -528,7 +528,7 @@ constexpr BloomPrequelRow kBloomPrequel[] = {
 
 ValidationPlan bloom_prequel_plan(const std::string& data_dir) {
   ValidationPlan plan{{"bigscience-prequel",
-                       "BigScience's pre-launch benchmarks of BLOOM-shaped models (120-206B) on 384 A100 80 GB of "
+                       "BigScience's pre-launch benchmarks of BLOOM-shaped models (176-203B) on 384 A100 80 GB of "
                        "Jean Zay, the run's software (chronicles-prequel.md, 2022-02-28): iteration time, out of sample",
                        {}, true},
                       {}};
