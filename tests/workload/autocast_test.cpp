@@ -29,12 +29,6 @@ config::TrainingSpec bf16_fused(bool autocast, const std::string& recompute = "n
   return t;
 }
 
-double total(const std::vector<Op>& ops, double Op::*field) {
-  double sum = 0;
-  for (const Op& op : ops) sum += op.*field;
-  return sum;
-}
-
 int kernels(const std::vector<Op>& ops) {
   int sum = 0;
   for (const Op& op : ops) sum += op.kernels;

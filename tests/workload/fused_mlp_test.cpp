@@ -25,12 +25,6 @@ config::TrainingSpec fused_bf16(bool fused_mlp) {
   return t;
 }
 
-double total(const std::vector<Op>& ops, double Op::*field) {
-  double sum = 0;
-  for (const Op& op : ops) sum += op.*field;
-  return sum;
-}
-
 }  // namespace
 
 TEST_CASE("a fused MLP runs its GELU in the GEMMs' epilogues: no activation kernel either way", "[workload][ops][mlp]") {

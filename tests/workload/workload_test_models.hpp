@@ -191,4 +191,11 @@ inline bool has(const std::vector<Op>& ops, const std::string& name) {
   return false;
 }
 
+/// The sum of `field` (bytes, flops) over `ops`.
+inline double total(const std::vector<Op>& ops, double Op::*field) {
+  double sum = 0;
+  for (const Op& op : ops) sum += op.*field;
+  return sum;
+}
+
 }  // namespace ironlaw::workload::testing
