@@ -506,44 +506,56 @@ ValidationPlan bigscience_plan(const std::string& data_dir) {
 }
 
 /// BigScience's pre-launch benchmarks of BLOOM-shaped models on the same 48 Jean Zay nodes
-/// (bigscience-workshop/bigscience train/tr11-176B-ml/chronicles-prequel.md, section "Rebalancing
-/// layers", 2022-02-28): the iteration time of every row of that section with a measured Sec/it,
-/// each a scenario under scenarios/validation/bloom-prequel/ with the row's NHIDDEN, NLAYERS,
-/// NHEADS, TP, PP, DP and MBS and the run's software (BF16_Optimizer, embedding pipeline slots,
-/// the tr11 slurm script). Added out of sample in round 26: the rule was fixed before any row was
-/// simulated, the first predictions are in the commit that added them.
+/// (bigscience-workshop/bigscience train/tr11-176B-ml/chronicles-prequel.md), each a scenario
+/// under scenarios/validation/bloom-prequel/ with its row's NHIDDEN, NLAYERS, NHEADS, TP, PP, DP,
+/// MBS and GBS: every row with a measured Sec/it of the section "Rebalancing layers" (2022-02-28,
+/// the run's software: BF16_Optimizer, embedding pipeline slots) and of the table "Batchsize
+/// Warmup" (2022-02-26, fp16 with DeepSpeed's ZeRO-1: one layout at four global batches). Added
+/// out of sample in round 26: each rule was fixed before its rows were simulated, the first
+/// predictions are in the commits that added them.
 struct BloomPrequelRow {
-  int hidden, layers, heads, tp, pp, mbs;
-  double seconds;  ///< published Sec/it
+  int hidden, layers, heads, tp, pp, mbs, gbs;
+  bool bf16_optimizer;  ///< the 02-28 software; false: the fp16 ZeRO-1 of 02-26
+  double seconds;       ///< published Sec/it
 };
 
 constexpr BloomPrequelRow kBloomPrequel[] = {
-    {12288, 106, 64, 4, 12, 2, 116.54},  {12288, 106, 96, 4, 12, 2, 118.79},  {12288, 106, 128, 4, 12, 2, 121.42},
-    {12288, 106, 96, 4, 12, 4, 120.34},  {12288, 100, 64, 8, 6, 2, 139.72},   {12288, 100, 64, 8, 6, 4, 120.96},
-    {13312, 82, 64, 8, 12, 4, 111.79},   {13312, 82, 64, 4, 12, 2, 104.45},   {13312, 82, 104, 4, 12, 2, 123.71},
-    {13312, 82, 128, 4, 12, 2, 108.78},  {13312, 82, 64, 4, 12, 4, 104.82},   {13312, 94, 128, 4, 12, 2, 124.10},
-    {14336, 70, 64, 8, 12, 2, 121.63},   {14336, 70, 64, 4, 12, 2, 102.03},   {14336, 70, 112, 4, 12, 2, 104.50},
-    {14336, 70, 128, 4, 12, 2, 105.89},  {14336, 70, 64, 4, 12, 4, 102.27},
+    {12288, 106, 64, 4, 12, 2, 2048, true, 116.54},  {12288, 106, 96, 4, 12, 2, 2048, true, 118.79},
+    {12288, 106, 128, 4, 12, 2, 2048, true, 121.42}, {12288, 106, 96, 4, 12, 4, 2048, true, 120.34},
+    {12288, 100, 64, 8, 6, 2, 2048, true, 139.72},   {12288, 100, 64, 8, 6, 4, 2048, true, 120.96},
+    {13312, 82, 64, 8, 12, 4, 2048, true, 111.79},   {13312, 82, 64, 4, 12, 2, 2048, true, 104.45},
+    {13312, 82, 104, 4, 12, 2, 2048, true, 123.71},  {13312, 82, 128, 4, 12, 2, 2048, true, 108.78},
+    {13312, 82, 64, 4, 12, 4, 2048, true, 104.82},   {13312, 94, 128, 4, 12, 2, 2048, true, 124.10},
+    {14336, 70, 64, 8, 12, 2, 2048, true, 121.63},   {14336, 70, 64, 4, 12, 2, 2048, true, 102.03},
+    {14336, 70, 112, 4, 12, 2, 2048, true, 104.50},  {14336, 70, 128, 4, 12, 2, 2048, true, 105.89},
+    {14336, 70, 64, 4, 12, 4, 2048, true, 102.27},
+    {13824, 78, 96, 4, 12, 2, 512, false, 35.77},    {13824, 78, 96, 4, 12, 2, 1024, false, 59.65},
+    {13824, 78, 96, 4, 12, 2, 1536, false, 83.11},   {13824, 78, 96, 4, 12, 2, 2048, false, 107.12},
 };
 
 ValidationPlan bloom_prequel_plan(const std::string& data_dir) {
   ValidationPlan plan{{"bigscience-prequel",
                        "BigScience's pre-launch benchmarks of BLOOM-shaped models (176-203B) on 384 A100 80 GB of "
-                       "Jean Zay, the run's software (chronicles-prequel.md, 2022-02-28): iteration time, out of sample",
+                       "Jean Zay (chronicles-prequel.md, 2022-02-26 and -28): iteration time, out of sample",
                        {}, true},
                       {}};
-  const std::string src =
-      "bigscience-workshop/bigscience train/tr11-176B-ml/chronicles-prequel.md (Rebalancing layers, 2022-02-28, "
-      "Sec/it); settings: tr11-176B-ml.slurm; scenarios/validation/bloom-prequel/";
   for (const auto& row : kBloomPrequel) {
     const int dp = 384 / (row.tp * row.pp);
-    const std::string file = "h" + std::to_string(row.hidden) + "-l" + std::to_string(row.layers) + "-a" +
-                             std::to_string(row.heads) + "-tp" + std::to_string(row.tp) + "-pp" + std::to_string(row.pp) +
-                             "-mbs" + std::to_string(row.mbs);
+    std::string file = "h" + std::to_string(row.hidden) + "-l" + std::to_string(row.layers) + "-a" +
+                       std::to_string(row.heads) + "-tp" + std::to_string(row.tp) + "-pp" + std::to_string(row.pp) +
+                       "-mbs" + std::to_string(row.mbs);
+    std::string label = std::to_string(row.hidden) + " x " + std::to_string(row.layers) + ", " +
+                        std::to_string(row.heads) + " heads, TP " + std::to_string(row.tp) + " PP " +
+                        std::to_string(row.pp) + " DP " + std::to_string(dp) + ", MBS " + std::to_string(row.mbs);
+    if (!row.bf16_optimizer) {
+      file += "-gbs" + std::to_string(row.gbs);
+      label += ", GBS " + std::to_string(row.gbs) + ", fp16";
+    }
+    const std::string src =
+        std::string("bigscience-workshop/bigscience train/tr11-176B-ml/chronicles-prequel.md (") +
+        (row.bf16_optimizer ? "Rebalancing layers, 2022-02-28" : "Batchsize Warmup, 2022-02-26") +
+        ", Sec/it); settings: tr11-176B-ml.slurm; scenarios/validation/bloom-prequel/";
     const std::string path = data_dir + "/scenarios/validation/bloom-prequel/" + file + ".yaml";
-    const std::string label = std::to_string(row.hidden) + " x " + std::to_string(row.layers) + ", " +
-                              std::to_string(row.heads) + " heads, TP " + std::to_string(row.tp) + " PP " +
-                              std::to_string(row.pp) + " DP " + std::to_string(dp) + ", MBS " + std::to_string(row.mbs);
     plan.jobs.push_back({file, [row, path, src, label] {
                            return simulated_row(
                                label, row.seconds, "s", src, true, path,
@@ -552,7 +564,9 @@ ValidationPlan bloom_prequel_plan(const std::string& data_dir) {
                                         s.model.heads == row.heads && s.model.vocab == 250880 &&
                                         s.parallel.tp == row.tp && s.parallel.pp == row.pp && s.gpus() == 384 &&
                                         s.training.sequence_length == 2048 && s.parallel.microbatch_size == row.mbs &&
-                                        s.training.global_batch_tokens == 2048.0 * 2048 && s.training.bf16_optimizer;
+                                        s.training.global_batch_tokens == 2048.0 * row.gbs &&
+                                        s.training.bf16_optimizer == row.bf16_optimizer &&
+                                        s.training.precision == (row.bf16_optimizer ? "bf16" : "fp16");
                                },
                                "the BigScience benchmark row " + label, step_time);
                          }});
