@@ -19,11 +19,7 @@ using namespace ironlaw::workload::testing;
 namespace {
 
 config::TrainingSpec bf16_fused(bool autocast, const std::string& recompute = "none") {
-  config::TrainingSpec t;
-  t.sequence_length = 1024;
-  t.precision = "bf16";
-  t.optimizer = "adam";
-  t.framework = "fused";
+  config::TrainingSpec t = bf16_adam_1k("fused");
   t.activation_checkpointing = recompute;
   t.autocast = autocast;
   return t;

@@ -16,11 +16,7 @@ using namespace ironlaw::workload::testing;
 namespace {
 
 config::TrainingSpec eager_bf16(bool fused) {
-  config::TrainingSpec t;
-  t.sequence_length = 1024;
-  t.precision = "bf16";
-  t.optimizer = "adam";
-  t.framework = "eager";
+  config::TrainingSpec t = bf16_adam_1k("eager");
   t.fused_cross_entropy = fused;
   return t;
 }

@@ -16,11 +16,7 @@ using namespace ironlaw::workload::testing;
 namespace {
 
 config::TrainingSpec fused_bf16(bool fused_add_norm) {
-  config::TrainingSpec t;
-  t.sequence_length = 1024;
-  t.precision = "bf16";
-  t.optimizer = "adam";
-  t.framework = "fused";
+  config::TrainingSpec t = bf16_adam_1k("fused");
   t.fused_dropout_add_norm = fused_add_norm;
   return t;
 }

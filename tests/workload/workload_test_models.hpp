@@ -191,6 +191,17 @@ inline bool has(const std::vector<Op>& ops, const std::string& name) {
   return false;
 }
 
+/// GPT-2 small's training step as the op tests count it by hand: 1,024-token sequences, bf16,
+/// Adam, the model code of `framework` (fused, eager or compile).
+inline config::TrainingSpec bf16_adam_1k(const std::string& framework) {
+  config::TrainingSpec t;
+  t.sequence_length = 1024;
+  t.precision = "bf16";
+  t.optimizer = "adam";
+  t.framework = framework;
+  return t;
+}
+
 /// The sum of `field` (bytes, flops) over `ops`.
 inline double total(const std::vector<Op>& ops, double Op::*field) {
   double sum = 0;
