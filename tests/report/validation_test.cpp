@@ -671,3 +671,32 @@ TEST_CASE("the mosaic-mpt case runs its 66 table rows, each against its own scen
     CHECK(rows[0].predicted > 0);
   }
 }
+
+TEST_CASE("the bigscience-prequel case runs its 21 rows, each against its own scenario", "[validation]") {
+  // chronicles-prequel.md: 17 rows of "Rebalancing layers" (2022-02-28, BF16 optimizer, global
+  // batch 2,048) and the 4 of "Batchsize Warmup" (2022-02-26, fp16, global batch 512-2,048); all
+  // on 48 nodes of 8, so DP = 384 / (TP x PP).
+  const auto plan = report::plan_validation("bigscience-prequel", kRepo);
+  REQUIRE(plan.jobs.size() == 21);
+  int bf16_rows = 0;
+  for (const auto& job : plan.jobs) {
+    const auto s = config::load_scenario(kRepo + "/scenarios/validation/bloom-prequel/" + job.label + ".yaml");
+    INFO(job.label);
+    CHECK(s.gpus() == 384);
+    CHECK(s.parallel.pp_runtime == "deepspeed");
+    CHECK(s.training.activation_checkpointing == "full");
+    if (s.training.bf16_optimizer) {
+      ++bf16_rows;
+      CHECK(s.training.global_batch_tokens == 2048.0 * 2048);
+    }
+  }
+  CHECK(bf16_rows == 17);
+  // The production layout (176B: 14,336 x 70, 112 heads, TP 4 PP 12 DP 8, MBS 2), 104.50 s published.
+  for (const auto& job : plan.jobs) {
+    if (job.label != "h14336-l70-a112-tp4-pp12-mbs2") continue;
+    const auto rows = job.run();
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].published == 104.50);
+    CHECK(std::isfinite(rows[0].predicted));
+  }
+}
