@@ -495,8 +495,19 @@ struct TrainingSpec {
   /// and adds it into the fp32 gradient buffer (hp_grad.add_(lp.grad.to(fp32))), the first
   /// microbatch included: pb + 4·4 B per parameter per microbatch (GradientAccumulation). The
   /// fp32 buffer holds every parameter of the rank, 4 B each, unsharded, for the whole run
-  /// (workload::model_state_memory). Needs precision bf16, reduce_dtype fp32, zero ≤ 2.
+  /// (workload::model_state_memory). Needs precision bf16, reduce_dtype fp32, zero ≤ 2. At the
+  /// step's end DeepSpeed's engine all-reduces those fp32 buffers (buffered_allreduce_fallback
+  /// over get_grads_for_reduction(): flattened, cast to communication_data_type, all-reduced,
+  /// scaled by 1/dp, copied back), BF16_Optimizer takes the global norm of the unsharded fp32
+  /// gradients and clips them, updates the rank's 1/dp shard (ZeRO 1) and all-gathers the bf16
+  /// parameters, then zeroes the buffers (run/data_parallel.cpp).
   bool bf16_optimizer = false;
+  /// DeepSpeed's communication_data_type: the dtype its engine's gradient all-reduce casts the
+  /// gradients to on the wire (under bf16_optimizer, the only DeepSpeed reduction simulated).
+  /// "" = the gradients' own dtype (reduce_dtype). DeepSpeed's default for bf16 was bfloat16 from
+  /// 0.5.8 (d14baad9, 2021-11) until 0.9 (261d6370, 2023-03: "Make fp32 default communication
+  /// data type"). fp32 | bf16 | fp16.
+  std::string communication_data_type;
   /// PyTorch automatic mixed precision (torch.autocast in the training precision, bf16 or fp16)
   /// over fp32 parameters, as Lightning's "bf16-mixed" / "16-mixed", Hugging Face's Trainer
   /// (bf16 / fp16 = True) and torch.amp's examples run DDP: the model, its gradients and the

@@ -667,6 +667,20 @@ void validate_scenario(Scenario& sc, LoadState& st) {
                   (t.reduce_dtype.empty() ? std::string("unset") : t.reduce_dtype) + ", zero " + str(p.zero) +
                   (t.gradient_accumulation_fusion ? " and gradient_accumulation_fusion" : ""));
   }
+  if (!t.communication_data_type.empty() &&
+      st.ok({"training.communication_data_type", "training.bf16_optimizer"}) && !t.bf16_optimizer) {
+    st.report("training.communication_data_type",
+              "is DeepSpeed's dtype for the all-reduce of training.bf16_optimizer's fp32 gradients, the one DeepSpeed "
+              "gradient reduction simulated: expected training.bf16_optimizer true, or the key unset");
+  }
+  if (m.tied_embeddings && p.pp > 1 && p.pp_runtime == "torch" &&
+      st.ok({"model.tied_embeddings", "parallel.pp", "parallel.pp_runtime"})) {
+    st.report("parallel.pp_runtime",
+              "torch (torch.distributed.pipelining) does not keep a weight shared by two stages in step, and "
+              "model.tied_embeddings puts the embedding on the first stage and its copy on the last: expected "
+              "pp_runtime megatron or deepspeed (which all-reduce the tied gradients), model.tied_embeddings false, "
+              "or parallel.pp 1");
+  }
   if (t.autocast &&
       st.ok({"training.autocast", "training.precision", "training.framework", "parallel.zero", "training.reduce_dtype",
              "training.bf16_optimizer", "training.gradient_accumulation_fusion", "training.activation_checkpointing",

@@ -96,7 +96,10 @@ std::string format_waterfall(const Waterfall& w, double published) {
       if (section == "step") out += subtotal("= simulated steps (steps x step time x GPUs)", w.step_hours);
       section = b.section;
     }
-    out += row((b.gpu_hours >= 0 ? "+ " : "- ") + b.name, b.gpu_hours, total);
+    // A bar that rounds to no whole GPU-hour (a floating-point residue, such as kept steps that
+    // equal this step) prints as +0, never as "- ... -0".
+    const double hours = std::round(b.gpu_hours) == 0.0 ? 0.0 : b.gpu_hours;
+    out += row((hours >= 0 ? "+ " : "- ") + b.name, hours, total);
   }
   if (section == "step") out += subtotal("= simulated steps (steps x step time x GPUs)", w.step_hours);
   if (w.whole_run) {

@@ -1,8 +1,10 @@
 #include "run/data_parallel.hpp"
 
 #include <algorithm>
+#include <map>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace ironlaw::run::detail {
 
@@ -57,6 +59,7 @@ class Buckets : public DataParallelStrategy {
         const TaskId c = b.collective(op_, g.group, filled, u.name(op_, "bucket" + std::to_string(bucket++)), g.members,
                                       g.communicator);
         for (int mem : g.members) b.depend(t.at(t.bwd_last, mem, g.last_microbatch, g.units[i]), c);
+        for (TaskId a : g.after) b.depend(a, c);
         done.push_back(c);
         filled = 0;
       }
@@ -81,6 +84,11 @@ class ShardedOptimizer final : public Buckets {
 
   void after_optimizer(StepBuilder& b, const ReductionGroup& g, const std::vector<TaskId>& optimizer) const override {
     if (b.world().scenario.parallel.overlap_param_gather) return;  // the next step's forward gathers
+    gather_updated_parameters(b, g, optimizer);
+  }
+
+  /// The all-gather of the updated shards after the optimizer: every unit the rank holds.
+  static void gather_updated_parameters(StepBuilder& b, const ReductionGroup& g, const std::vector<TaskId>& optimizer) {
     const Units u(b);
     double held = 0;
     for (int unit : g.units) held += bytes(b, u, unit);
@@ -118,6 +126,104 @@ class ShardedOptimizer final : public Buckets {
       }
     }
   }
+};
+
+/// DeepSpeed's BF16_Optimizer (training.bf16_optimizer) at the end of a step, as DeepSpeed's
+/// engine runs it (microsoft/DeepSpeed 56c52238, "bf16+pipeline parallelism (#1801)", the work
+/// BLOOM's training ran: pipe/engine.py _exec_reduce_grads → _bf16_reduce_grads; engine.py
+/// buffered_allreduce_fallback → allreduce_bucket; bf16_optimizer.py step). Once the step's
+/// backward is done, the rank's fp32 gradient buffers (get_grads_for_reduction, unsharded) are
+/// flattened into a bucket (torch.cat: read 4, write 4 B per parameter), cast to the
+/// communication dtype c unless that is fp32 (read 4, write c), all-reduced over the group —
+/// an all-reduce, not a reduce-scatter: every rank keeps every fp32 gradient —, scaled by 1/dp
+/// (postscale_gradients: read c, write c), cast back (read c, write 4) and copied into the
+/// buffers (read 4, write 4). BF16_Optimizer.step then takes the global norm of those unsharded
+/// gradients (read 4) and clips them (read 4, write 4), updates its 1/dp shard (the optimizer
+/// task; ZeRO 1, how the scenarios name its partitioning) and all-gathers the bf16 parameters;
+/// clear_hp_grads zeroes the buffers (write 4; timed before the update, the same sum). The
+/// engine reduces in buckets of 500M elements, one after another (each flattened, reduced and
+/// copied back before the next): the bytes of one bucket, as built here. Kernels: one per pass
+/// and flat group (two: with and without weight decay), the norms and clips one per unit (the
+/// per-tensor launches of a unit are counted once).
+class Bf16OptimizerReduction final : public DataParallelStrategy {
+ public:
+  explicit Bf16OptimizerReduction(bool sharded) : sharded_(sharded) {}
+
+  std::vector<TaskId> reduce_gradients(StepBuilder& b, const ReductionGroup& g) const override {
+    const Units u(b);
+    UnitTasks& t = b.units();
+    double params = 0;
+    for (int unit : g.units) params += u.params(unit);
+    const Ops& ops = ops_for(b, params, static_cast<int>(g.units.size()));
+    const double c = comm_bytes(b.world().scenario.training);
+    std::vector<TaskId> flattened;
+    for (int mem : g.members) {
+      const TaskId f = b.compute(mem, EventKind::backward, ops.flatten, b.name("bf16 gradient flatten"));
+      for (int unit : g.units) b.depend(t.at(t.bwd_last, mem, g.last_microbatch, unit), f);
+      for (TaskId a : g.after) b.depend(a, f);
+      flattened.push_back(f);
+    }
+    const TaskId ar = b.collective(CollectiveOp::all_reduce, g.group, params * c,
+                                   u.name(CollectiveOp::all_reduce, "fp32 gradients"), g.members, g.communicator);
+    for (TaskId f : flattened) b.depend(f, ar);
+    std::vector<TaskId> done;
+    for (int mem : g.members) {
+      const TaskId back = b.compute(mem, EventKind::backward, ops.copy_back, b.name("bf16 gradient copy back"));
+      b.depend(ar, back);
+      const TaskId clip = b.compute(mem, EventKind::optimizer, ops.clip, b.name("bf16 gradient clip"));
+      b.depend(back, clip);
+      done.push_back(clip);
+    }
+    return done;
+  }
+
+  void after_optimizer(StepBuilder& b, const ReductionGroup& g, const std::vector<TaskId>& optimizer) const override {
+    if (sharded_) ShardedOptimizer::gather_updated_parameters(b, g, optimizer);
+  }
+
+ private:
+  struct Ops {
+    TimedOps flatten, copy_back, clip;
+  };
+
+  /// Bytes per element on the wire: communication_data_type, else the fp32 buffers' own.
+  static double comm_bytes(const config::TrainingSpec& training) {
+    return workload::bytes_per_element(training.communication_data_type.empty() ? std::string("fp32")
+                                                                               : training.communication_data_type);
+  }
+
+  /// The passes over `params` fp32 gradients of `units` units, timed once per size (they live
+  /// as long as the strategy: the step's tasks point at them).
+  const Ops& ops_for(StepBuilder& b, double params, int units) const {
+    const auto key = std::make_pair(params, units);
+    if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+    const auto& s = b.world().scenario;
+    OpTimer timer(s.topology.device, s.training.precision, s.training.framework, b.world().sink,
+                  s.training.launch_blocking);
+    const double c = comm_bytes(s.training);
+    const bool cast = c != 4.0;
+    auto pass = [](const char* name, double bytes, int kernels) {
+      workload::Op op;
+      op.name = name;
+      op.bytes = bytes;
+      op.kernels = kernels;
+      return op;
+    };
+    constexpr int kFlatGroups = 2;
+    std::vector<workload::Op> flatten{pass("grad_flatten", params * 8.0, 1)};
+    if (cast) flatten.push_back(pass("grad_to_comm_dtype", params * (4.0 + c), 1));
+    std::vector<workload::Op> back{pass("grad_postscale", params * 2.0 * c, 1)};
+    if (cast) back.push_back(pass("grad_from_comm_dtype", params * (c + 4.0), 1));
+    back.push_back(pass("grad_unflatten", params * 8.0, kFlatGroups));
+    const std::vector<workload::Op> clip{pass("grad_norm", params * 4.0, units),
+                                         pass("grad_clip", params * 8.0, units),
+                                         pass("hp_grad_zero", params * 4.0, kFlatGroups)};
+    Ops ops{timer.whole(flatten), timer.whole(back), timer.whole(clip)};
+    return cache_.emplace(key, std::move(ops)).first->second;
+  }
+
+  bool sharded_;
+  mutable std::map<std::pair<double, int>, Ops> cache_;
 };
 
 /// ZeRO 3 (FSDP), in the two ways torchtitan runs FSDP2: without pipeline parallelism every
@@ -229,6 +335,63 @@ class FullyShardedZero3 final : public DataParallelStrategy {
   }
 };
 
+/// The all-reduce of a tied word embedding's gradients between the first pipeline stage, which
+/// holds the table, and the last, which holds its copy as the LM head (pp > 1 with
+/// model.tied_embeddings): one instance per (tp, dp, cp) position, over the two ranks, as
+/// Megatron's embedding group (_allreduce_word_embedding_grads, the gradients in its main_grad's
+/// dtype: reduce_bytes) and DeepSpeed's tied modules (_exec_reduce_tied_grads: the fp32 _hp_grad
+/// under bf16_optimizer, else the parameters' gradient) run it. DeepSpeed's waits for the two
+/// ranks' last backward of the embedding and of the head (`grads_done` empty); Megatron's for
+/// both ranks' gradient reductions (`grads_done`, per group). The representative of one
+/// simulated data-parallel replica also runs the instances of the replicas not simulated, whose
+/// traffic shares its links. Sets `tied_of` for every participant.
+void tied_embedding_reduction(StepBuilder& b, const std::vector<ReductionGroup>& groups,
+                              const std::vector<int>& group_of, const std::vector<std::vector<TaskId>>& grads_done,
+                              std::vector<TaskId>& tied_of) {
+  const Layout& lay = b.layout();
+  const auto& s = b.world().scenario;
+  if (!s.model.tied_embeddings || lay.pp == 1 || b.costs().head_params <= 0) return;
+  const int L = s.model.layers;
+  const double elem = s.parallel.pp_runtime == "deepspeed"
+                          ? (s.training.bf16_optimizer ? 4.0 : workload::parameter_bytes(s.training.precision))
+                          : workload::reduce_bytes(s.training);
+  const std::uint32_t name = b.name("emb all_reduce tied word embedding");
+  UnitTasks& t = b.units();
+  for (const int r : b.ranks()) {
+    const Coord c = lay.coord_of(r);
+    if (c[Dim::pp] != 0) continue;
+    const auto pair_of = [&](Coord x) {
+      Coord last = x;
+      last[Dim::pp] = lay.pp - 1;
+      return std::vector<int>{lay.rank_of(x), lay.rank_of(last)};
+    };
+    std::vector<std::vector<int>> instances{pair_of(c)};
+    if (c[Dim::dp] == 0) {
+      for (int d = 1; d < lay.dp; ++d) {
+        Coord x = c;
+        x[Dim::dp] = d;
+        if (b.local_of(lay.rank_of(x)) < 0) instances.push_back(pair_of(x));
+      }
+    }
+    std::vector<int> all;
+    for (const auto& pair : instances) all.insert(all.end(), pair.begin(), pair.end());
+    const std::vector<int> participants = b.simulated(all);
+    const TaskId task = b.collectives(CollectiveOp::all_reduce, std::move(instances), b.costs().head_params * elem,
+                                      name, participants);
+    for (int p : participants) {
+      const auto k = static_cast<std::size_t>(group_of[static_cast<std::size_t>(p)]);
+      if (grads_done.empty()) {
+        const int unit = lay.coord_of(b.ranks()[static_cast<std::size_t>(p)])[Dim::pp] == 0 ? L : L + 1;
+        const TaskId last = t.at(t.bwd_last, p, groups[k].last_microbatch, unit);
+        if (last != kNoTask) b.depend(last, task);
+      } else {
+        for (TaskId d : grads_done[k]) b.depend(d, task);
+      }
+      tied_of[static_cast<std::size_t>(p)] = task;
+    }
+  }
+}
+
 }  // namespace
 
 double unit_params(const Costs& costs, int layers, int u) {
@@ -244,7 +407,9 @@ double unit_gather_bytes(const Costs& costs, const config::TrainingSpec& trainin
   return unit_params(costs, layers, u) * pb;
 }
 
-std::unique_ptr<DataParallelStrategy> make_data_parallel(int zero) {
+std::unique_ptr<DataParallelStrategy> make_data_parallel(const config::Scenario& s) {
+  const int zero = s.parallel.zero;
+  if (s.training.bf16_optimizer && zero >= 0 && zero <= 2) return std::make_unique<Bf16OptimizerReduction>(zero >= 1);
   if (zero == 0) return std::make_unique<Buckets>(CollectiveOp::all_reduce);
   if (zero == 1 || zero == 2) return std::make_unique<ShardedOptimizer>();
   if (zero == 3) return std::make_unique<FullyShardedZero3>();
@@ -257,6 +422,8 @@ void build_data_parallel(StepBuilder& b, const DataParallelStrategy& strategy, c
   const std::uint32_t opt_name = b.name("optimizer");
   const Pass completing = schedule.splits_backward() ? Pass::weight_grad : Pass::backward;
 
+  std::vector<ReductionGroup> groups;
+  std::vector<int> group_of(b.ranks().size(), -1);  // simulated local → its entry of `groups`
   for (std::size_t i = 0; i < b.ranks().size(); ++i) {
     const int r = b.ranks()[i];
     const Coord c = lay.coord_of(r);
@@ -303,12 +470,32 @@ void build_data_parallel(StepBuilder& b, const DataParallelStrategy& strategy, c
         g.chunk_end.push_back(backward.back());
       }
     }
-    const std::vector<TaskId> grads_done = strategy.reduce_gradients(b, g);
+    for (int mem : g.members) group_of[static_cast<std::size_t>(mem)] = static_cast<int>(groups.size());
+    groups.push_back(std::move(g));
+  }
+
+  // The tied embedding's gradients: DeepSpeed all-reduces them before the data-parallel
+  // reduction (ReduceTiedGrads, then ReduceGrads), Megatron after it (finish_grad_sync, then
+  // _allreduce_word_embedding_grads).
+  const bool deepspeed = b.world().scenario.parallel.pp_runtime == "deepspeed";
+  std::vector<TaskId> tied_of(b.ranks().size(), kNoTask);
+  if (deepspeed) {
+    tied_embedding_reduction(b, groups, group_of, {}, tied_of);
+    for (std::size_t local = 0; local < tied_of.size(); ++local)
+      if (tied_of[local] != kNoTask) groups[static_cast<std::size_t>(group_of[local])].after.push_back(tied_of[local]);
+  }
+  std::vector<std::vector<TaskId>> grads_done;
+  for (const ReductionGroup& g : groups) grads_done.push_back(strategy.reduce_gradients(b, g));
+  if (!deepspeed) tied_embedding_reduction(b, groups, group_of, grads_done, tied_of);
+
+  for (std::size_t k = 0; k < groups.size(); ++k) {
+    const ReductionGroup& g = groups[k];
     // Optimizer over the parameters this rank owns, once its gradients are reduced.
     std::vector<TaskId> opt;
     for (int mem : g.members) {
       const TaskId o = b.compute(mem, EventKind::optimizer, b.costs().optimizer, opt_name);
-      for (TaskId d : grads_done) b.depend(d, o);
+      for (TaskId d : grads_done[k]) b.depend(d, o);
+      if (tied_of[static_cast<std::size_t>(mem)] != kNoTask) b.depend(tied_of[static_cast<std::size_t>(mem)], o);
       opt.push_back(o);
     }
     strategy.after_optimizer(b, g, opt);

@@ -51,6 +51,9 @@ struct ReductionGroup {
   /// the operations use independent streams", with an nsys probe in docs/scripts; Megatron-core's
   /// distributed optimizer gathers and reduces over the same data-parallel group by default).
   StreamId communicator = 0;
+  /// Tasks the group's gradient reduction waits for besides the backward (DeepSpeed's all-reduce
+  /// of tied gradients, which its schedule runs first).
+  std::vector<TaskId> after;
 };
 
 /// Adds the gradient collectives of one group; returns the tasks the optimizer waits for.
@@ -71,12 +74,16 @@ double unit_params(const Costs& costs, int layers, int u);
 /// at parameter_bytes. O(1).
 double unit_gather_bytes(const Costs& costs, const config::TrainingSpec& training, int layers, int u);
 
-/// The strategy of ZeRO stage `zero` (0–3); throws std::invalid_argument otherwise.
-std::unique_ptr<DataParallelStrategy> make_data_parallel(int zero);
+/// The strategy of the scenario: DeepSpeed's BF16_Optimizer reduction under
+/// training.bf16_optimizer (ZeRO 0–2), else that of ZeRO stage parallel.zero (0–3); throws
+/// std::invalid_argument for another stage.
+std::unique_ptr<DataParallelStrategy> make_data_parallel(const config::Scenario& s);
 
 /// For every gradient-reduction group of the step (represented by its rank with dp = cp = 0):
 /// its collectives under `strategy`, then the optimizer on each simulated member, then what
-/// follows it. Units complete in the order of `schedule`'s last backward (or weight-gradient)
+/// follows it. With pp > 1 and tied embeddings, the all-reduce of the tied gradients between
+/// the first and the last stage, before (DeepSpeed) or after (Megatron) the groups' reduction;
+/// the two stages' optimizers wait for it. Units complete in the order of `schedule`'s last backward (or weight-gradient)
 /// slots. O(groups · units · microbatches).
 void build_data_parallel(StepBuilder& b, const DataParallelStrategy& strategy, const PipelineSchedule& schedule);
 

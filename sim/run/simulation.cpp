@@ -191,7 +191,7 @@ SimulationResult simulate(const config::Scenario& s, RecordSink& sink, TraceLeve
 
   detail::World world(s, lay, sink, trace);
   const detail::Costs costs = detail::build_costs(s, lay, per_rank, sink, schedule->splits_backward());
-  const auto data_parallel = detail::make_data_parallel(s.parallel.zero);
+  const auto data_parallel = detail::make_data_parallel(s);
 
   if (trace == TraceLevel::flow) {
     const std::uint32_t net_resource = sink.intern_resource("network");

@@ -225,7 +225,7 @@ Costs build_costs(const config::Scenario& s, const Layout& lay, const config::Tr
   split(hb, costs.head_input_grad, costs.head_weight_grad);
   split(eb, costs.embed_input_grad, costs.embed_weight_grad);
   costs.embed_params = (shape.embedding + shape.position) / lay.tp;
-  costs.head_params = shape.lm_head / lay.tp;
+  costs.head_params = (s.model.tied_embeddings && lay.pp > 1 ? shape.lm_head_matmul : shape.lm_head) / lay.tp;
   costs.activation_bytes = tokens_local * s.model.hidden * elem;
   if (s.parallel.pp_runtime == "deepspeed" && lay.tp > 1 && lay.pp > 1) {
     const double S = costs.activation_bytes, tp = lay.tp;

@@ -252,7 +252,12 @@ struct Costs {
   PartList head_forward, head_backward;    // last chunk: after its layers / before them
   PartList embed_input_grad, embed_weight_grad, head_input_grad, head_weight_grad;  // split backward only
   TimedOps optimizer;
-  double embed_params = 0, head_params = 0; // per TP rank (tied: the table counts once, as embedding)
+  /// Parameters of the embedding and of the LM head per TP rank. Tied embeddings count once, as
+  /// the embedding, where one rank holds both (pp 1); with pp > 1 the last stage holds a copy of
+  /// the table as its head (Megatron's word_embeddings on the last stage, DeepSpeed's TiedLayerSpec),
+  /// with its own gradient, reduced over data parallelism like any other and then all-reduced
+  /// with the first stage's (data_parallel.cpp, tied_embedding_reduction).
+  double embed_params = 0, head_params = 0;
   double activation_bytes = 0;             // one microbatch's hidden states on a rank: tokens × hidden × bytes
   double all_to_all_bytes = 0;             // nccl-tests size of one MoE all-to-all per rank
   /// DeepSpeed's pipeline engine with TP (parallel.pp_runtime deepspeed, tp > 1): the copies of

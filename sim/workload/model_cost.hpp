@@ -311,7 +311,8 @@ MoeAllToAll moe_all_to_all_bytes(const config::ModelSpec& model, const config::T
 /// kernels; for_loop (Composer's DecoupledAdamW.adamw) the weight decay mul_ 8, mul_ and add_ of
 /// the first moment 8 + 12, mul_ and addcmul_ of the second 8 + 12, sqrt 8, division 8, add_ of
 /// eps 8, addcdiv_ 16: 88 B, in 9 kernels (per tensor: the launches of the other tensors are not
-/// counted); clipping and loss scaling as above.
+/// counted); clipping and loss scaling as above. Under training.bf16_optimizer no clipping here:
+/// DeepSpeed's BF16_Optimizer clips the rank's unsharded fp32 gradients (run/data_parallel.cpp).
 Op optimizer_op(const config::TrainingSpec& training, double params_local);
 /// The Adam implementation a step runs (TrainingSpec::optimizer_impl resolved): foreach,
 /// for_loop or fused; fused for Megatron-style code and for every optimizer but adam.

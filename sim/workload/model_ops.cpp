@@ -821,7 +821,9 @@ Op optimizer_op(const config::TrainingSpec& training, double params_local) {
   // Gradient-norm clipping (the norm reads every gradient; the clip coefficient multiplies them:
   // read + write), as Megatron-LM and torchtitan run it before every update: 3·pb. fp16 adds the
   // loss-scale pass: an inf/nan check (read) and the unscale (read + write): 3·pb more.
-  const double clipping = 3.0 * pb;
+  // DeepSpeed's BF16_Optimizer clips the rank's whole unsharded fp32 gradients, not this shard's
+  // (timed with its gradient reduction: run/data_parallel.cpp).
+  const double clipping = training.bf16_optimizer ? 0.0 : 3.0 * pb;
   const double loss_scaling = training.precision == "fp16" ? 3.0 * pb : 0.0;
   const std::string impl = optimizer_impl(training);
   double update = 8.0 + 8.0 * state_tensors + pb + (mixed ? pb : 0.0);  // fused: one pass
