@@ -202,13 +202,7 @@ class Bf16OptimizerReduction final : public DataParallelStrategy {
                   s.training.launch_blocking);
     const double c = comm_bytes(s.training);
     const bool cast = c != 4.0;
-    auto pass = [](const char* name, double bytes, int kernels) {
-      workload::Op op;
-      op.name = name;
-      op.bytes = bytes;
-      op.kernels = kernels;
-      return op;
-    };
+    const auto pass = workload::memory_pass;
     constexpr int kFlatGroups = 2;
     std::vector<workload::Op> flatten{pass("grad_flatten", params * 8.0, 1)};
     if (cast) flatten.push_back(pass("grad_to_comm_dtype", params * (4.0 + c), 1));

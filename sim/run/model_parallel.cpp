@@ -280,12 +280,7 @@ const TimedOps& FsdpCopies::ops(int unit, Kind kind) {
   const double params = unit_params(b_.costs(), L, unit);
   const double pb = workload::parameter_bytes(s.training.precision);
   const double rb = workload::reduce_bytes(s.training);
-  auto copy = [](std::string name, double bytes) {
-    workload::Op op;
-    op.name = std::move(name);
-    op.bytes = bytes;
-    return op;
-  };
+  const auto copy = [](std::string name, double bytes) { return workload::memory_pass(std::move(name), bytes); };
   std::vector<workload::Op> list;
   const bool upcasting = rb != pb;
   switch (kind) {

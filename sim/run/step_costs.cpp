@@ -229,13 +229,7 @@ Costs build_costs(const config::Scenario& s, const Layout& lay, const config::Tr
   costs.activation_bytes = tokens_local * s.model.hidden * elem;
   if (s.parallel.pp_runtime == "deepspeed" && lay.tp > 1 && lay.pp > 1) {
     const double S = costs.activation_bytes, tp = lay.tp;
-    auto copy = [](const char* name, double bytes, int kernels) {
-      workload::Op op;
-      op.name = name;
-      op.bytes = bytes;
-      op.kernels = kernels;
-      return op;
-    };
+    const auto copy = workload::memory_pass;
     costs.pipe_gather_in = timer.whole({copy("pipe_full_in", S + 2.0 * S / tp, 2)});
     costs.pipe_gather_out = timer.whole({copy("pipe_full_out", 4.0 * S, lay.tp + 1)});
     costs.pipe_partition = timer.whole({copy("pipe_partition", 2.0 * S / tp, 1)});

@@ -314,6 +314,9 @@ MoeAllToAll moe_all_to_all_bytes(const config::ModelSpec& model, const config::T
 /// counted); clipping and loss scaling as above. Under training.bf16_optimizer no clipping here:
 /// DeepSpeed's BF16_Optimizer clips the rank's unsharded fp32 gradients (run/data_parallel.cpp).
 Op optimizer_op(const config::TrainingSpec& training, double params_local);
+/// A memory-bound pass (a copy, cast or scale of a buffer): `bytes` of HBM traffic, read and
+/// written, in `kernels` kernels; no FLOPs, no GEMM. O(1).
+Op memory_pass(std::string name, double bytes, int kernels = 1);
 /// The Adam implementation a step runs (TrainingSpec::optimizer_impl resolved): foreach,
 /// for_loop or fused; fused for Megatron-style code and for every optimizer but adam.
 std::string optimizer_impl(const config::TrainingSpec& training);

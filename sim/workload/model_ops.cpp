@@ -843,6 +843,14 @@ Op optimizer_op(const config::TrainingSpec& training, double params_local) {
   return op;
 }
 
+Op memory_pass(std::string name, double bytes, int kernels) {
+  Op op;
+  op.name = std::move(name);
+  op.bytes = bytes;
+  op.kernels = kernels;
+  return op;
+}
+
 std::string optimizer_impl(const config::TrainingSpec& training) {
   if (training.optimizer != "adam" || !pytorch_model_code(training)) return "fused";
   return training.optimizer_impl.empty() ? "foreach" : training.optimizer_impl;
@@ -857,10 +865,7 @@ namespace {
 /// A memory-bound kernel sequence of torch's context-parallel bookkeeping: `bytes` of HBM
 /// traffic in `kernels` eager ATen kernels.
 Op ring_copy(std::string name, double bytes, int kernels, OpRole role) {
-  Op op;
-  op.name = std::move(name);
-  op.bytes = bytes;
-  op.kernels = kernels;
+  Op op = memory_pass(std::move(name), bytes, kernels);
   op.role = role;
   return op;
 }
