@@ -137,6 +137,15 @@ int cmd_validate(const Args& args) {
     return kExitOk;
   }
   if (format == OutputFormat::json) {
+    const auto summary_json = [](const report::ValidationSummary& v) {
+      return "{\"rows\": " + std::to_string(v.rows) + ", \"median_abs_error\": " + json_number(v.median_abs_error) +
+             ", \"max_abs_error\": " + json_number(v.max_abs_error) + ", \"too_fast\": " + std::to_string(v.positive) +
+             ", \"too_slow\": " + std::to_string(v.negative) + ", \"memory_over\": " + std::to_string(v.memory_over) +
+             ", \"memory_under\": " + std::to_string(v.memory_under) +
+             ", \"beyond_speed_bound\": " + std::to_string(v.beyond_speed_bound) +
+             ", \"beyond_memory_bound\": " + std::to_string(v.beyond_memory_bound) +
+             ", \"without_prediction\": " + std::to_string(v.without_prediction) + "}";
+    };
     std::string out = "{\"cases\": [";
     for (std::size_t i = 0; i < cases.size(); ++i) {
       const auto& c = cases[i];
@@ -149,15 +158,9 @@ int cmd_validate(const Args& args) {
                json_number(std::isfinite(r.predicted) ? r.error() : std::nan("")) + ", \"unit\": " +
                json_string(r.unit) + ", \"source\": " + json_string(r.source) + "}";
       }
-      out += "]}";
+      out += "], \"summary\": " + summary_json(report::summarize({c})) + "}";
     }
-    out += "], \"summary\": {\"rows\": " + std::to_string(s.rows) + ", \"median_abs_error\": " +
-           json_number(s.median_abs_error) + ", \"max_abs_error\": " + json_number(s.max_abs_error) +
-           ", \"too_fast\": " + std::to_string(s.positive) + ", \"too_slow\": " + std::to_string(s.negative) +
-           ", \"memory_over\": " + std::to_string(s.memory_over) + ", \"memory_under\": " +
-           std::to_string(s.memory_under) + ", \"beyond_speed_bound\": " + std::to_string(s.beyond_speed_bound) +
-           ", \"beyond_memory_bound\": " + std::to_string(s.beyond_memory_bound) +
-           ", \"without_prediction\": " + std::to_string(s.without_prediction) + "}}\n";
+    out += "], \"summary\": " + summary_json(s) + "}\n";
     std::fputs(out.c_str(), stdout);
     return kExitOk;
   }
@@ -179,6 +182,14 @@ int cmd_validate(const Args& args) {
         std::printf("    %s\n", r.source.c_str());
         last = r.source;
       }
+    // The case's own summary (a measured case with rows): what the overall one says, per case.
+    const auto cs = report::summarize({c});
+    if (cs.rows > 0 || cs.without_prediction > 0) {
+      std::printf("  case summary: %d rows with a prediction, median |error| %.2f%%, max |error| %.2f%%; speed rows %d "
+                  "too fast, %d too slow; memory rows %d over, %d under; %d beyond the bounds, %d without a prediction\n",
+                  cs.rows, 100 * cs.median_abs_error, 100 * cs.max_abs_error, cs.positive, cs.negative, cs.memory_over,
+                  cs.memory_under, cs.beyond_speed_bound + cs.beyond_memory_bound, cs.without_prediction);
+    }
     std::printf("\n");
   }
   std::printf("summary over %d published rows with a prediction (seed003 arithmetic excluded):\n", s.rows);

@@ -107,6 +107,8 @@ TEST_CASE("validate --csv and --json print the seed003 case machine-readably", "
   REQUIRE(json.exit_code == 0);
   CHECK(json.out.rfind("{\"cases\": [{\"name\": \"seed003\"", 0) == 0);
   CHECK(json.out.find("\"summary\": {\"rows\": ") != std::string::npos);
+  // Each case carries its own summary; seed003's arithmetic counts no measured row.
+  CHECK(json.out.find("\"rows\": [") < json.out.find("], \"summary\": {\"rows\": 0,"));
   // seed003 is arithmetic, not a measurement: nothing beyond the bounds, nothing unpredicted.
   CHECK(json.out.find("\"beyond_speed_bound\": 0, \"beyond_memory_bound\": 0, \"without_prediction\": 0}") !=
         std::string::npos);

@@ -303,6 +303,24 @@ TEST_CASE("validate --case runs one case and rejects an unknown one", "[cli][val
   CHECK(one.exit_code == 0);
   CHECK(one.out.find("case nccl-h100:") != std::string::npos);
   CHECK(one.out.find("case seed003:") == std::string::npos);
+  // The case's summary line: its rows' median and maximum |error|, from the errors its table prints.
+  std::vector<double> errors;
+  double case_median = -1, case_max = -1;
+  for (const auto& line : lines_of(one.out)) {
+    const auto w = words_of(line);
+    if (w.size() >= 3 && w[w.size() - 1] == "GB/s" && w[w.size() - 2].back() == '%')
+      errors.push_back(std::abs(number(w[w.size() - 2].substr(0, w[w.size() - 2].size() - 1))));
+    if (line.rfind("  case summary: 3 rows with a prediction, median |error| ", 0) == 0) {
+      const auto at = line.find("median |error| ") + 15;
+      case_median = number(line.substr(at, line.find('%', at) - at));
+      const auto max_at = line.find("max |error| ") + 12;
+      case_max = number(line.substr(max_at, line.find('%', max_at) - max_at));
+    }
+  }
+  REQUIRE(errors.size() == 3);
+  std::sort(errors.begin(), errors.end());
+  CHECK(case_median == Approx(errors[1]).margin(0.006));
+  CHECK(case_max == Approx(errors[2]).margin(0.006));
   const Outcome unknown = run_ironlaw({"validate", "--case", "nope"}, dir.path());
   CHECK(unknown.exit_code == 2);
   CHECK(unknown.err.find("unknown case \"nope\"") != std::string::npos);
