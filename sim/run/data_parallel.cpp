@@ -144,7 +144,9 @@ class ShardedOptimizer final : public Buckets {
 /// engine reduces in buckets of 500M elements, one after another (each flattened, reduced and
 /// copied back before the next): the bytes of one bucket, as built here. Kernels: one per pass
 /// and flat group (two: with and without weight decay), the norms and clips one per unit (the
-/// per-tensor launches of a unit are counted once).
+/// per-tensor launches of a unit are counted once). The bucket's own memory (at most 500M fp32
+/// elements and their cast: 3 GB) is not replayed: it lives after the last backward, when the
+/// step's activations are freed, below the step's peak.
 class Bf16OptimizerReduction final : public DataParallelStrategy {
  public:
   explicit Bf16OptimizerReduction(bool sharded) : sharded_(sharded) {}
