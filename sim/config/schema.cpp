@@ -276,7 +276,7 @@ const std::vector<Doc>& docs() {
       {"batch_ramp[].until_tokens", "the stage lasts until this many tokens are trained"},
       {"batch_ramp[].global_batch_tokens", "tokens per optimizer step during the stage"},
       {"training.autocast", "torch.autocast in the training precision over fp32 parameters (Lightning bf16-mixed / 16-mixed, Hugging Face Trainer bf16 / fp16): each forward casts every matmul weight, backward casts its gradient back to fp32; fp32 parameters, gradients and reduction, no master copy"},
-      {"training.bf16_optimizer", "DeepSpeed's BF16_Optimizer: every microbatch's bf16 gradients cast to fp32 and added into fp32 buffers (update_hp_grads; needs precision bf16, reduce_dtype fp32, zero <= 2)"},
+      {"training.bf16_optimizer", "DeepSpeed's BF16_Optimizer: every microbatch's bf16 gradients cast to fp32 and added into fp32 buffers (update_hp_grads); at the step's end the engine all-reduces the whole fp32 buffers (in communication_data_type), the optimizer clips them unsharded and updates its 1/dp shard (needs precision bf16, reduce_dtype fp32, zero <= 2)"},
       {"training.reduce_dtype", "precision of gradient reduction (FSDP reduce_dtype; default: the training precision)"},
       {"training.communication_data_type", "DeepSpeed's communication_data_type: the dtype its gradient all-reduce casts the fp32 gradients of training.bf16_optimizer to on the wire (default: reduce_dtype; DeepSpeed 0.5.8-0.8 used bf16 under bf16)"},
       {"training.fp8_all_gather", "the linear weights are all-gathered in fp8: FSDP's fp8 all-gather (zero 3) or Megatron's fp8_param_gather (zero 1/2, framework fused or cuda_graphs); precision fp8"},

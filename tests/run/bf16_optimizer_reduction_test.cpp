@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "config/load.hpp"
+#include "core/error.hpp"
 #include "core/records.hpp"
 #include "timeline_fixture.hpp"
 
@@ -86,4 +88,12 @@ TEST_CASE("BF16_Optimizer's fp32 gradients are all-reduced whole, cast to the co
   CHECK(fp32->named("grad_to_comm_dtype", 0).empty());
   CHECK(fp32->named("grad_from_comm_dtype", 0).empty());
   CHECK(bytes_of(*fp32, "grad_postscale") == kP * 8);
+}
+
+TEST_CASE("communication_data_type without BF16_Optimizer is refused: no other DeepSpeed reduction is simulated",
+          "[run][bf16_optimizer][config]") {
+  const std::vector<std::string> set{"training.communication_data_type=bf16"};
+  CHECK_THROWS_AS(config::load_scenario(run_test::kTimeline, set), InputError);
+  CHECK_THROWS_WITH(config::load_scenario(run_test::kTimeline, set),
+                    Catch::Contains("training.communication_data_type") && Catch::Contains("bf16_optimizer"));
 }
