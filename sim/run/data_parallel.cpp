@@ -348,9 +348,11 @@ void tied_embedding_reduction(StepBuilder& b, const std::vector<ReductionGroup>&
   const auto& s = b.world().scenario;
   if (!s.model.tied_embeddings || lay.pp == 1 || b.costs().head_params <= 0) return;
   const int L = s.model.layers;
-  const double elem = s.parallel.pp_runtime == "deepspeed"
-                          ? (s.training.bf16_optimizer ? 4.0 : workload::parameter_bytes(s.training.precision))
-                          : workload::reduce_bytes(s.training);
+  const Units u(b);
+  const int head = L + 1;
+  const double bytes = s.parallel.pp_runtime != "deepspeed" ? u.grad_bytes(head)
+                       : s.training.bf16_optimizer           ? u.params(head) * 4.0
+                                                             : u.bytes(head);
   const std::uint32_t name = b.name("emb all_reduce tied word embedding");
   UnitTasks& t = b.units();
   for (const int r : b.ranks()) {
@@ -372,12 +374,11 @@ void tied_embedding_reduction(StepBuilder& b, const std::vector<ReductionGroup>&
     std::vector<int> all;
     for (const auto& pair : instances) all.insert(all.end(), pair.begin(), pair.end());
     const std::vector<int> participants = b.simulated(all);
-    const TaskId task = b.collectives(CollectiveOp::all_reduce, std::move(instances), b.costs().head_params * elem,
-                                      name, participants);
+    const TaskId task = b.collectives(CollectiveOp::all_reduce, std::move(instances), bytes, name, participants);
     for (int p : participants) {
       const auto k = static_cast<std::size_t>(group_of[static_cast<std::size_t>(p)]);
       if (grads_done.empty()) {
-        const int unit = lay.coord_of(b.ranks()[static_cast<std::size_t>(p)])[Dim::pp] == 0 ? L : L + 1;
+        const int unit = lay.coord_of(b.ranks()[static_cast<std::size_t>(p)])[Dim::pp] == 0 ? L : head;
         const TaskId last = t.at(t.bwd_last, p, groups[k].last_microbatch, unit);
         if (last != kNoTask) b.depend(last, task);
       } else {

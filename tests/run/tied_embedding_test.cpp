@@ -31,9 +31,8 @@ std::unique_ptr<run_test::Trace> tied_trace(const std::string& runtime, bool tie
                                "parallel.pp=" + std::to_string(pp),
                                "parallel.dp=2",
                                "cluster.nodes=" + std::to_string(pp),
-                               "training.global_batch_tokens=2048",
-                               "parallel.pp_runtime=" + runtime};
-  if (pp == 1) set.pop_back();  // no pipeline runtime without a pipeline
+                               "training.global_batch_tokens=2048"};
+  if (pp > 1) set.push_back("parallel.pp_runtime=" + runtime);  // no pipeline runtime without a pipeline
   set.insert(set.end(), extra.begin(), extra.end());
   return run_test::simulate_timeline(set);
 }
