@@ -793,7 +793,7 @@ constexpr MosaicRow kMosaicH100[] = {
 /// MP Mode DEFAULT, torch 2.1, triton-pre-mlir; they replaced the first commit's PURE rows of the
 /// table), every one at sequence 2,048, all on 8 GPUs. Added out of sample in round 24 (rule fixed
 /// before any was simulated, first predictions in the commit that added them): the H100 rows'
-/// software on the device whose Triton profile their stand-in is derived from. Each row a
+/// software on the device whose Triton profile the H100 one was derived from until round 28. Each row a
 /// scenario under scenarios/validation/mosaic-mpt-a100-torch2/.
 constexpr MosaicRow kMosaicA100Torch2[] = {
     {"mpt-30b-8gpu-a100-80gb", "MPT-30B, 8 A100 80GB, amp_bf16, mb 3 x 21, ckpt", 8, 48, 7168, 3, 504, 2048, 916},
