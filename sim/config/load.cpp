@@ -989,16 +989,7 @@ detail::LoadState detail::collect_scenario_schema() {
   return state;
 }
 
-SourceLoc Scenario::where(const std::string& key) const {
-  std::string k = key;
-  while (true) {
-    if (auto it = locations.find(k); it != locations.end()) return it->second;
-    const auto dot = k.rfind('.');
-    if (dot == std::string::npos) break;
-    k.resize(dot);
-  }
-  return SourceLoc{file, 0, 0};
-}
+SourceLoc Scenario::where(const std::string& key) const { return nearest_location(locations, key, SourceLoc{file, 0, 0}); }
 
 std::string did_you_mean(const std::string& key, const std::vector<std::string>& candidates) {
   const std::size_t cap = key.size() <= 3 ? 2 : std::max<std::size_t>(2, key.size() / 3) + 1;

@@ -546,16 +546,7 @@ bool LoadState::ok(std::initializer_list<std::string> keys) const {
   return true;
 }
 
-SourceLoc LoadState::where(const std::string& key) const {
-  std::string k = key;
-  while (true) {
-    if (auto it = locations.find(k); it != locations.end()) return it->second;
-    const auto dot = k.rfind('.');
-    if (dot == std::string::npos) break;
-    k.resize(dot);
-  }
-  return SourceLoc{root_file, 0, 0};
-}
+SourceLoc LoadState::where(const std::string& key) const { return nearest_location(locations, key, SourceLoc{root_file, 0, 0}); }
 
 std::optional<YAML::Node> parse_yaml_value(const std::string& text, std::string* error) {
   SourceLoc at;

@@ -10,6 +10,15 @@ std::string SourceLoc::str() const {
   return out;
 }
 
+SourceLoc nearest_location(const std::map<std::string, SourceLoc>& locations, std::string key, SourceLoc fallback) {
+  while (true) {
+    if (auto it = locations.find(key); it != locations.end()) return it->second;
+    const auto dot = key.rfind('.');
+    if (dot == std::string::npos) return fallback;
+    key.resize(dot);
+  }
+}
+
 std::string Diagnostic::str() const {
   std::string out = where.str();
   if (!out.empty()) out.append(": ");

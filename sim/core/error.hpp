@@ -1,5 +1,6 @@
 #pragma once
 /// \file Errors that cross layers: bad user input (exit 2) with its position in a file.
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -16,6 +17,10 @@ struct SourceLoc {
   /// "file:line:column", or "file" alone when there is no line.
   std::string str() const;
 };
+
+/// The position `locations` records for `key` (a dotted path), else for its nearest recorded
+/// ancestor ("a.b" for "a.b.c"), else `fallback`.
+SourceLoc nearest_location(const std::map<std::string, SourceLoc>& locations, std::string key, SourceLoc fallback);
 
 /// One problem with the input: where, which key, what was expected.
 struct Diagnostic {
