@@ -239,7 +239,7 @@ const std::vector<Doc>& docs() {
       {"parallel.dp", "data-parallel degree, or auto = GPUs / (tp·pp·cp)"},
       {"parallel.zero", "ZeRO stage: 0 DDP, 1 optimizer sharded, 2 + gradients, 3 + weights (FSDP)"},
       {"parallel.pp_schedule", "pipeline schedule"},
-      {"parallel.pp_runtime", "what runs the pipeline: megatron; torch (torch.distributed.pipelining: its buffers held between stages); deepspeed (DeepSpeed's PipelineEngine, 1f1b only: blocking sends, one transfer at a time with a neighbour, PartitionedTensor's TP all-gathers and copies)"},
+      {"parallel.pp_runtime", "what runs the pipeline: megatron; torch (torch.distributed.pipelining: its buffers held between stages); deepspeed (DeepSpeed's PipelineEngine, 1f1b only: every send and receive a rendezvous on both ranks' streams, in its TrainSchedule's order, PartitionedTensor's TP all-gathers and copies)"},
       {"parallel.virtual_stages", "model chunks per pipeline rank (interleaved schedule)"},
       {"parallel.microbatch_group_size", "interleaved schedule: consecutive microbatches each model chunk runs before the next chunk (Megatron-core's microbatch_group_size_per_vp_stage, the Llama 3 paper's N; from pp to the microbatches, the last group whole or at least pp); 0: pp"},
       {"parallel.sequence_parallel", "Megatron sequence parallelism inside the TP group"},

@@ -13,44 +13,44 @@ struct SlotTable {
   SlotTable(std::size_t ranks, int microbatches, int chunk_count, int stages)
       : m(microbatches), chunks(chunk_count), pp(stages), held(chunk_count / stages),
         entry(ranks * static_cast<std::size_t>(microbatches) * static_cast<std::size_t>(held) * 2, kNoTask),
-        exit(entry.size(), kNoTask), next(entry.size(), entry.size()) {}
+        exit(entry.size(), kNoTask), next(entry.size(), entry.size()), first(ranks, entry.size()) {}
   std::size_t index(std::size_t local, int mb, int chunk, Pass pass) const {
     return ((local * static_cast<std::size_t>(m) + static_cast<std::size_t>(mb)) * static_cast<std::size_t>(held) +
             static_cast<std::size_t>(chunk / pp)) * 2 + (pass == Pass::forward ? 0 : 1);
   }
   int m, chunks, pp, held;
   std::vector<TaskId> entry, exit;
-  /// The index of the slot the rank runs next (entry.size() after its last), for DeepSpeed's
-  /// blocking sends.
-  std::vector<std::size_t> next;
-  /// The entry of the slot after slot `index`, or kNoTask.
-  TaskId next_entry(std::size_t index) const { return next[index] < entry.size() ? entry[next[index]] : kNoTask; }
+  /// The index of the slot the rank runs next (entry.size() after its last), and of each rank's
+  /// first slot (entry.size() for a rank with none), for DeepSpeed's blocking sends.
+  std::vector<std::size_t> next, first;
   static bool is_backward(std::size_t index) { return index % 2 == 1; }
-  int microbatch_of(std::size_t index) const {
-    return static_cast<int>(index / 2 / static_cast<std::size_t>(held) % static_cast<std::size_t>(m));
-  }
 };
 
 /// Pipeline sends: activations forward to the next chunk, gradients backward to the previous.
-/// Under DeepSpeed's pipeline engine (parallel.pp_runtime deepspeed) a send blocks the sender's
-/// compute stream: its next slot starts once the send is done (deepspeed/runtime/pipe/p2p.py,
-/// dist.send; the TrainSchedule issues it at the start of the next step, before that step's
-/// pass). And the two transfers a step exchanges with one neighbour run one after the other on
-/// the pair's NCCL communicator: in the step after stage s's forward of microbatch i, the
-/// TrainSchedule runs the backward of microbatch i − (p − 1 − s) when there is one (in the
-/// warm-up that step is idle), and the stage receives its gradient (RecvGrad) before it sends
-/// forward i's output (SendActivation) while the neighbour sends that gradient before it receives
-/// the activation; so the activation's transfer starts once the gradient's is done. (The
-/// neighbour's backward of that gradient precedes its forward of that activation: no cycle.)
+///
+/// Under DeepSpeed's pipeline engine (parallel.pp_runtime deepspeed) every transfer is a
+/// rendezvous on both ranks' streams (deepspeed/runtime/pipe/p2p.py: dist.send / dist.recv, or
+/// a broadcast in a two-rank group, without async_op: each NCCL operation is ordered after the
+/// rank's earlier work and the rank's later work after it), issued in the order of the
+/// TrainSchedule's commands (deepspeed/runtime/pipe/schedule.py, unchanged from 2020 to 2023).
+/// Each rank then runs one chain: its passes in schedule order and, between two passes, the
+/// transfers of the step that follows the first. After a forward step comes a backward step:
+/// SendActivation (the forward's output) then RecvGrad (for that step's backward); after a
+/// backward step, a forward step: RecvActivation (for its forward) then SendGrad (the backward's
+/// input gradient) — or, when no forward follows (the cool-down), SendGrad then the next
+/// backward step's RecvGrad; in the warm-up, a forward step follows a forward step across an
+/// idle backward step: SendActivation then RecvActivation. A transfer starts when both the
+/// sender's and the receiver's chains reach it, and each chain goes on when it is done.
+/// Otherwise (Megatron's and torch's runtimes: asynchronous sends) a send starts when the pass
+/// that produced it ends and the pass that consumes it waits for it.
 void add_sends(StepBuilder& b, const SlotTable& slots) {
   const Layout& lay = b.layout();
   const std::uint32_t pp_name = b.name("pp send");
   const double bytes = b.costs().activation_bytes / lay.tp;  // Megatron's scatter/gather: 1/tp per TP rank
   const bool blocking = b.world().scenario.parallel.pp_runtime == "deepspeed";
-  // DeepSpeed: the gradient send into each backward slot, and the activation sends that wait for
-  // the gradient send into the slot after theirs.
-  std::vector<TaskId> grad_into(blocking ? slots.entry.size() : 0, kNoTask);
-  std::vector<std::pair<TaskId, std::size_t>> activation_after;
+  // DeepSpeed: the transfer out of each slot (its result) and into each slot (its input).
+  std::vector<TaskId> out_of(blocking ? slots.entry.size() : 0, kNoTask);
+  std::vector<TaskId> into(blocking ? slots.entry.size() : 0, kNoTask);
   for (std::size_t i = 0; i < b.ranks().size(); ++i) {
     const int r = b.ranks()[i];
     const Coord c = lay.coord_of(r);
@@ -69,29 +69,52 @@ void add_sends(StepBuilder& b, const SlotTable& slots) {
           continue;
         }
         const TaskId f = b.send(r, dst, bytes, pp_name, {static_cast<int>(i), static_cast<int>(dl)});
-        b.depend(slots.exit[fwd(i, chunk)], f);
-        b.depend(f, slots.entry[fwd(dl, chunk + 1)]);
         if (blocking) {
-          if (slots.next_entry(fwd(i, chunk)) != kNoTask) b.depend(f, slots.next_entry(fwd(i, chunk)));
-          const std::size_t after = slots.next[fwd(i, chunk)];
-          const int paired = mb - (lay.pp - 1 - c[Dim::pp]);  // the backward of the step after
-          if (after < slots.entry.size() && SlotTable::is_backward(after) && paired >= 0 &&
-              slots.microbatch_of(after) == paired)
-            activation_after.emplace_back(f, after);
+          out_of[fwd(i, chunk)] = f;
+          into[fwd(dl, chunk + 1)] = f;
+        } else {
+          b.depend(slots.exit[fwd(i, chunk)], f);
+          b.depend(f, slots.entry[fwd(dl, chunk + 1)]);
         }
         if (slots.exit[bwd(dl, chunk + 1)] == kNoTask) continue;  // forward only (an evaluation pass)
         const TaskId g = b.send(dst, r, bytes, pp_name, {static_cast<int>(dl), static_cast<int>(i)});
-        b.depend(slots.exit[bwd(dl, chunk + 1)], g);
-        b.depend(g, slots.entry[bwd(i, chunk)]);
         if (blocking) {
-          if (slots.next_entry(bwd(dl, chunk + 1)) != kNoTask) b.depend(g, slots.next_entry(bwd(dl, chunk + 1)));
-          grad_into[bwd(i, chunk)] = g;
+          out_of[bwd(dl, chunk + 1)] = g;
+          into[bwd(i, chunk)] = g;
+        } else {
+          b.depend(slots.exit[bwd(dl, chunk + 1)], g);
+          b.depend(g, slots.entry[bwd(i, chunk)]);
         }
       }
     }
   }
-  for (const auto& [f, slot] : activation_after)
-    if (grad_into[slot] != kNoTask) b.depend(grad_into[slot], f);
+  if (!blocking) return;
+  for (std::size_t i = 0; i < b.ranks().size(); ++i) {
+    std::size_t slot = slots.first[i];
+    if (slot >= slots.entry.size()) continue;
+    TaskId at = into[slot];  // the first pass's input (RecvActivation before the first forward)
+    const auto chain = [&](TaskId next) {
+      if (next == kNoTask) return;
+      if (at != kNoTask) b.depend(at, next);
+      at = next;
+    };
+    chain(slots.entry[slot]);
+    while (true) {
+      at = slots.exit[slot];  // the pass itself: its entry to its exit
+      const std::size_t following = slots.next[slot];
+      const bool more = following < slots.entry.size();
+      if (SlotTable::is_backward(slot) && more && !SlotTable::is_backward(following)) {
+        chain(into[following]);  // RecvActivation, then
+        chain(out_of[slot]);     // SendGrad
+      } else {
+        chain(out_of[slot]);                  // SendActivation or SendGrad, then
+        if (more) chain(into[following]);     // RecvGrad or RecvActivation
+      }
+      if (!more) break;
+      slot = following;
+      chain(slots.entry[slot]);
+    }
+  }
 }
 
 /// The parts of a backward-direction pass: the fused backward, or one of its halves.
@@ -242,6 +265,7 @@ void build_pipeline(StepBuilder& b, PassRunner& runner, const PipelineSchedule& 
         const auto local = static_cast<std::size_t>(group[g]);
         const std::size_t index = slots.index(local, mb, chunk, slot.pass);
         if (previous[g] < slots.next.size()) slots.next[previous[g]] = index;
+        if (previous[g] == slots.next.size()) slots.first[local] = index;
         previous[g] = index;
         slots.entry[index] = slot_entry[g];
         // A pass whose last part ended in a synchronous collective is done when it is.

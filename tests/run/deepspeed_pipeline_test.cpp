@@ -85,9 +85,10 @@ TEST_CASE("DeepSpeed's pipeline engine runs a 1F1B schedule only", "[run][pipeli
 }
 
 TEST_CASE("DeepSpeed's two transfers with one neighbour run one after the other", "[run][pipeline][deepspeed]") {
-  // The pair's NCCL communicator runs stage 0's RecvGrad(0) before its SendActivation(1), and
-  // stage 1's SendGrad(0) before its RecvActivation(1): every transfer between the stages waits
-  // for the one before (the two TP ranks' sends of one tensor run side by side).
+  // In the step after stage 0's forward of microbatch 1 it runs the backward of microbatch 0:
+  // SendActivation(1), then RecvGrad(0); stage 1, in its forward step, RecvActivation(1), then
+  // SendGrad(0). Every transfer between the stages waits for the one before (the two TP ranks'
+  // sends of one tensor run side by side).
   auto overlapping_transfers = [](const run_test::Trace& t) {
     const auto sends = t.named("pp send");
     // Activations and gradients of 2 microbatches, from 2 TP ranks each, recorded on the sender
@@ -102,6 +103,38 @@ TEST_CASE("DeepSpeed's two transfers with one neighbour run one after the other"
   CHECK(overlapping_transfers(*pipe_trace("deepspeed")) == 0);
   // Megatron's runtime sends the second activation while the first is still in flight.
   CHECK(overlapping_transfers(*pipe_trace("megatron")) > 0);
+}
+
+TEST_CASE("DeepSpeed's transfers wait for both ranks: each rank runs its sends and receives one at a time, in order",
+          "[run][pipeline][deepspeed]") {
+  // PP 4 over four nodes (TP 2 in each), four microbatches, sends of 328 us against passes of
+  // tens of us. A transfer is a rendezvous on both ranks' streams, so a stage that still sends
+  // its previous output onward cannot yet receive the next input: in the warm-up stage 1's
+  // SendActivation(0) to stage 2 comes before its RecvActivation(1) from stage 0, although
+  // stage 0's forward of microbatch 1 ends as early as stage 1's forward of microbatch 0.
+  // Megatron's asynchronous sends overlap there.
+  auto overlaps_on_a_rank = [](const run_test::Trace& t) {
+    int n = 0;
+    for (int stage = 0; stage < 4; ++stage) {
+      const int rank = 2 * stage;  // TP rank 0 of the stage (ranks in [tp, cp, pp, dp] order)
+      std::vector<EventRecord> mine;
+      for (const auto& e : t.named("pp send"))
+        if (e.rank == rank) mine.push_back(e);
+      // Stages 1 and 2 receive and send four activations and four gradients, stages 0 and 3 half.
+      CHECK(mine.size() == (stage == 0 || stage == 3 ? 8U : 16U));
+      for (const auto& a : mine)
+        for (const auto& b : mine)
+          if (a.start_ns < b.start_ns && b.start_ns < a.end_ns) ++n;
+    }
+    return n;
+  };
+  auto trace = [](const std::string& runtime) {
+    return run_test::simulate_timeline({"parallel.tp=2", "parallel.pp=4", "parallel.dp=1", "cluster.nodes=4",
+                                        "training.global_batch_tokens=2048", "parallel.pp_runtime=" + runtime,
+                                        "cluster.topology.node.nic.bandwidth=0.1 GB/s"});
+  };
+  CHECK(overlaps_on_a_rank(*trace("deepspeed")) == 0);
+  CHECK(overlaps_on_a_rank(*trace("megatron")) > 0);
 }
 
 TEST_CASE("DeepSpeed's serialised transfers pair only the backward its TrainSchedule runs next, so any layout runs",
