@@ -137,11 +137,14 @@ TEST_CASE("DeepSpeed's transfers wait for both ranks: each rank runs its sends a
   CHECK(overlaps_on_a_rank(*trace("megatron")) > 0);
 }
 
-TEST_CASE("DeepSpeed's serialised transfers pair only the backward its TrainSchedule runs next, so any layout runs",
+TEST_CASE("DeepSpeed's chains of passes and transfers never wait on each other in a circle, so any layout runs",
           "[run][pipeline][deepspeed]") {
-  // In the warm-up (and with fewer microbatches than stages) the step after a forward runs no
-  // backward, and the activation is sent without waiting for a gradient; pairing it with the
-  // rank's next backward instead would wait on the neighbour's forward of that very activation.
+  // Each rank's chain takes the transfers between two passes in the TrainSchedule's order; in the
+  // warm-up (and with fewer microbatches than stages) the step after a forward runs no backward,
+  // and in the cool-down the step after a backward no forward. An order that differed between
+  // two neighbours' chains (a gradient before an activation on one side, after it on the other)
+  // would leave the step unfinished; every layout must end, and never faster than Megatron's
+  // asynchronous sends.
   const std::string pipeline = IRONLAW_SOURCE_DIR "/tests/run/data/pipeline.yaml";
   for (int pp : {2, 4}) {
     for (int m : {1, 2, 3, 5}) {
