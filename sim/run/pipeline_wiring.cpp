@@ -107,8 +107,8 @@ void add_sends(StepBuilder& b, const SlotTable& slots) {
         chain(into[following]);  // RecvActivation, then
         chain(out_of[slot]);     // SendGrad
       } else {
-        chain(out_of[slot]);                  // SendActivation or SendGrad, then
-        if (more) chain(into[following]);     // RecvGrad or RecvActivation
+        chain(out_of[slot]);               // SendActivation or SendGrad, then
+        if (more) chain(into[following]);  // RecvGrad or RecvActivation
       }
       if (!more) break;
       slot = following;
