@@ -28,10 +28,7 @@ TensorParallel::TensorParallel(StepBuilder& b)
     OpTimer timer(s.topology.device, s.training.precision, s.training.framework, b.world().sink,
                   s.training.launch_blocking);
     auto copy = [&](const char* name, double bytes) {
-      workload::Op op;
-      op.name = name;
-      op.bytes = 2.0 * bytes;  // read and write the whole tensor
-      return timer.whole({op});
+      return timer.whole({workload::memory_pass(name, 2.0 * bytes)});  // read and write the whole tensor
     };
     const double bytes = b.costs().activation_bytes;
     scatter_copy_ = copy("tp_scatter_relayout", bytes);
