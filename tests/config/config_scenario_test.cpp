@@ -288,6 +288,16 @@ std::string topology_variant(const std::string& dir_name, const std::string& clu
   return (dir / "cluster.yaml").string();
 }
 
+// The forward + backward rate a FlashAttention benchmark reports for `p` with causal mask at
+// sequence `length` (3.5 forward FLOPs per pass pair, each pass at R·L/(L + L0)), with the
+// benchmark's partial last wave put back: its thread blocks fill `waves` of whole waves.
+double benchmark_rate(const config::DeviceSpec::AttentionProfile& p, double length, double waves) {
+  const auto rate = [&](const config::DeviceSpec::AttentionPass& pass) {
+    return pass.plateau_rate * length / (length + pass.half_length);
+  };
+  return 3.5 / (1 / rate(p.forward_causal) + 2.5 / rate(p.backward_causal)) * waves;
+}
+
 }  // namespace
 
 TEST_CASE("the retired device.max_attention_fraction is refused with what replaced it", "[scenario][device]") {
@@ -359,12 +369,7 @@ TEST_CASE("training.attention_kernel: flash_triton runs FlashAttention's Triton 
   const auto t_h = h100("flash_triton"), f1_h = h100("flash1");
   CHECK(t_h.forward_causal.plateau_rate == f1_h.forward_causal.plateau_rate);
   CHECK(t_h.backward_causal.half_length == f1_h.backward_causal.half_length);
-  const auto figure_rate = [&](double length) {
-    const auto rate = [&](const config::DeviceSpec::AttentionPass& p) {
-      return p.plateau_rate * length / (length + p.half_length);
-    };
-    return 3.5 / (1 / rate(t_h.forward_causal) + 2.5 / rate(t_h.backward_causal)) / (16.0 / (2048.0 / 132.0));
-  };
+  const auto figure_rate = [&](double length) { return benchmark_rate(t_h, length, 2048.0 / 132.0 / 16.0); };
   CHECK(figure_rate(4096) == Approx(126e12).epsilon(0.02));
   CHECK(figure_rate(8192) == Approx(135e12).epsilon(0.05));
   CHECK(figure_rate(16384) == Approx(137e12).epsilon(0.05));
@@ -404,12 +409,7 @@ TEST_CASE("training.attention_kernel: flash1 runs FlashAttention 1.x's CUDA kern
   // 16k (32 heads: 31.03 of 32 waves on 132 SMs, divided out by the profile).
   const std::string h100 = IRONLAW_SOURCE_DIR "/scenarios/validation/mosaic-mpt-h100/mpt-13b-8gpu-h100.yaml";
   const auto p64 = load_scenario(h100, {"training.attention_kernel=flash1"}).topology.device.attention_kernel.at_head_dim(64);
-  const auto figure_rate = [&](double length) {
-    const auto rate = [&](const config::DeviceSpec::AttentionPass& p) {
-      return p.plateau_rate * length / (length + p.half_length);
-    };
-    return 3.5 / (1 / rate(p64.forward_causal) + 2.5 / rate(p64.backward_causal)) / (32.0 / (4096.0 / 132.0));
-  };
+  const auto figure_rate = [&](double length) { return benchmark_rate(p64, length, 4096.0 / 132.0 / 32.0); };
   CHECK(figure_rate(8192) == Approx(149e12).epsilon(0.02));
   CHECK(figure_rate(16384) == Approx(156e12).epsilon(0.05));  // the fit's worst bar (4.3 %)
   // A device without the profile refuses the kernel with the key's name: torchtitan's 96 GB / 500 W H100.
