@@ -571,6 +571,7 @@ void parse_training(Section s, TrainingSpec& t) {
   s.flag("fused_dropout_add_norm", t.fused_dropout_add_norm);
   s.integer("logit_metrics", t.logit_metrics, kNonNegative);
   s.flag("flash_attention", t.flash_attention);
+  s.flag("attention_unpad", t.attention_unpad);
   std::vector<std::string> kernels;
   for (const auto& kernel : kAttentionKernels) kernels.emplace_back(kernel.first);
   s.choice("attention_kernel", t.attention_kernel, kernels);

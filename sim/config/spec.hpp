@@ -486,6 +486,17 @@ struct TrainingSpec {
   /// what FlashAttention's own GPT training code ran in 2022; the device's flash1_attention_kernel).
   /// Named by the scenario, never inferred from training.framework (see load.cpp).
   std::string attention_kernel = "flash2";
+  /// The attention inputs are unpadded through the attention mask around FlashAttention's
+  /// variable-length kernel, as MosaicML llm-foundry's attn_impl: flash runs it
+  /// (llmfoundry/models/layers/attention.py flash_attn_fn, 2023-2024: flash_attn.bert_padding's
+  /// unpad_input on Q, K and V, flash_attn_varlen_func / flash_attn_unpadded_func, pad_input on
+  /// the output): per layer three gathers of the kept rows, each after two reads of device
+  /// values on the host (torch.nonzero's size, max(seqlens).item()), and a scatter of the
+  /// output, with their backward scatters and gather (workload::attention_core_forward); the
+  /// kernel keeps its unpadded output beside the padded one the output projection keeps.
+  /// Needs flash_attention with attention_kernel flash2 or flash1, cp 1, one K/V head per query
+  /// head, activation_checkpointing none or full.
+  bool attention_unpad = false;
   /// Megatron-core's gradient_accumulation_fusion (Megatron-LM's default: --no-gradient-
   /// accumulation-fusion turns it off): the weight-gradient GEMMs accumulate into the fp32
   /// main_grad in their epilogue, so no separate add pass per microbatch (GradientAccumulation).

@@ -621,6 +621,21 @@ void validate_scenario(Scenario& sc, LoadState& st) {
               "(Megatron-style code runs a fused Adam; the other optimizers' kernels are not simulated); got " +
                   t.optimizer + " and framework " + t.framework);
   }
+  if (t.attention_unpad &&
+      st.ok({"training.attention_unpad", "training.flash_attention", "training.attention_kernel", "parallel.cp",
+             "model.kv_heads", "model.heads", "training.activation_checkpointing"}) &&
+      (!t.flash_attention || (t.attention_kernel != "flash2" && t.attention_kernel != "flash1") || p.cp > 1 ||
+       (m.kv_heads > 0 && m.kv_heads != m.heads) ||
+       (t.activation_checkpointing != "none" && t.activation_checkpointing != "full"))) {
+    st.report("training.attention_unpad",
+              "unpads the attention inputs around FlashAttention's variable-length kernel (llm-foundry's attn_impl: "
+              "flash): needs training.flash_attention with attention_kernel flash2 or flash1, parallel.cp 1, as many "
+              "K/V heads as query heads (llm-foundry's repetition of grouped K/V is not simulated) and "
+              "activation_checkpointing none or full; got " +
+                  std::string(t.flash_attention ? "" : "no flash attention, ") + "attention_kernel " +
+                  t.attention_kernel + ", cp " + str(p.cp) + ", " + str(m.kv_heads > 0 ? m.kv_heads : m.heads) +
+                  " K/V heads for " + str(m.heads) + " heads, activation_checkpointing " + t.activation_checkpointing);
+  }
   if (t.fused_cross_entropy &&
       st.ok({"training.fused_cross_entropy", "training.framework", "parallel.tp", "training.compile_loss"}) &&
       ((t.framework != "eager" && t.framework != "compile") || p.tp > 1 || t.compile_loss)) {

@@ -112,7 +112,7 @@ class OpTimer {
   /// `op` with the execution time `execution` (a kernel timed as part of a larger one).
   void add(TimedOps& t, const workload::Op& op, Time execution) {
     if (t.ops.empty()) t.queue = workload::HostQueue(dispatch_, launch_blocking_);
-    const Time d = t.queue.push(execution, op.kernels);
+    const Time d = t.queue.push(execution, op.kernels, op.host_syncs);
     if (execution > Time::zero() && workload::memory_time(op, device_) >= execution) t.memory_bound += execution;
     t.host_wait += d - execution;
     t.ops.push_back(op);

@@ -154,6 +154,13 @@ struct Op {
   /// a fused dropout-add-norm kernel's backward reads and writes other tensors than its forward
   /// (TrainingSpec::fused_dropout_add_norm). < 0: the default rule.
   double backward_bytes = -1;
+  /// Kernels of the op's backward where the default rule (twice the forward's) does not hold
+  /// (flash-attn's unpadding: nine launches forward, two backward). < 0: the default rule.
+  int backward_kernels = -1;
+  /// Times the op's host code reads a value back from the device before it can go on (a
+  /// data-dependent size: torch.nonzero, .item()): each waits until the GPU has finished every
+  /// kernel issued before it (HostQueue::push). Backward and recompute ops: see backward_of.
+  int host_syncs = 0;
   bool is_gemm() const { return m > 0; }
 };
 
@@ -418,15 +425,20 @@ Time host_dispatch_cost(const config::DeviceSpec& device, const std::string& fra
 /// k kernels is k kernels of e/k each (the last takes the rounding remainder). Blocking launches
 /// (CUDA_LAUNCH_BLOCKING=1, training.launch_blocking): a launch returns once its kernel ended,
 /// so H_i = max(H_(i−1), E_(i−1)) + c and the GPU idles c before every kernel
-/// (E_n = n·c + Σ e_i). O(k) per push.
+/// (E_n = n·c + Σ e_i). An op whose host code reads `syncs` values back from the device (Op::
+/// host_syncs) makes the host wait, before each of its kernels 1 … syncs (after the first, which
+/// computes the value), until the GPU has ended every kernel issued so far: H_i = max(H_(i−1),
+/// E_(i−1)) + c for those, so the queue the host had built up ahead of the GPU drains and the
+/// GPU idles c at each. O(k) per push.
 class HostQueue {
  public:
   explicit HostQueue(Time dispatch_cost, bool blocking = false) : cost_(dispatch_cost), blocking_(blocking) {}
   /// Queues an op of `kernels` kernels (at least 1 is issued when `execution` > 0; an op with
   /// nothing to do, execution 0 and the marker ops, issues none) that run `execution` on the
   /// GPU. Returns the time the GPU spends on it from the end of the previous op: its execution
-  /// plus any idle gap waiting for the host.
-  Time push(Time execution, int kernels);
+  /// plus any idle gap waiting for the host. `syncs` (< kernels; more are clamped): the op's
+  /// reads of device values, as above.
+  Time push(Time execution, int kernels, int syncs = 0);
   /// When the GPU has finished every queued kernel, from the queue's start.
   Time gpu_end() const { return gpu_; }
   /// When the host has issued every queued kernel, from the queue's start.

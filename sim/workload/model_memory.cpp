@@ -104,6 +104,10 @@ LayerActivations kept_without_recompute(const Shape& sh, const config::TrainingS
   if (sh.rope && eager) a.split += 4.0 * (q + kv);
   if (training.flash_attention) {
     a.split += 4.0 * sh.heads / tp;  // fp32 log-sum-exp row statistics
+    // Unpadded around a varlen kernel (training.attention_unpad): the kernel keeps its gathered
+    // Q, K, V (in place of the projection's views) and its unpadded output, while the output
+    // projection keeps the padded copy pad_input wrote: one output more.
+    if (training.attention_unpad) a.split += bpe * o;
   } else {
     // Per key: the softmax output, and under attention dropout its keep mask and output (with
     // p = 0 torch's dropout returns its input: ATen's _dropout, no mask and no copy).

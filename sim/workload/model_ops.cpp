@@ -49,6 +49,8 @@ struct Microbatch {
   /// adds) run on 1/sp of the tokens; sp = tp under parallel.sequence_parallel, otherwise 1.
   double sp = 1;
   bool flash = true;
+  /// The attention inputs are unpadded around a varlen flash kernel (TrainingSpec::attention_unpad).
+  bool unpad = false;
   bool attention_dropout = false;  ///< dropout on the attention probabilities
   bool hidden_dropout = false;     ///< dropout on the attention and MLP block outputs
   bool fused_mlp = false;          ///< the GELU runs in the MLP GEMMs' epilogues (TrainingSpec::fused_mlp)
@@ -102,6 +104,7 @@ Microbatch microbatch(const config::ModelSpec& model, const config::TrainingSpec
   mb.ep = ep;
   mb.sp = sequence_parallel ? tp : 1;
   mb.flash = training.flash_attention;
+  mb.unpad = training.flash_attention && training.attention_unpad;
   mb.attention_dropout = model.attention_dropout > 0;
   mb.hidden_dropout = model.hidden_dropout > 0;
   mb.fused_mlp = training.fused_mlp;
@@ -237,6 +240,23 @@ std::vector<Op> attention_core_forward(const Microbatch& mb) {
   const double s = mb.s;
   const double batch = mb.sequences * heads;  // one (s × s) problem per sequence and local head
   std::vector<Op> ops;
+  if (mb.unpad) {
+    // flash-attn's bert_padding.unpad_input on Q, K and V in turn (TrainingSpec::attention_unpad):
+    // each sums the mask's rows, finds the kept tokens (torch.nonzero: a count kernel, its size
+    // copied to the host, the fill kernel), copies max(seqlens).item() to the host, builds
+    // cu_seqlens (cumsum, pad) and gathers the kept rows (IndexFirstAxis: torch.gather, read and
+    // write bpe per element): nine launches and two reads of device values each. Backward
+    // (IndexFirstAxis.backward): a zero tensor written, the gradient scattered into it (read and
+    // write bpe): two kernels each. The bool mask and the int64 indices, ~20 B per token, are
+    // neglected beside the rows.
+    const double features = heads * d + kv_heads * (d + dv);
+    Op unpad = elementwise("attn_unpad", mb.tokens * features, 1, 1, 0, mb.bpe);
+    unpad.kernels = 3 * 9;
+    unpad.host_syncs = 3 * 2;
+    unpad.backward_bytes = mb.tokens * features * 3.0 * mb.bpe;
+    unpad.backward_kernels = 3 * 2;
+    ops.push_back(unpad);
+  }
   if (mb.flash) {
     // One fused causal kernel. Model FLOPs as seed 003 counts them: s(s+1)/2 cells of the
     // causal triangle × (2·d for QKᵀ + 2·d_v for PV) per head. No s² tensor touches HBM:
@@ -260,6 +280,16 @@ std::vector<Op> attention_core_forward(const Microbatch& mb) {
     // computed per tile from the head's slope: no HBM traffic; its few extra instructions per
     // tile are not modelled.
     ops.push_back(op);
+    if (mb.unpad) {
+      // bert_padding.pad_input (IndexPutFirstAxis): a zero [tokens, heads·d_v] tensor written,
+      // the kernel's output rows put into it (read and write bpe): two kernels. Backward:
+      // grad_output[indices], one gather (read and write bpe).
+      Op pad = elementwise("attn_pad", mb.tokens * heads * dv, 1, 2, 0, mb.bpe);
+      pad.kernels = 2;
+      pad.backward_bytes = mb.tokens * heads * dv * 2.0 * mb.bpe;
+      pad.backward_kernels = 1;
+      ops.push_back(pad);
+    }
   } else {
     // Unfused (Megatron's baddbmm path): the full s × s score matrix is computed (the causal
     // mask is applied afterwards, so the masked half is computed too), written, soft-maxed and
@@ -497,7 +527,8 @@ std::vector<Op> backward_of(const std::vector<Op>& forward, const Microbatch& mb
       b.bytes = f.backward_bytes >= 0 ? f.backward_bytes : 2.0 * f.bytes;
       b.flops = 2.0 * f.flops;
       if (f.role == OpRole::vocab_embedding) b.role = OpRole::vocab_embedding_grad;
-      b.kernels = 2 * f.kernels;
+      b.kernels = f.backward_kernels >= 0 ? f.backward_kernels : 2 * f.kernels;
+      b.host_syncs = 0;  // autograd's backward kernels need no value on the host
       ops.push_back(b);
     }
   }
