@@ -625,7 +625,7 @@ void validate_scenario(Scenario& sc, LoadState& st) {
       st.ok({"training.attention_unpad", "training.flash_attention", "training.attention_kernel", "parallel.cp",
              "model.kv_heads", "model.heads", "training.activation_checkpointing"}) &&
       (!t.flash_attention || (t.attention_kernel != "flash2" && t.attention_kernel != "flash1") || p.cp > 1 ||
-       (m.kv_heads > 0 && m.kv_heads != m.heads) ||
+       m.kv_heads != m.heads ||
        (t.activation_checkpointing != "none" && t.activation_checkpointing != "full"))) {
     st.report("training.attention_unpad",
               "unpads the attention inputs around FlashAttention's variable-length kernel (llm-foundry's attn_impl: "
@@ -633,7 +633,7 @@ void validate_scenario(Scenario& sc, LoadState& st) {
               "K/V heads as query heads (llm-foundry's repetition of grouped K/V is not simulated) and "
               "activation_checkpointing none or full; got " +
                   std::string(t.flash_attention ? "" : "no flash attention, ") + "attention_kernel " +
-                  t.attention_kernel + ", cp " + str(p.cp) + ", " + str(m.kv_heads > 0 ? m.kv_heads : m.heads) +
+                  t.attention_kernel + ", cp " + str(p.cp) + ", " + str(m.kv_heads) +
                   " K/V heads for " + str(m.heads) + " heads, activation_checkpointing " + t.activation_checkpointing);
   }
   if (t.fused_cross_entropy &&

@@ -250,8 +250,7 @@ std::vector<Op> attention_core_forward(const Microbatch& mb) {
     // write bpe): two kernels each. The bool mask and the int64 indices, ~20 B per token, are
     // neglected beside the rows.
     const double features = heads * d + kv_heads * (d + dv);
-    Op unpad = elementwise("attn_unpad", mb.tokens * features, 1, 1, 0, mb.bpe);
-    unpad.kernels = 3 * 9;
+    Op unpad = memory_pass("attn_unpad", mb.tokens * features * 2.0 * mb.bpe, 3 * 9);
     unpad.host_syncs = 3 * 2;
     unpad.backward_bytes = mb.tokens * features * 3.0 * mb.bpe;
     unpad.backward_kernels = 3 * 2;
@@ -284,8 +283,7 @@ std::vector<Op> attention_core_forward(const Microbatch& mb) {
       // bert_padding.pad_input (IndexPutFirstAxis): a zero [tokens, heads·d_v] tensor written,
       // the kernel's output rows put into it (read and write bpe): two kernels. Backward:
       // grad_output[indices], one gather (read and write bpe).
-      Op pad = elementwise("attn_pad", mb.tokens * heads * dv, 1, 2, 0, mb.bpe);
-      pad.kernels = 2;
+      Op pad = memory_pass("attn_pad", mb.tokens * heads * dv * 3.0 * mb.bpe, 2);
       pad.backward_bytes = mb.tokens * heads * dv * 2.0 * mb.bpe;
       pad.backward_kernels = 1;
       ops.push_back(pad);
