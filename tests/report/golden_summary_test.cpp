@@ -244,6 +244,10 @@ TEST_CASE("the FlashAttention GPT-2 validation scenarios reproduce their golden 
   check_goldens(shipped_scenarios("validation/flash-attn-gpt2", false));
 }
 
+TEST_CASE("the LLaMA (2023) validation scenarios reproduce their golden summaries", "[golden][slow]") {
+  check_goldens(shipped_scenarios("validation/llama1", false));
+}
+
 TEST_CASE("the whole-run scenarios' steps reproduce their golden summaries", "[golden][slow]") {
   check_goldens(shipped_scenarios("runs", false));
 }

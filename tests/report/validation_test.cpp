@@ -175,6 +175,39 @@ TEST_CASE("the mt-nlg case gives MT-NLG's three published iteration times as dur
   CHECK(plan.jobs[2].label == "530b-420nodes");
 }
 
+TEST_CASE("the llama1 case gives the first LLaMA's throughputs as tokens/s per GPU", "[validation]") {
+  // Touvron et al. 2023: §2.4 gives 380 tokens/s/GPU for 65B; the carbon table's GPU-hours over
+  // Table 2's tokens give the others: 1.4e12 / (530,432 h × 3,600 s) = 733.2 (33B),
+  // 1.0e12 / (135,168 × 3,600) = 2,055.1 (13B), 1.0e12 / (82,432 × 3,600) = 3,369.8 (7B). The 65B's
+  // own GPU-hours, 1,022,362, give 380.4: the §2.4 figure. Without the scenarios every row is
+  // "(no scenario)".
+  const fs::path dir = fs::temp_directory_path() / ("ironlaw-llama1-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto c = report::run_validation("llama1", dir.string());
+  fs::remove_all(dir);
+  REQUIRE(c.rows.size() == 4);
+  const std::vector<double> published{380.0, 733.2, 2055.1, 3369.8};
+  for (std::size_t i = 0; i < 4; ++i) {
+    INFO(c.rows[i].label);
+    CHECK(c.rows[i].published == Approx(published[i]).epsilon(1e-4));
+    CHECK(c.rows[i].unit == "tok/s/GPU");
+    CHECK_FALSE(c.rows[i].duration);
+    CHECK(std::isnan(c.rows[i].predicted));
+  }
+  CHECK(1.4e12 / (1022362 * 3600.0) == Approx(380.0).epsilon(2e-3));
+  // The shipped scenarios hold their rows' layouts: 2,048 GPUs, TP 1/2/4/8, 4M-token batches.
+  const auto plan = report::plan_validation("llama1", kRepo);
+  REQUIRE(plan.jobs.size() == 4);
+  for (const auto* size : {"7b", "13b", "33b", "65b"}) {
+    const auto s = config::load_scenario(kRepo + "/scenarios/validation/llama1/llama1-" + size + "-2048gpu.yaml",
+                                         {"run.steps=1"});
+    INFO(size);
+    CHECK(s.gpus() == 2048);
+    CHECK(s.training.global_batch_tokens == 2048.0 * 2048);
+    CHECK(s.parallel.tp * s.parallel.dp == 2048);
+  }
+}
+
 TEST_CASE("the summary gives the median and maximum |error| of the measured rows", "[validation]") {
   // Measured rows +10 %, −20 %, +5 % and one not simulated (NaN); an arithmetic case at +50 %
   // is left out. |errors| sorted 5, 10, 20 → median 10 %, max 20 %; two too fast, one too slow.
