@@ -394,7 +394,7 @@ void parse_model(Section s, ModelSpec& m) {
   s.integer("kv_heads", m.kv_heads, Rule{.sign = Sign::positive, .form = Form::either});
   if (m.kv_heads == 0) m.kv_heads = m.heads;
   s.integer("vocab", m.vocab, kShape);
-  s.choice("activation", m.activation, {"gelu", "swiglu"});
+  s.choice("activation", m.activation, {"gelu", "swiglu", "squared_relu"});
   s.choice("norm", m.norm, {"layernorm", "rmsnorm"});
   s.flag("bias", m.bias);
   s.flag("tied_embeddings", m.tied_embeddings);

@@ -33,7 +33,7 @@ const std::vector<Doc>& docs() {
       {"model.heads", "attention (query) heads"},
       {"model.kv_heads", "key/value heads (grouped-query attention; default: heads)"},
       {"model.vocab", "vocabulary size"},
-      {"model.activation", "feed-forward activation (swiglu has three matrices)"},
+      {"model.activation", "feed-forward activation: gelu, swiglu (three matrices, gated) or squared_relu (relu(x)², Primer / Nemotron; two matrices, run as Megatron-core writes it: torch.pow(F.relu(x), 2))"},
       {"model.norm", "normalisation layer"},
       {"model.bias", "linear layers carry biases (GPT-2/3)"},
       {"model.tied_embeddings", "the LM head shares the embedding table"},

@@ -277,7 +277,7 @@ struct ModelSpec {
   int heads = 0;
   int kv_heads = 0;              ///< = heads unless grouped-query attention
   int vocab = 0;
-  std::string activation = "gelu";   ///< gelu | swiglu
+  std::string activation = "gelu";   ///< gelu | swiglu | squared_relu
   std::string norm = "layernorm";    ///< layernorm | rmsnorm
   bool bias = false;                 ///< linear layers carry biases (GPT-2/3)
   bool tied_embeddings = false;

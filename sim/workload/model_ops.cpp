@@ -56,6 +56,7 @@ struct Microbatch {
   bool fused_mlp = false;          ///< the GELU runs in the MLP GEMMs' epilogues (TrainingSpec::fused_mlp)
   bool fused_add_norm = false;     ///< dropout, residual add and norm in one kernel (TrainingSpec::fused_dropout_add_norm)
   bool eager = false;              ///< PyTorch eager: element-wise ops as the model code writes them
+  bool compiled = false;           ///< torch.compile: inductor fuses the element-wise ops it can
   /// The loss outside the transformer blocks runs eager: also under compile, which torchtitan
   /// applied per transformer block before April 2025 (torch.compile on each block, not on the
   /// head and loss); false when the loss is compiled (compiled_loss).
@@ -110,6 +111,7 @@ Microbatch microbatch(const config::ModelSpec& model, const config::TrainingSpec
   mb.fused_mlp = training.fused_mlp;
   mb.fused_add_norm = training.fused_dropout_add_norm;
   mb.eager = training.framework == "eager";
+  mb.compiled = training.framework == "compile";
   mb.compiled_loss = training.compile_loss;
   mb.fused_loss = training.fused_cross_entropy;
   mb.eager_loss = pytorch_model_code(training) && !mb.compiled_loss && !mb.fused_loss;
@@ -186,7 +188,7 @@ void linear(std::vector<Op>& ops, const Microbatch& mb, std::string name, double
 // Rough CUDA-core FLOPs per element of the vector kernels (only for completeness; these ops are
 // memory-bound): layernorm mean, variance, normalise, scale, shift ≈ 8; rmsnorm ≈ 4; tanh-GELU
 // ≈ 8; SiLU·gate ≈ 6; rotary (2 multiplies + 1 add) 3; softmax (max, sub, exp, sum, div) 5.
-constexpr double kLayernormFlops = 8, kRmsnormFlops = 4, kGeluFlops = 8, kSwigluFlops = 6;
+constexpr double kLayernormFlops = 8, kRmsnormFlops = 4, kGeluFlops = 8, kSwigluFlops = 6, kSquaredReluFlops = 2;
 constexpr double kRotaryFlops = 3, kSoftmaxFlops = 5, kCrossEntropyFlops = 5;
 // Dropout forward: compare a random number with p, scale by 1/(1 − p) ≈ 2 (the random-number
 // generation itself is not counted); backward: multiply by the stored mask and scale ≈ 1.
@@ -343,6 +345,27 @@ Op activation(const Microbatch& mb, const std::string& prefix, double elements) 
     // one (3·bpe): two kernels.
     act.bytes = elements * 5.0 * mb.bpe;
     act.kernels = 2;
+  }
+  if (sh.squared_relu) {
+    // torch.pow(F.relu(x), 2), as Megatron-core writes it (megatron/core/activations.py
+    // squared_relu; Megatron's bias-activation fusion covers GELU and SwiGLU only, so hand-fused
+    // code runs it eager too): relu and pow, each a read and a write. Backward, autograd's
+    // PowBackward0 (ATen pow_backward: grad · (2 · x.pow(1)): the pow(1) copy, the scaling, the
+    // product with the gradient: 2 + 2 + 3 element accesses) and ReluBackward0
+    // (threshold_backward: the gradient and the kept output read, one written).
+    act.flops = elements * kSquaredReluFlops;
+    act.bytes = elements * 4.0 * mb.bpe;
+    act.kernels = 2;
+    act.backward_bytes = elements * 10.0 * mb.bpe;
+    act.backward_kernels = 4;
+    if (mb.compiled) {
+      // Inductor fuses each pass into one kernel: x read, relu(x)² written; the gradient and x
+      // read, the input gradient written.
+      act.bytes = elements * 2.0 * mb.bpe;
+      act.kernels = 1;
+      act.backward_bytes = elements * 3.0 * mb.bpe;
+      act.backward_kernels = 1;
+    }
   }
   return act;
 }

@@ -79,8 +79,10 @@ Shape shape_of(const config::ModelSpec& model) {
 
   if (model.activation == "swiglu") {
     s.swiglu = true;
+  } else if (model.activation == "squared_relu") {
+    s.squared_relu = true;
   } else if (model.activation != "gelu") {
-    bad(model, "activation must be gelu or swiglu, got \"" + model.activation + "\"");
+    bad(model, "activation must be gelu, swiglu or squared_relu, got \"" + model.activation + "\"");
   }
   if (model.norm == "rmsnorm") {
     s.rmsnorm = true;

@@ -31,6 +31,7 @@ struct Shape {
   double qk_nope_dim = 0;
   double qk_rope_dim = 0;
   bool swiglu = false;
+  bool squared_relu = false;  ///< relu(x)² (So et al. 2021, Primer; Nemotron), a dense non-gated MLP
   bool rmsnorm = false;
   bool learned_positions = false;
   bool relative_positions = false;

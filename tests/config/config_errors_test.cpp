@@ -157,7 +157,7 @@ TEST_CASE("override keys are checked against the scenario keys", "[errors][overr
 TEST_CASE("model card problems are all reported", "[errors][model]") {
   CHECK(errors_of([] { load_model(data("bad_model.yaml")); }) ==
         Errors{"bad_model.yaml:1:1: layers: missing required key",
-               "bad_model.yaml:8:13: activation: expected one of gelu, swiglu; got \"relu\"; did you mean \"gelu\"?",
+               "bad_model.yaml:8:13: activation: expected one of gelu, swiglu, squared_relu; got \"relu\"; did you mean \"gelu\"?",
                "bad_model.yaml:10:11: published.params: " + kNeedsSource,
                "bad_model.yaml:2:1: layres: unknown key; did you mean \"layers\"?",
                "bad_model.yaml:3:9: hidden: must be a multiple of heads (8), got 250",
