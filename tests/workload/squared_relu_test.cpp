@@ -64,7 +64,7 @@ TEST_CASE("squared ReLU keeps what GELU keeps for the backward", "[workload][mem
   CHECK(activation_bytes_per_layer(gpt2_squared_relu(), t, p, 2) == activation_bytes_per_layer(gpt2_124m(), t, p, 2));
 }
 
-TEST_CASE("a model card may name squared_relu; the fused GELU MLP refuses it", "[config][squared_relu]") {
+TEST_CASE("a model card may name squared_relu, which the fused GELU MLP refuses", "[config][squared_relu]") {
   const std::string gpt2 = IRONLAW_SOURCE_DIR "/scenarios/gpt2-ddp-1node.yaml";
   CHECK(config::load_scenario(gpt2, {"model.activation=squared_relu"}).model.activation == "squared_relu");
   CHECK_THROWS_WITH(config::load_scenario(gpt2, {"model.activation=relu"}), Catch::Contains("model.activation"));
