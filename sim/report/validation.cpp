@@ -618,8 +618,8 @@ constexpr NemoRow kNemoLong[] = {
 
 /// The case nemo-h100-2412: the pre-training table of the NeMo 24.12 performance summary
 /// (docs.nvidia.com/nemo-framework/user-guide/24.12/nemotoolkit/performance/performance_summary.html,
-/// FP8), every row whose architecture ironlaw represents (the three Nemotron rows have a squared-ReLU
-/// MLP). Added out of sample in round 30: the rule fixed and the scenarios written with the nemo-h100
+/// FP8), every row whose architecture ironlaw represents (the three Nemotron rows, with their
+/// squared-ReLU MLP, once it was simulated). Added out of sample in round 30: the rule fixed and the scenarios written with the nemo-h100
 /// case's a-priori choices before any row was simulated, the first predictions in the commit that
 /// added them. Its GPT-3 175B row on 512 GPUs is the layout of NeMo 25.02's row above (866 tokens/s
 /// there, 825 here): the same scenario, two measurements.
@@ -633,6 +633,11 @@ constexpr NemoRow kNemo2412[] = {
     {"2412-llama2-70b-64gpu", "Llama 2 70B, 64 GPUs, TP 4 PP 4 VP 20, FP8", "NeMo 24.12", 64, 4, 4, 1, 20, 128, 1, 4096, 1728},
     {"2412-llama3-8b-8gpu-cp2", "Llama 3 8B, 8 GPUs, CP 2, FP8", "NeMo 24.12", 8, 1, 1, 2, 1, 128, 1, 8192, 12273},
     {"2412-llama3-70b-64gpu-cp2", "Llama 3 70B, 64 GPUs, TP 4 PP 4 CP 2 VP 5, FP8", "NeMo 24.12", 64, 4, 4, 2, 5, 128, 1, 8192, 1524},
+    // The Nemotron rows, taken once model.activation squared_relu was simulated (b3f1c31), before
+    // any was run; their first predictions in the commit that added them.
+    {"2412-nemotron-8b-64gpu", "Nemotron-3 8B, 64 GPUs, TP 2, MBS 4, FP8", "NeMo 24.12", 64, 2, 1, 1, 1, 256, 4, 4096, 12507},
+    {"2412-nemotron-22b-64gpu", "Nemotron-3 22B, 64 GPUs, TP 2 PP 4 VP 10, FP8", "NeMo 24.12", 64, 2, 4, 1, 10, 256, 2, 4096, 4312},
+    {"2412-nemotron-340b-128gpu", "Nemotron-4 340B, 128 GPUs, TP 8 PP 8 VP 12, GBS 32, FP8", "NeMo 24.12", 128, 8, 8, 1, 12, 32, 1, 4096, 326},
 };
 
 template <std::size_t N>
