@@ -29,6 +29,16 @@ MemoryBreakdown model_state_memory(double params_local, const config::TrainingSp
   MemoryBreakdown m;
   m.weights = params_local * pb / (zero >= 3 ? ranks : 1.0);
   m.gradients = params_local * pb / (zero >= 2 ? ranks : 1.0);
+  // Megatron-core's DDP (the hand-fused frameworks' code, gradients whole on every rank: ZeRO 0
+  // or its distributed optimizer, ZeRO 1) holds the gradients in one contiguous buffer of the
+  // reduction's dtype, which the weight-gradient GEMMs accumulate into: fp32 under
+  // grad_reduce_in_fp32 (megatron/core/distributed/distributed_data_parallel.py: grad_dtype =
+  // torch.float if ddp_config.grad_reduce_in_fp32 else param.dtype; the ParamAndGradBuffer is
+  // allocated in grad_dtype). PyTorch's DDP and FSDP keep .grad in the parameter's dtype;
+  // DeepSpeed's BF16_Optimizer has its own fp32 buffer (below).
+  if (!pytorch_model_code(training) && zero <= 1 && !training.bf16_optimizer) {
+    m.gradients = params_local * reduce_bytes(training);
+  }
   // DeepSpeed's BF16_Optimizer accumulates the gradients in one fp32 buffer of every parameter
   // of the rank, allocated with the optimizer and not sharded (bigscience tr11-176B-ml README:
   // "It doesn't shard the static fp32 buffer it reuses, which consumes 4 bytes * params of
@@ -116,6 +126,18 @@ LayerActivations kept_without_recompute(const Shape& sh, const config::TrainingS
   // MLP: GELU keeps its input and output (the down projection's input); SwiGLU the gate and up
   // outputs and their product (eager also the SiLU output).
   a.split += sh.swiglu ? bpe * f * (eager ? 4.0 : 3.0) : bpe * 2.0 * f;
+  if (training.precision == "fp8" && !pytorch_model_code(training)) {
+    // Transformer Engine's fp8 linear layers keep the fp8 copy of their input that the
+    // weight-gradient GEMM reads, not the higher-precision tensor (transformer_engine/pytorch/
+    // module/linear.py _Linear.forward: saved_inputmat = inputmat, the quantized input, unless the
+    // recipe overrides the wgrad precision; LayerNormLinear likewise its fp8 ln_out): the two
+    // norm outputs and the down projection's input at 1 B instead of bpe, while the attention
+    // output, which the attention kernel keeps for its own backward, gains the output
+    // projection's fp8 copy. (torchao's Float8Linear keeps its high-precision input: this is TE's.)
+    a.replicated -= 2.0 * (bpe - 1.0) * h;
+    a.split -= (bpe - 1.0) * f;
+    a.split += 1.0 * o;
+  }
   return a;
 }
 
