@@ -616,32 +616,39 @@ constexpr NemoRow kNemoLong[] = {
     {"llama31-405b-1024gpu-fp8-gbs1536", "Llama 3.1 405B, 1,024 GPUs, TP 8 PP 8 CP 2 VP 8, GBS 1536, FP8", "Megatron-Bridge 26.02", 1024, 8, 8, 2, 8, 1536, 1, 8192, 311},
 };
 
-/// The case nemo-h100-2412: the pre-training table of the NeMo 24.12 performance summary
-/// (docs.nvidia.com/nemo-framework/user-guide/24.12/nemotoolkit/performance/performance_summary.html,
-/// FP8), every row whose architecture ironlaw represents (the three Nemotron rows, with their
-/// squared-ReLU MLP, once it was simulated). Added out of sample in round 30: the rule fixed and the scenarios written with the nemo-h100
-/// case's a-priori choices before any row was simulated, the first predictions in the commit that
-/// added them. Its GPT-3 175B row on 512 GPUs is the layout of NeMo 25.02's row above (866 tokens/s
-/// there, 825 here): the same scenario, two measurements.
-constexpr NemoRow kNemo2412[] = {
-    {"2412-gpt3-5b-64gpu", "GPT-3 5B, 64 GPUs, MBS 4, FP8", "NeMo 24.12", 64, 1, 1, 1, 1, 2048, 4, 2048, 23406},
-    {"2412-gpt3-20b-64gpu", "GPT-3 20B, 64 GPUs, TP 2, FP8", "NeMo 24.12", 64, 2, 1, 1, 1, 256, 2, 2048, 5851},
-    {"2412-gpt3-175b-128gpu", "GPT-3 175B, 128 GPUs, TP 4 PP 8 VP 6, GBS 256, FP8", "NeMo 24.12", 128, 4, 8, 1, 6, 256, 1, 2048, 716},
-    {"gpt3-175b-512gpu-fp8", "GPT-3 175B, 512 GPUs, TP 4 PP 8 VP 6, FP8 (24.12)", "NeMo 24.12", 512, 4, 8, 1, 6, 2048, 2, 2048, 825},
-    {"2412-llama2-7b-8gpu", "Llama 2 7B, 8 GPUs, FP8", "NeMo 24.12", 8, 1, 1, 1, 1, 128, 1, 4096, 16934},
-    {"2412-llama2-13b-16gpu", "Llama 2 13B, 16 GPUs, PP 4 VP 10, FP8", "NeMo 24.12", 16, 1, 4, 1, 10, 128, 1, 4096, 8715},
-    {"2412-llama2-70b-64gpu", "Llama 2 70B, 64 GPUs, TP 4 PP 4 VP 20, FP8", "NeMo 24.12", 64, 4, 4, 1, 20, 128, 1, 4096, 1728},
-    {"2412-llama3-8b-8gpu-cp2", "Llama 3 8B, 8 GPUs, CP 2, FP8", "NeMo 24.12", 8, 1, 1, 2, 1, 128, 1, 8192, 12273},
-    {"2412-llama3-70b-64gpu-cp2", "Llama 3 70B, 64 GPUs, TP 4 PP 4 CP 2 VP 5, FP8", "NeMo 24.12", 64, 4, 4, 2, 5, 128, 1, 8192, 1524},
+/// The case nemo-h100-2407: the pre-training table NVIDIA measured on the NeMo 24.07 container
+/// (NVIDIA/NeMo docs/source/performance/performance_summary.md at 8e3d65dcfe, 2024-09-09, shipped in
+/// v2.0.0 and v2.1.0 and on the 24.12 documentation site, where it was first read: "Container:
+/// NeMo24.07, System: DGX-H100", FP8), all 12 rows (the three Nemotron rows once squared ReLU was
+/// simulated). Added out of sample in round 30: the rule fixed and the scenarios written with the
+/// nemo-h100 case's a-priori choices before any row was simulated, the first predictions in the
+/// commits that added them. Its GPT-3 175B row on 512 GPUs is the layout of NeMo 25.02's row above
+/// (866 tokens/s there, 825 here): the same scenario, two measurements.
+constexpr NemoRow kNemo2407[] = {
+    {"2407-gpt3-5b-64gpu", "GPT-3 5B, 64 GPUs, MBS 4, FP8", "NeMo 24.07", 64, 1, 1, 1, 1, 2048, 4, 2048, 23406},
+    {"2407-gpt3-20b-64gpu", "GPT-3 20B, 64 GPUs, TP 2, FP8", "NeMo 24.07", 64, 2, 1, 1, 1, 256, 2, 2048, 5851},
+    {"2407-gpt3-175b-128gpu", "GPT-3 175B, 128 GPUs, TP 4 PP 8 VP 6, GBS 256, FP8", "NeMo 24.07", 128, 4, 8, 1, 6, 256, 1, 2048, 716},
+    {"gpt3-175b-512gpu-fp8", "GPT-3 175B, 512 GPUs, TP 4 PP 8 VP 6, FP8 (24.07)", "NeMo 24.07", 512, 4, 8, 1, 6, 2048, 2, 2048, 825},
+    {"2407-llama2-7b-8gpu", "Llama 2 7B, 8 GPUs, FP8", "NeMo 24.07", 8, 1, 1, 1, 1, 128, 1, 4096, 16934},
+    {"2407-llama2-13b-16gpu", "Llama 2 13B, 16 GPUs, PP 4 VP 10, FP8", "NeMo 24.07", 16, 1, 4, 1, 10, 128, 1, 4096, 8715},
+    {"2407-llama2-70b-64gpu", "Llama 2 70B, 64 GPUs, TP 4 PP 4 VP 20, FP8", "NeMo 24.07", 64, 4, 4, 1, 20, 128, 1, 4096, 1728},
+    {"2407-llama3-8b-8gpu-cp2", "Llama 3 8B, 8 GPUs, CP 2, FP8", "NeMo 24.07", 8, 1, 1, 2, 1, 128, 1, 8192, 12273},
+    {"2407-llama3-70b-64gpu-cp2", "Llama 3 70B, 64 GPUs, TP 4 PP 4 CP 2 VP 5, FP8", "NeMo 24.07", 64, 4, 4, 2, 5, 128, 1, 8192, 1524},
     // The Nemotron rows, taken once model.activation squared_relu was simulated (b3f1c31), before
     // any was run; their first predictions in the commit that added them.
-    {"2412-nemotron-8b-64gpu", "Nemotron-3 8B, 64 GPUs, TP 2, MBS 4, FP8", "NeMo 24.12", 64, 2, 1, 1, 1, 256, 4, 4096, 12507},
-    {"2412-nemotron-22b-64gpu", "Nemotron-3 22B, 64 GPUs, TP 2 PP 4 VP 10, FP8", "NeMo 24.12", 64, 2, 4, 1, 10, 256, 2, 4096, 4312},
-    {"2412-nemotron-340b-128gpu", "Nemotron-4 340B, 128 GPUs, TP 8 PP 8 VP 12, GBS 32, FP8", "NeMo 24.12", 128, 8, 8, 1, 12, 32, 1, 4096, 326},
+    {"2407-nemotron-8b-64gpu", "Nemotron-3 8B, 64 GPUs, TP 2, MBS 4, FP8", "NeMo 24.07", 64, 2, 1, 1, 1, 256, 4, 4096, 12507},
+    {"2407-nemotron-22b-64gpu", "Nemotron-3 22B, 64 GPUs, TP 2 PP 4 VP 10, FP8", "NeMo 24.07", 64, 2, 4, 1, 10, 256, 2, 4096, 4312},
+    {"2407-nemotron-340b-128gpu", "Nemotron-4 340B, 128 GPUs, TP 8 PP 8 VP 12, GBS 32, FP8", "NeMo 24.07", 128, 8, 8, 1, 12, 32, 1, 4096, 326},
 };
 
+/// Where the Megatron-Bridge and NeMo 2.0 summaries' rows are published.
+constexpr const char* kNemoSummaries =
+    " performance summary, DGX-H100 (NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md, "
+    "performance-summary-archive.md; docs.nvidia.com/nemo-framework performance_summary); scenarios/validation/nemo/";
+
 template <std::size_t N>
-ValidationPlan nemo_rows_plan(const std::string& data_dir, const char* name, const NemoRow (&rows)[N]) {
+ValidationPlan nemo_rows_plan(const std::string& data_dir, const char* name, const NemoRow (&rows)[N],
+                              const char* where = kNemoSummaries) {
   ValidationPlan plan{{name,
                        "NVIDIA NeMo / Megatron-Bridge performance summaries, pre-training on DGX-H100 (Megatron-core + "
                        "Transformer Engine): tokens/s per GPU, out of sample",
@@ -649,12 +656,8 @@ ValidationPlan nemo_rows_plan(const std::string& data_dir, const char* name, con
                       {}};
   for (const auto& row : rows) {
     const std::string path = data_dir + "/scenarios/validation/nemo/" + row.file + ".yaml";
-    plan.jobs.push_back({row.file, [row, path] {
-                           const std::string src =
-                               std::string(row.source) +
-                               " performance summary, DGX-H100 (NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md, "
-                               "performance-summary-archive.md; docs.nvidia.com/nemo-framework performance_summary); "
-                               "scenarios/validation/nemo/";
+    plan.jobs.push_back({row.file, [row, path, where] {
+                           const std::string src = std::string(row.source) + where;
                            return simulated_row(
                                row.label, row.tokens_per_gpu, "tok/s/GPU", src, false, path,
                                [&](const config::Scenario& s) {
@@ -672,8 +675,11 @@ ValidationPlan nemo_rows_plan(const std::string& data_dir, const char* name, con
 }
 
 ValidationPlan nemo_plan(const std::string& data_dir) { return nemo_rows_plan(data_dir, "nemo-h100", kNemo); }
-ValidationPlan nemo_2412_plan(const std::string& data_dir) {
-  return nemo_rows_plan(data_dir, "nemo-h100-2412", kNemo2412);
+ValidationPlan nemo_2407_plan(const std::string& data_dir) {
+  return nemo_rows_plan(data_dir, "nemo-h100-2407", kNemo2407,
+                        " container, DGX-H100 (NVIDIA/NeMo docs/source/performance/performance_summary.md at 8e3d65dcfe, "
+                        "2024-09-09, in v2.0.0 and v2.1.0; docs.nvidia.com/nemo-framework/user-guide/24.12); "
+                        "scenarios/validation/nemo/");
 }
 ValidationPlan nemo_long_plan(const std::string& data_dir) {
   return nemo_rows_plan(data_dir, "nemo-h100-long", kNemoLong);
@@ -1092,7 +1098,7 @@ ValidationPlan llama3_paper_plan(const std::string& data_dir) {
 std::vector<std::string> validation_case_names() {
   return {"seed003",    "nccl-h100",       "megatron-2021", "korthikanti-2022", "torchtitan",
           "bigscience", "bigscience-prequel", "mt-nlg", "nemo-h100", "torchtitan-2025", "mosaic-mpt", "mosaic-mpt-h100",
-          "mosaic-mpt-a100-torch2", "flash-attn-gpt3", "flash-attn-gpt2", "llama1", "nemo-h100-2412"};
+          "mosaic-mpt-a100-torch2", "flash-attn-gpt3", "flash-attn-gpt2", "llama1", "nemo-h100-2407"};
 }
 
 std::vector<std::string> validation_long_case_names() { return {"llama3-paper", "nemo-h100-long"}; }
@@ -1117,7 +1123,7 @@ ValidationPlan plan_validation(const std::string& name, const std::string& data_
   if (name == "flash-attn-gpt3") return flash_attn_gpt3_plan(data_dir);
   if (name == "flash-attn-gpt2") return flash_attn_gpt2_plan(data_dir);
   if (name == "llama1") return llama1_plan(data_dir);
-  if (name == "nemo-h100-2412") return nemo_2412_plan(data_dir);
+  if (name == "nemo-h100-2407") return nemo_2407_plan(data_dir);
   // A long case (validation_long_case_names): its 16,384-GPU 8K row costs minutes of CPU (see
   // llama3_paper_plan), beyond validate's two-minute budget, so only --case runs it.
   if (name == "llama3-paper") return llama3_paper_plan(data_dir);

@@ -208,14 +208,14 @@ TEST_CASE("the llama1 case gives the first LLaMA's throughputs as tokens/s per G
   }
 }
 
-TEST_CASE("the nemo-h100-2412 case takes the NeMo 24.12 pre-training rows", "[validation]") {
-  // NeMo 24.12 performance summary (FP8): its 12 pre-training rows (the three Nemotron rows since
+TEST_CASE("the nemo-h100-2407 case takes the NeMo 24.07 pre-training rows", "[validation]") {
+  // the NeMo 24.07 container's performance table (FP8): its 12 pre-training rows (the three Nemotron rows since
   // model.activation squared_relu). Each published rate against the table's model TFLOP/s: the
   // tokens/s × 6·N per token must stay below it (the table adds attention FLOPs), e.g. GPT-3 175B
   // on 128 GPUs 716 × 6 × 174.6e9 = 750 TFLOP/s < 771.
-  const fs::path dir = fs::temp_directory_path() / ("ironlaw-nemo2412-" + std::to_string(::getpid()));
+  const fs::path dir = fs::temp_directory_path() / ("ironlaw-nemo2407-" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  const auto c = report::run_validation("nemo-h100-2412", dir.string());
+  const auto c = report::run_validation("nemo-h100-2407", dir.string());
   fs::remove_all(dir);
   REQUIRE(c.rows.size() == 12);
   const std::vector<double> published{23406, 5851, 716, 825, 16934, 8715, 1728, 12273, 1524, 12507, 4312, 326};
@@ -226,7 +226,7 @@ TEST_CASE("the nemo-h100-2412 case takes the NeMo 24.12 pre-training rows", "[va
   }
   CHECK(716 * 6 * 174.6e9 / 1e12 < 771);
   // The 512-GPU GPT-3 row is the layout NeMo 25.02 measured at 866: one scenario, two measurements.
-  const auto plan = report::plan_validation("nemo-h100-2412", kRepo);
+  const auto plan = report::plan_validation("nemo-h100-2407", kRepo);
   REQUIRE(plan.jobs.size() == 12);
   CHECK(plan.jobs[3].label == "gpt3-175b-512gpu-fp8");
   const auto earlier = report::plan_validation("nemo-h100", kRepo);

@@ -28,7 +28,7 @@ TEST_CASE("squared ReLU has GELU's two MLP matrices", "[workload][params][square
   // Non-gated: up (768 × 3,072) and down (3,072 × 768), as GELU; SwiGLU would add a third.
   CHECK(count_params(gpt2_squared_relu()).total() == count_params(gpt2_124m()).total());
   const auto ops = layer_forward_ops(gpt2_squared_relu(), bf16_adam_1k("fused"), 2, 1);
-  CHECK(find(ops, "mlp_up").n == 3072);
+  CHECK(find(ops, "mlp_up").n == 3072);  // ops outlives the reference find returns
 }
 
 TEST_CASE("squared ReLU runs as relu then pow, its backward as autograd's four kernels", "[workload][ops][squared_relu]") {
@@ -36,24 +36,29 @@ TEST_CASE("squared ReLU runs as relu then pow, its backward as autograd's four k
   const double e = 2.0 * 1024 * 3072;
   for (const std::string framework : {"fused", "eager"}) {
     INFO(framework);
-    const Op& act = find(layer_forward_ops(gpt2_squared_relu(), bf16_adam_1k(framework), 2, 1), "mlp_act");
+    const auto forward = layer_forward_ops(gpt2_squared_relu(), bf16_adam_1k(framework), 2, 1);
+    const Op& act = find(forward, "mlp_act");
     CHECK(act.bytes == e * 4 * 2);  // relu: read + write; pow: read + write
     CHECK(act.kernels == 2);
     CHECK(act.flops == e * 2);      // max and multiply
-    const Op& bwd = find(layer_backward_ops(gpt2_squared_relu(), bf16_adam_1k(framework), 2, 1), "mlp_act_bwd");
+    const auto backward = layer_backward_ops(gpt2_squared_relu(), bf16_adam_1k(framework), 2, 1);
+    const Op& bwd = find(backward, "mlp_act_bwd");
     // pow(1) copy (2), × 2 (2), × grad (3), threshold_backward (3): 10 element accesses.
     CHECK(bwd.bytes == e * 10 * 2);
     CHECK(bwd.kernels == 4);
   }
   // Compiled, inductor fuses each pass: x read, y written; gradient and x read, input gradient written.
-  const Op& act = find(layer_forward_ops(gpt2_squared_relu(), bf16_adam_1k("compile"), 2, 1), "mlp_act");
+  const auto compiled_forward = layer_forward_ops(gpt2_squared_relu(), bf16_adam_1k("compile"), 2, 1);
+  const Op& act = find(compiled_forward, "mlp_act");
   CHECK(act.bytes == e * 2 * 2);
   CHECK(act.kernels == 1);
-  const Op& bwd = find(layer_backward_ops(gpt2_squared_relu(), bf16_adam_1k("compile"), 2, 1), "mlp_act_bwd");
+  const auto compiled_backward = layer_backward_ops(gpt2_squared_relu(), bf16_adam_1k("compile"), 2, 1);
+  const Op& bwd = find(compiled_backward, "mlp_act_bwd");
   CHECK(bwd.bytes == e * 3 * 2);
   CHECK(bwd.kernels == 1);
   // TP 2: each rank holds half the features.
-  CHECK(find(layer_forward_ops(gpt2_squared_relu(), bf16_adam_1k("fused"), 2, 2), "mlp_act").bytes == e * 4);
+  const auto tp2 = layer_forward_ops(gpt2_squared_relu(), bf16_adam_1k("fused"), 2, 2);
+  CHECK(find(tp2, "mlp_act").bytes == e * 4);
 }
 
 TEST_CASE("squared ReLU keeps what GELU keeps for the backward", "[workload][memory][squared_relu]") {
