@@ -506,6 +506,7 @@ void parse_parallel(Section s, ParallelSpec& p) {
   s.integer("virtual_stages", p.virtual_stages, kPositive);
   s.integer("microbatch_group_size", p.microbatch_group_size, kNonNegative);
   s.flag("sequence_parallel", p.sequence_parallel);
+  s.choice("tp_runtime", p.tp_runtime, {"megatron", "torch"});
   s.flag("async_tp", p.async_tp);
   s.flag("reshard_after_forward", p.reshard_after_forward);
   s.flag("tp_comm_overlap", p.tp_comm_overlap);

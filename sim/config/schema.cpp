@@ -239,6 +239,7 @@ const std::vector<Doc>& docs() {
       {"parallel.dp", "data-parallel degree, or auto = GPUs / (tp·pp·cp)"},
       {"parallel.zero", "ZeRO stage: 0 DDP, 1 optimizer sharded, 2 + gradients, 3 + weights (FSDP)"},
       {"parallel.pp_schedule", "pipeline schedule"},
+      {"parallel.tp_runtime", "whose tensor-parallel layers: megatron (Megatron-style Column/RowParallelLinear with explicit collectives: each rank keeps its own sequence shard and re-gathers in backward, no DTensor relayout copies; fairscale's model-parallel layers, Megatron-LM) or torch (DTensor parallelize_module; PyTorch model code only). Absent: torch under the eager or compile framework, megatron otherwise"},
       {"parallel.pp_runtime", "what runs the pipeline: megatron; torch (torch.distributed.pipelining: its buffers held between stages); deepspeed (DeepSpeed's PipelineEngine, 1f1b only: every send and receive a rendezvous on both ranks' streams, in its TrainSchedule's order, PartitionedTensor's TP all-gathers and copies)"},
       {"parallel.virtual_stages", "model chunks per pipeline rank (interleaved schedule)"},
       {"parallel.microbatch_group_size", "interleaved schedule: consecutive microbatches each model chunk runs before the next chunk (Megatron-core's microbatch_group_size_per_vp_stage, the Llama 3 paper's N; from pp to the microbatches, the last group whole or at least pp); 0: pp"},

@@ -337,6 +337,13 @@ struct ParallelSpec {
   /// groups of this many consecutive microbatches. 0: the default, the pipeline's stages.
   int microbatch_group_size = 0;
   bool sequence_parallel = false;
+  /// Whose tensor-parallel layers the model code runs: "" (the framework's own: torch's DTensor
+  /// parallelize_module under PyTorch model code, training.framework eager or compile; Megatron's
+  /// under the hand-fused frameworks) | megatron (Megatron-style Column/RowParallelLinear with
+  /// explicit collectives under PyTorch model code too: fairscale's model-parallel layers, which
+  /// the first LLaMA's released code uses, or Megatron-LM's unfused layers) | torch (DTensor;
+  /// PyTorch model code only).
+  std::string tp_runtime;
   /// AsyncTP (torch's micro-pipelined tensor parallelism, torch._inductor.config._micro_pipeline_tp
   /// with symmetric memory: torchtitan's experimental.enable_async_tensor_parallel): each
   /// sequence-parallel all-gather fused with the GEMM that consumes it, each reduce-scatter with

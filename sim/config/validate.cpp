@@ -456,6 +456,18 @@ void validate_scenario(Scenario& sc, LoadState& st) {
     check_fused_tp("parallel.tp_comm_overlap", "Transformer Engine's userbuffers under Megatron-core",
                    t.framework == "fused" || t.framework == "cuda_graphs", "fused or cuda_graphs");
   }
+  if (st.locations.count("parallel.tp_runtime") > 0 && st.ok({"parallel.tp", "parallel.tp_runtime"}) && p.tp == 1) {
+    st.report("parallel.tp_runtime", "whose tensor-parallel layers needs tensor parallelism; expected parallel.tp > 1, got 1");
+  }
+  if (p.tp_runtime == "torch" && st.ok({"parallel.tp_runtime", "training.framework"}) && t.framework != "eager" &&
+      t.framework != "compile") {
+    st.report("parallel.tp_runtime", "torch is DTensor's tensor parallelism of PyTorch model code: needs training.framework "
+                                     "eager or compile, got " + t.framework);
+  }
+  if (p.tp_runtime == "megatron" && p.async_tp && st.ok({"parallel.tp_runtime", "parallel.async_tp"})) {
+    st.report("parallel.async_tp", "is torch's micro-pipelined tensor parallelism over DTensor: expected parallel.tp_runtime "
+                                   "torch or absent, got megatron");
+  }
   if (st.locations.count("parallel.pp_runtime") > 0 && st.ok({"parallel.pp", "parallel.pp_runtime"}) && p.pp == 1) {
     st.report("parallel.pp_runtime", "a pipeline runtime needs pipeline parallelism; expected parallel.pp > 1, got 1");
   }

@@ -636,9 +636,11 @@ std::vector<Op> steady_microbatch(std::vector<Op> ops);
 double fp8_weight_cache_bytes(const config::TrainingSpec& training);
 
 /// Whether tensor parallelism runs as PyTorch's DTensor styles (training.framework eager or
-/// compile with tp > 1, as torchtitan's apply_tp does) rather than Megatron-LM's fused layers:
-/// sequence-parallel linears keep their all-gathered input, and the loss is torch's loss
-/// parallel (torchtitan's default under TP: training.disable_loss_parallel is false).
+/// compile with tp > 1, as torchtitan's apply_tp does, unless parallel.tp_runtime is megatron)
+/// rather than Megatron-style layers: sequence-parallel linears keep their all-gathered input,
+/// each sequence-dimension collective copies its tensor into a contiguous layout, the
+/// input-gradient collectives block, and the loss is torch's loss parallel (torchtitan's default
+/// under TP: training.disable_loss_parallel is false).
 bool torch_tensor_parallel(const config::TrainingSpec& training, const config::ParallelSpec& parallel);
 
 /// Bytes per logit alive at the loss's peak (forward or backward), by framework: fused

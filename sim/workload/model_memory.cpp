@@ -62,7 +62,7 @@ struct LayerActivations {
 }  // namespace
 
 bool torch_tensor_parallel(const config::TrainingSpec& training, const config::ParallelSpec& parallel) {
-  return parallel.tp > 1 && pytorch_model_code(training);
+  return parallel.tp > 1 && pytorch_model_code(training) && parallel.tp_runtime != "megatron";
 }
 
 namespace {

@@ -70,6 +70,28 @@ TEST_CASE("torch's sequence-parallel collectives copy their tensors, Megatron's 
   for (std::size_t i = 0; i < scatter.size(); ++i) CHECK(scatter[i].end_ns <= rs[i].start_ns);
 }
 
+TEST_CASE("PyTorch model code on Megatron-style TP layers (parallel.tp_runtime megatron) runs Megatron's collectives",
+          "[run][tp]") {
+  // Eager code whose linears are Megatron-style Column/RowParallelLinear (fairscale's model-parallel
+  // layers): the sequence-first collectives copy nothing, and the input gradient's collective
+  // follows parallel.async_tensor_parallel_allreduce as under Megatron's own code.
+  auto trace = [](bool async_allreduce) {
+    return run_test::simulate_timeline({"parallel.tp=2", "parallel.dp=1", "parallel.sequence_parallel=true",
+                                        "training.framework=eager", "parallel.tp_runtime=megatron",
+                                        std::string("parallel.async_tensor_parallel_allreduce=") +
+                                            (async_allreduce ? "true" : "false")});
+  };
+  const auto overlapped = trace(true);
+  CHECK(overlapped->named("tp_scatter_relayout").empty());
+  CHECK(overlapped->named("tp_gather_relayout").empty());
+  CHECK(run_test::backward_kernels_beside_collectives(*overlapped) > 0);
+  CHECK(run_test::backward_kernels_beside_collectives(*trace(false)) == 0);
+  // The same eager code on torch's TP copies around every sequence-dimension collective.
+  const auto dtensor = run_test::simulate_timeline(
+      {"parallel.tp=2", "parallel.dp=1", "parallel.sequence_parallel=true", "training.framework=eager"});
+  CHECK_FALSE(dtensor->named("tp_gather_relayout").empty());
+}
+
 TEST_CASE("PyTorch's recompute reruns the layer's all-gathers but not the reduction after its down projection",
           "[run][tp][recompute]") {
   // tiny-dense (3 layers) at TP 2 with sequence parallelism. Per layer and microbatch, Megatron's reentrant
