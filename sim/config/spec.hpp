@@ -342,7 +342,9 @@ struct ParallelSpec {
   /// under the hand-fused frameworks) | megatron (Megatron-style Column/RowParallelLinear with
   /// explicit collectives under PyTorch model code too: fairscale's model-parallel layers, which
   /// the first LLaMA's released code uses, or Megatron-LM's unfused layers) | torch (DTensor;
-  /// PyTorch model code only).
+  /// PyTorch model code only). Under megatron the PyTorch loss still runs over the rank's
+  /// vocabulary shard; a head that gathers every logit first (fairscale's gather_output) is not
+  /// modelled.
   std::string tp_runtime;
   /// AsyncTP (torch's micro-pipelined tensor parallelism, torch._inductor.config._micro_pipeline_tp
   /// with symmetric memory: torchtitan's experimental.enable_async_tensor_parallel): each
