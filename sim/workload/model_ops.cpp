@@ -339,33 +339,27 @@ void attention_projections(const Microbatch& mb, double norm_flops, std::vector<
 /// The activation between the up and down projections over `elements` values.
 Op activation(const Microbatch& mb, const std::string& prefix, double elements) {
   const Shape& sh = mb.sh;
-  Op act = elementwise(prefix + "_act", elements, sh.swiglu ? 2 : 1, 1, sh.swiglu ? kSwigluFlops : kGeluFlops, mb.bpe);
-  if (mb.eager && sh.swiglu) {
-    // Eager F.silu(gate) * up: silu reads and writes (2·bpe), the product reads two and writes
-    // one (3·bpe): two kernels.
-    act.bytes = elements * 5.0 * mb.bpe;
-    act.kernels = 2;
-  }
   if (sh.squared_relu) {
     // torch.pow(F.relu(x), 2), as Megatron-core writes it (megatron/core/activations.py
     // squared_relu; Megatron's bias-activation fusion covers GELU and SwiGLU only, so hand-fused
     // code runs it eager too): relu and pow, each a read and a write. Backward, autograd's
     // PowBackward0 (ATen pow_backward: grad · (2 · x.pow(1)): the pow(1) copy, the scaling, the
     // product with the gradient: 2 + 2 + 3 element accesses) and ReluBackward0
-    // (threshold_backward: the gradient and the kept output read, one written).
+    // (threshold_backward: the gradient and the kept output read, one written). Compiled,
+    // inductor fuses each pass into one kernel: x read, relu(x)² written; the gradient and x
+    // read, the input gradient written.
+    Op act = memory_pass(prefix + "_act", elements * (mb.compiled ? 2.0 : 4.0) * mb.bpe, mb.compiled ? 1 : 2);
     act.flops = elements * kSquaredReluFlops;
-    act.bytes = elements * 4.0 * mb.bpe;
+    act.backward_bytes = elements * (mb.compiled ? 3.0 : 10.0) * mb.bpe;
+    act.backward_kernels = mb.compiled ? 1 : 4;
+    return act;
+  }
+  Op act = elementwise(prefix + "_act", elements, sh.swiglu ? 2 : 1, 1, sh.swiglu ? kSwigluFlops : kGeluFlops, mb.bpe);
+  if (mb.eager && sh.swiglu) {
+    // Eager F.silu(gate) * up: silu reads and writes (2·bpe), the product reads two and writes
+    // one (3·bpe): two kernels.
+    act.bytes = elements * 5.0 * mb.bpe;
     act.kernels = 2;
-    act.backward_bytes = elements * 10.0 * mb.bpe;
-    act.backward_kernels = 4;
-    if (mb.compiled) {
-      // Inductor fuses each pass into one kernel: x read, relu(x)² written; the gradient and x
-      // read, the input gradient written.
-      act.bytes = elements * 2.0 * mb.bpe;
-      act.kernels = 1;
-      act.backward_bytes = elements * 3.0 * mb.bpe;
-      act.backward_kernels = 1;
-    }
   }
   return act;
 }
