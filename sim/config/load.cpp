@@ -580,6 +580,7 @@ void parse_training(Section s, TrainingSpec& t) {
   s.flag("bf16_optimizer", t.bf16_optimizer);
   s.flag("autocast", t.autocast);
   s.choice("reduce_dtype", t.reduce_dtype, {"fp32", "bf16", "fp16"});
+  s.choice("optimizer_dtype", t.optimizer_dtype, {"fp32", "bf16"});
   s.choice("communication_data_type", t.communication_data_type, {"fp32", "bf16", "fp16"});
   s.flag("fp8_all_gather", t.fp8_all_gather);
   s.flag("expandable_segments", t.expandable_segments);

@@ -543,6 +543,15 @@ struct TrainingSpec {
   /// fp32 or fp8 recipes, CUDA graphs, DeepSpeed's or Megatron's own fp32 gradient buffers, MoE,
   /// MLA or layer-list models (not simulated).
   bool autocast = false;
+  /// Element type of the optimizer's state and master weights: fp32 (the default: an fp32
+  /// master copy of every bf16 parameter and fp32 moments) or bf16, as NeMo 1.x's
+  /// distributed_fused_adam runs under optim.dtype bf16 (apex DistributedFusedAdam's dtype: the
+  /// moments in bf16; NeMo's megatron_base_model.setup_optimization sets store_params false when
+  /// that dtype equals the model's, so the update reads and writes the bf16 parameters in place,
+  /// with no master copy). Adam then holds 2 + 2 B of state per parameter instead of 4 + 4 + 4.
+  /// Needs Megatron-style model code (framework fused or cuda_graphs: PyTorch's optimizers are
+  /// simulated with fp32 state) and bf16 parameters (precision bf16 or fp8). fp32 | bf16.
+  std::string optimizer_dtype = "fp32";
   /// Element type of the gradient collectives (DDP's all-reduced buckets, ZeRO's and FSDP's
   /// reduce-scatters): FSDP's MixedPrecisionPolicy reduce_dtype, torchtitan's
   /// training.mixed_precision_reduce (float32 by default). "" = the parameters' precision

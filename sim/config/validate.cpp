@@ -694,6 +694,23 @@ void validate_scenario(Scenario& sc, LoadState& st) {
                   (t.reduce_dtype.empty() ? std::string("unset") : t.reduce_dtype) + ", zero " + str(p.zero) +
                   (t.gradient_accumulation_fusion ? " and gradient_accumulation_fusion" : ""));
   }
+  if (t.optimizer_dtype == "bf16" &&
+      st.ok({"training.optimizer_dtype", "training.framework", "training.precision", "training.autocast",
+             "training.bf16_optimizer"})) {
+    std::string why;
+    if (t.framework != "fused" && t.framework != "cuda_graphs") {
+      why = "Megatron-style model code (training.framework fused or cuda_graphs: PyTorch's optimizers are simulated "
+            "with fp32 state), got " + t.framework;
+    } else if (t.precision != "bf16" && t.precision != "fp8") {
+      why = "bf16 parameters (training.precision bf16 or fp8), got " + t.precision;
+    } else if (t.autocast || t.bf16_optimizer) {
+      why = "no fp32 parameters or fp32 gradient buffers (training.autocast, training.bf16_optimizer)";
+    }
+    if (!why.empty())
+      st.report("training.optimizer_dtype",
+                "bf16 is NeMo's distributed_fused_adam with bf16 state, updating the bf16 parameters in place: "
+                "needs " + why);
+  }
   if (!t.communication_data_type.empty() &&
       st.ok({"training.communication_data_type", "training.bf16_optimizer"}) && !t.bf16_optimizer) {
     st.report("training.communication_data_type",

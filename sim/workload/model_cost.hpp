@@ -304,7 +304,9 @@ struct MoeAllToAll {
 MoeAllToAll moe_all_to_all_bytes(const config::ModelSpec& model, const config::TrainingSpec& training,
                                  int sequences, int ep);
 /// The optimizer step over `params_local` parameters held by this GPU (memory-bound update).
-/// Bytes per parameter: the fp32 weights (master copy under mixed precision, the weights
+/// Bytes per parameter (fp32 state; under training.optimizer_dtype bf16 every state tensor at 2 B
+/// and the bf16 parameters updated in place, no master: adam/bf16 = 20 B/param): the fp32
+/// weights (master copy under mixed precision, the weights
 /// themselves in fp32) read + written 8, each fp32 state tensor read + written 8 (adam 2
 /// tensors, momentum and rmsprop 1, sgd 0), the gradient read (parameter_bytes), and under mixed
 /// precision the low-precision weight copy written (parameter_bytes), gradient-norm clipping
@@ -324,6 +326,10 @@ Op optimizer_op(const config::TrainingSpec& training, double params_local);
 /// A memory-bound pass (a copy, cast or scale of a buffer): `bytes` of HBM traffic, read and
 /// written, in `kernels` kernels; no FLOPs, no GEMM. O(1).
 Op memory_pass(std::string name, double bytes, int kernels = 1);
+/// Bytes per element of the optimizer's state and master weights: 2 under
+/// training.optimizer_dtype bf16, otherwise 4. A master copy exists only when the stored
+/// parameters are narrower than this (mixed precision with fp32 state). O(1).
+double optimizer_state_bytes(const config::TrainingSpec& training);
 /// The Adam implementation a step runs (TrainingSpec::optimizer_impl resolved): foreach,
 /// for_loop or fused; fused for Megatron-style code and for every optimizer but adam.
 std::string optimizer_impl(const config::TrainingSpec& training);
@@ -529,7 +535,8 @@ struct MemoryBreakdown {
 /// fp32 accumulation buffer, 4 B per parameter, never sharded.
 /// weights parameter_bytes each (÷dp from ZeRO-3), gradients parameter_bytes (÷dp from
 /// ZeRO-2), optimizer state (÷dp from ZeRO-1): fp32 master copy 4 when parameter_bytes < 4,
-/// plus 4 per fp32 state tensor (adam m and v: 8; momentum 4; rmsprop 4; sgd 0).
+/// plus 4 per fp32 state tensor (adam m and v: 8; momentum 4; rmsprop 4; sgd 0); under
+/// training.optimizer_dtype bf16 no master and 2 per state tensor (adam: 4).
 /// Mixed-precision Adam at ZeRO-0: 2 + 2 + 12 = 16 B/param exactly; ZeRO-3: 16/dp.
 MemoryBreakdown model_state_memory(double params_local, const config::TrainingSpec& training, int zero, int dp);
 

@@ -13,14 +13,16 @@ MemoryBreakdown model_state_memory(double params_local, const config::TrainingSp
   if (params_local < 0) throw std::invalid_argument("params_local must be >= 0");
   if (zero < 0 || zero > 3) throw std::invalid_argument("zero stage must be 0, 1, 2 or 3");
   if (dp < 1) throw std::invalid_argument("dp must be >= 1");
-  // fp32 master copy under mixed precision; none under autocast, whose parameters are fp32.
+  // fp32 master copy under mixed precision; none under autocast, whose parameters are fp32, nor
+  // under a bf16 optimizer (training.optimizer_dtype), which updates the bf16 parameters in place.
   const double pb = stored_parameter_bytes(training);
-  const double master = pb < 4.0 ? 4.0 : 0.0;
+  const double sb = optimizer_state_bytes(training);
+  const double master = pb < sb ? sb : 0.0;
   double state = 0;
   if (training.optimizer == "adam") {
-    state = 8;  // m and v, fp32
+    state = 2 * sb;  // m and v
   } else if (training.optimizer == "momentum" || training.optimizer == "rmsprop") {
-    state = 4;  // one fp32 buffer (velocity / mean square)
+    state = sb;  // one buffer (velocity / mean square)
   } else if (training.optimizer != "sgd") {
     throw std::invalid_argument("optimizer must be sgd, momentum, rmsprop or adam, got \"" + training.optimizer +
                                 "\"");

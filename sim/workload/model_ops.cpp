@@ -847,7 +847,8 @@ Op optimizer_op(const config::TrainingSpec& training, double params_local) {
   // The gradients and parameters as stored: under autocast the fp32 parameters are updated in
   // place from fp32 gradients, with no low-precision copy to write.
   const double pb = stored_parameter_bytes(training);
-  const bool mixed = pb < 4.0;
+  const double sb = optimizer_state_bytes(training);
+  const bool mixed = pb < sb;  // a master copy in the state's dtype beside the stored parameters
   double state_tensors = 0, flops_per_param = 0;
   if (training.optimizer == "adam") {
     state_tensors = 2;
@@ -872,7 +873,10 @@ Op optimizer_op(const config::TrainingSpec& training, double params_local) {
   const double clipping = training.bf16_optimizer ? 0.0 : 3.0 * pb;
   const double loss_scaling = training.precision == "fp16" ? 3.0 * pb : 0.0;
   const std::string impl = optimizer_impl(training);
-  double update = 8.0 + 8.0 * state_tensors + pb + (mixed ? pb : 0.0);  // fused: one pass
+  // Fused: one pass that reads and writes the weights it updates (the master copy, or the
+  // stored parameters in place when there is none) and each state tensor, reads the gradient and
+  // writes the low-precision copy of a master.
+  double update = 2.0 * sb + 2.0 * sb * state_tensors + pb + (mixed ? pb : 0.0);
   int kernels = 1;
   if (impl == "foreach") {
     update = 80.0;
@@ -895,6 +899,10 @@ Op memory_pass(std::string name, double bytes, int kernels) {
   op.bytes = bytes;
   op.kernels = kernels;
   return op;
+}
+
+double optimizer_state_bytes(const config::TrainingSpec& training) {
+  return training.optimizer_dtype == "bf16" ? 2.0 : 4.0;
 }
 
 std::string optimizer_impl(const config::TrainingSpec& training) {

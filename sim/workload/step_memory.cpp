@@ -155,7 +155,8 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
   // Model state, held for good: per layer, then the root modules (embedding, final norm, LM head).
   const int optimizer_tensors =
       params_local > 0
-          ? std::max(1, static_cast<int>(std::lround(state.optimizer * (parallel.zero >= 1 ? dp : 1) / params_local / 4)))
+          ? std::max(1, static_cast<int>(std::lround(state.optimizer * (parallel.zero >= 1 ? dp : 1) / params_local /
+                                                   optimizer_state_bytes(training))))
           : 1;
   // torch.optim (the frameworks that run torch's own modules, training.framework eager or
   // compile) creates its state lazily, in the first step() (AdamW _init_group: exp_avg and
