@@ -225,12 +225,32 @@ TEST_CASE("the nemo-h100-2407 case takes the NeMo 24.07 pre-training rows", "[va
     CHECK(std::isnan(c.rows[i].predicted));
   }
   CHECK(716 * 6 * 174.6e9 / 1e12 < 771);
-  // The 512-GPU GPT-3 row is the layout NeMo 25.02 measured at 866: one scenario, two measurements.
+  // The 512-GPU GPT-3 row is the layout NeMo 25.02 measured at 866, run with the 24.07 launcher's
+  // settings (its own scenario): the same GPUs, layout and batch as the 25.02 row's, not its code.
   const auto plan = report::plan_validation("nemo-h100-2407", kRepo);
   REQUIRE(plan.jobs.size() == 12);
-  CHECK(plan.jobs[3].label == "gpt3-175b-512gpu-fp8");
+  CHECK(plan.jobs[3].label == "2407-gpt3-175b-512gpu");
   const auto earlier = report::plan_validation("nemo-h100", kRepo);
   CHECK(std::any_of(earlier.jobs.begin(), earlier.jobs.end(), [](const auto& j) { return j.label == "gpt3-175b-512gpu-fp8"; }));
+  const std::string nemo = kRepo + "/scenarios/validation/nemo/";
+  const auto s2407 = config::load_scenario(nemo + "2407-gpt3-175b-512gpu.yaml", {"run.steps=1"});
+  const auto s2502 = config::load_scenario(nemo + "gpt3-175b-512gpu-fp8.yaml", {"run.steps=1"});
+  CHECK(s2407.gpus() == s2502.gpus());
+  CHECK(s2407.parallel.virtual_stages == s2502.parallel.virtual_stages);
+  CHECK(s2407.parallel.microbatch_size == s2502.parallel.microbatch_size);
+  CHECK(s2407.training.global_batch_tokens == s2502.training.global_batch_tokens);
+  // The 24.07 launcher (NVIDIA/NeMo-Framework-Launcher at tag 24.07): no fp8_params, gpt3/175b.yaml's
+  // ub_tp_comm_overlap False and dropout 0.1, the fp8 example's grad_sync_dtype bf16.
+  CHECK_FALSE(s2407.training.fp8_all_gather);
+  CHECK_FALSE(s2407.parallel.tp_comm_overlap);
+  CHECK(s2407.model.hidden_dropout == 0.1);
+  CHECK(s2407.training.reduce_dtype == "bf16");
+  // Nemotron-4 340B as its 24.07 config trains it: bf16 optimizer state, bf16 gradient reduction,
+  // selective recompute.
+  const auto n340 = config::load_scenario(nemo + "2407-nemotron-340b-128gpu.yaml", {"run.steps=1"});
+  CHECK(n340.training.optimizer_dtype == "bf16");
+  CHECK(n340.training.reduce_dtype == "bf16");
+  CHECK(n340.training.activation_checkpointing == "selective");
 }
 
 TEST_CASE("the summary gives the median and maximum |error| of the measured rows", "[validation]") {
