@@ -396,6 +396,7 @@ void parse_model(Section s, ModelSpec& m) {
   s.integer("vocab", m.vocab, kShape);
   s.choice("activation", m.activation, {"gelu", "swiglu", "squared_relu"});
   s.choice("norm", m.norm, {"layernorm", "rmsnorm"});
+  s.choice("qk_norm", m.qk_norm, {"none", "full", "head"});
   s.flag("bias", m.bias);
   s.flag("tied_embeddings", m.tied_embeddings);
   s.choice("position_embedding", m.position_embedding, {"rope", "learned", "relative", "alibi"});

@@ -37,6 +37,7 @@ const std::vector<Doc>& docs() {
       {"model.norm", "normalisation layer"},
       {"model.bias", "linear layers carry biases (GPT-2/3)"},
       {"model.tied_embeddings", "the LM head shares the embedding table"},
+      {"model.qk_norm", "norm of the queries and keys after their projections, before RoPE: none, full (one norm over the whole query and one over the whole key projection: OLMo 2) or head (per head over head_dim: Megatron-core qk_layernorm, Qwen3); full needs parallel.tp 1"},
       {"model.position_embedding", "rope, a learned table (max_position rows), relative (Transformer-XL style) or alibi (a per-head linear bias on the attention scores, no parameters: BLOOM, MPT)"},
       {"model.max_position", "rows of a learned position table; sequence = one row per position of training.sequence_length (MPT's max_seq_len)"},
       {"model.experts", "MoE: routed experts per MoE layer (1 = dense)"},

@@ -279,6 +279,13 @@ struct ModelSpec {
   int vocab = 0;
   std::string activation = "gelu";   ///< gelu | swiglu | squared_relu
   std::string norm = "layernorm";    ///< layernorm | rmsnorm
+  /// Normalisation of the queries and keys after their projections, before the rotary embedding
+  /// (the model's norm type): none; full — one norm over the whole query projection and one over
+  /// the whole key projection (OLMo 2: olmo_core's Attention q_norm over d_model, k_norm over
+  /// n_kv_heads · head_dim); head — one norm per head over head_dim (Megatron-core's
+  /// qk_layernorm, Qwen3). Both touch the same elements; full keeps a gain per feature, head one
+  /// per head dimension shared by the heads, and only head is local to a TP shard.
+  std::string qk_norm = "none";
   bool bias = false;                 ///< linear layers carry biases (GPT-2/3)
   bool tied_embeddings = false;
   /// rope | learned | relative (Gopher-style, no table) | alibi (Press et al. 2022: a per-head

@@ -273,6 +273,10 @@ void validate_model(const ModelSpec& m, LoadState& st, const std::string& prefix
                                    "biases: drop head_dim, kv_heads and bias");
     }
   }
+  if (st.ok({k("qk_norm"), k("kv_lora_rank")}) && mla && m.qk_norm != "none") {
+    st.report(k("qk_norm"), "multi-head latent attention normalises its own latents (q_lora_rank, kv_lora_rank): "
+                            "expected qk_norm none with kv_lora_rank > 0, got " + m.qk_norm);
+  }
   if (st.ok({k("position_embedding"), k("max_position")}) && m.position_embedding == "learned" && m.max_position == 0 &&
       !m.max_position_follows_sequence) {
     st.report(k("max_position"),
@@ -716,6 +720,12 @@ void validate_scenario(Scenario& sc, LoadState& st) {
     st.report("training.communication_data_type",
               "is DeepSpeed's dtype for the all-reduce of training.bf16_optimizer's fp32 gradients, the one DeepSpeed "
               "gradient reduction simulated: expected training.bf16_optimizer true, or the key unset");
+  }
+  if (m.qk_norm == "full" && p.tp > 1 && st.ok({"model.qk_norm", "parallel.tp"})) {
+    st.report("model.qk_norm",
+              "full normalises each token's whole query and key projections, which tensor parallelism splits "
+              "over its ranks (the statistics' reduction across the TP group is not simulated): expected "
+              "parallel.tp 1, or qk_norm head (per head, local to a shard); got tp " + str(p.tp));
   }
   if (m.tied_embeddings && p.pp > 1 && p.pp_runtime == "torch" &&
       st.ok({"model.tied_embeddings", "parallel.pp", "parallel.pp_runtime"})) {

@@ -112,6 +112,10 @@ LayerActivations kept_without_recompute(const Shape& sh, const config::TrainingS
   // (FlashAttention-2 with GQA, Megatron-LM) read the grouped K/V and keep those.
   const bool expanded = sdpa_expands_kv(training) && !sh.mla && sh.kv_heads < sh.heads;
   a.split += bpe * (q + (expanded ? sh.heads * sh.head_dim / tp : kv) + (expanded ? o : v) + o);
+  // The query/key norms keep their inputs, the projections' outputs (eager RMSNorm its fp32 copy
+  // and the normalised value instead, as the block's norms above); their outputs are the rotary's
+  // inputs.
+  if (sh.qk_norm) a.split += (norm_keeps_fp32_copies(sh, training) ? 4.0 + bpe : bpe) * (q + kv);
   // Eager rotary (complex multiply in fp32) keeps its fp32 inputs.
   if (sh.rope && eager) a.split += 4.0 * (q + kv);
   if (training.flash_attention) {

@@ -198,10 +198,12 @@ constexpr double kDropoutFlops = 2, kDropoutBackwardFlops = 1;
 /// F.layer_norm): one read, one write. RMSNorm in eager PyTorch as Llama-style code writes it —
 /// x.float(), pow(2), mean, add ε, rsqrt, multiply, type_as, multiply by the gain — is 8 kernels
 /// over (bpe + 4) + 8 + 4 + 8 + (4 + bpe) + 2·bpe = 28 + 4·bpe bytes per element (the scalars
-/// per row neglected).
-Op norm(const Microbatch& mb, std::string name, double elements, double flops_per_element) {
+/// per row neglected). `on_residual`: a norm of the residual stream, which
+/// training.fused_dropout_add_norm fuses with the residual add before it (the query/key norms
+/// are not).
+Op norm(const Microbatch& mb, std::string name, double elements, double flops_per_element, bool on_residual = true) {
   Op op = elementwise(std::move(name), elements, 1, 1, flops_per_element, mb.bpe);
-  if (mb.fused_add_norm) {
+  if (mb.fused_add_norm && on_residual) {
     // flash-attn's dropout_add_layer_norm (prenorm): the previous block's output x0 and the
     // residual read, the new residual and the normalised output written, and the keep mask
     // (1 B) when there is hidden dropout; its backward reads the gradients of both outputs, the
@@ -414,6 +416,13 @@ std::vector<Op> forward_ops(const Microbatch& mb, bool moe) {
   const double outside = t * h / mb.sp;  // elements outside the TP regions, per rank
   ops.push_back(norm(mb, "norm_attn", outside, norm_flops));
   attention_projections(mb, norm_flops, ops);
+  if (sh.qk_norm) {
+    // The queries and keys normalised after their projections, before the rotation (olmo_core's
+    // Attention: q_norm(w_q(x)), k_norm(w_k(x)); per head in Megatron-core's qk_layernorm): one
+    // norm over every local query feature and one over every local key feature, whichever form.
+    ops.push_back(norm(mb, "q_norm", t * sh.heads * sh.head_dim / tp, norm_flops, false));
+    ops.push_back(norm(mb, "k_norm", t * sh.kv_width / tp, norm_flops, false));
+  }
   if (sh.relative_positions) {
     // Projection of the s relative-position encodings, shared by the sequences of the
     // microbatch. The extra query-position score term of Transformer-XL is not modelled.

@@ -76,6 +76,11 @@ ParamCount count_params(const config::ModelSpec& model) {
   // MLA normalises its compressed query and key/value latents (DeepSeek-V3 config.json:
   // q_a_layernorm, kv_a_layernorm).
   if (sh.mla) p.norm += L * (sh.q_lora_rank + sh.kv_lora_rank) * per_norm_element;
+  // Query/key norms: a gain per query and per key feature (full), or per head dimension, one
+  // for the queries and one for the keys, shared by the heads (head).
+  if (sh.qk_norm) {
+    p.norm += L * per_norm_element * (sh.qk_norm_per_head ? 2.0 * sh.head_dim : sh.heads * sh.head_dim + sh.kv_width);
+  }
 
   p.lm_head_matmul = sh.vocab * h;
   p.lm_head = model.tied_embeddings ? 0.0 : p.lm_head_matmul;

@@ -89,6 +89,12 @@ Shape shape_of(const config::ModelSpec& model) {
   } else if (model.norm != "layernorm") {
     bad(model, "norm must be layernorm or rmsnorm, got \"" + model.norm + "\"");
   }
+  if (model.qk_norm == "full" || model.qk_norm == "head") {
+    s.qk_norm = true;
+    s.qk_norm_per_head = model.qk_norm == "head";
+  } else if (model.qk_norm != "none") {
+    bad(model, "qk_norm must be none, full or head, got \"" + model.qk_norm + "\"");
+  }
   if (model.position_embedding == "rope") {
     s.rope = true;
   } else if (model.position_embedding == "learned") {

@@ -33,6 +33,8 @@ struct Shape {
   bool swiglu = false;
   bool squared_relu = false;  ///< relu(x)² (So et al. 2021, Primer; Nemotron), a dense non-gated MLP
   bool rmsnorm = false;
+  bool qk_norm = false;        ///< queries and keys normalised after their projections (either form)
+  bool qk_norm_per_head = false;  ///< ... per head over head_dim (gains shared by the heads)
   bool learned_positions = false;
   bool relative_positions = false;
   bool rope = false;
