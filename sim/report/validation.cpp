@@ -1033,6 +1033,66 @@ ValidationPlan llama1_plan(const std::string& data_dir) {
   return plan;
 }
 
+/// OLMo-core's throughput table (allenai/OLMo-core README.md at e27ba7455, 2024-11-05: "Throughput
+/// numbers from these scripts ... measured on a cluster with NVIDIA H100 GPUs", tokens per second
+/// per device): OLMo-1124 (OLMo 2) 1B, 7B, 13B and Llama 8B at 4,096 tokens, each in BF16 and with
+/// torchao Float8 linears, run by the training scripts and the library at that commit
+/// (torch.compile per block, FSDP2, no activation checkpointing, fused AdamW, compiled loss).
+/// Added out of sample in round 31: all 8 rows taken by rule and the scenarios written with their
+/// a-priori choices (the scripts' default launch of one 8-GPU node) before any row was simulated;
+/// the first predictions are in the commit that added them. Each row a scenario under
+/// scenarios/validation/olmo-core/.
+struct OlmoCoreRow {
+  const char* file;      ///< scenarios/validation/olmo-core/<file>.yaml
+  const char* label;
+  int layers;
+  int hidden;
+  int microbatch;        ///< sequences per rank microbatch (rank_microbatch_size / 4,096)
+  double global_batch;   ///< sequences per step
+  bool fp8;
+  double tokens_per_gpu; ///< published tokens/s per device
+};
+
+constexpr OlmoCoreRow kOlmoCore[] = {
+    {"olmo-1b-bf16", "OLMo-1124 1B, 8 H100, BF16", 18, 2048, 8, 1024, false, 55000},
+    {"olmo-1b-fp8", "OLMo-1124 1B, 8 H100, BF16/FP8", 18, 2048, 8, 1024, true, 65000},
+    {"olmo-7b-bf16", "OLMo-1124 7B, 8 H100, BF16", 32, 4096, 2, 1024, false, 10000},
+    {"olmo-7b-fp8", "OLMo-1124 7B, 8 H100, BF16/FP8", 32, 4096, 2, 1024, true, 13000},
+    {"llama-8b-bf16", "Llama 8B, 8 H100, BF16", 32, 4096, 2, 1024, false, 9500},
+    {"llama-8b-fp8", "Llama 8B, 8 H100, BF16/FP8", 32, 4096, 2, 1024, true, 12500},
+    {"olmo-13b-bf16", "OLMo-1124 13B, 8 H100, BF16", 40, 5120, 1, 2048, false, 4600},
+    {"olmo-13b-fp8", "OLMo-1124 13B, 8 H100, BF16/FP8", 40, 5120, 1, 2048, true, 5500},
+};
+
+ValidationPlan olmo_core_plan(const std::string& data_dir) {
+  ValidationPlan plan{{"olmo-core",
+                       "OLMo-core's training scripts (torch.compile, FSDP2, torchao Float8) on H100: tokens/s per "
+                       "device, out of sample",
+                       {},
+                       true},
+                      {}};
+  const std::string src =
+      "allenai/OLMo-core README.md at e27ba7455 (2024-11-05), throughput table; src/scripts/train/ at the same "
+      "commit; scenarios/validation/olmo-core/";
+  for (const auto& row : kOlmoCore) {
+    const std::string path = data_dir + "/scenarios/validation/olmo-core/" + row.file + ".yaml";
+    plan.jobs.push_back({row.file, [row, path, src] {
+                           return simulated_row(
+                               row.label, row.tokens_per_gpu, "tok/s/GPU", src, false, path,
+                               [&](const config::Scenario& s) {
+                                 return s.gpus() == 8 && s.model.layers == row.layers && s.model.hidden == row.hidden &&
+                                        s.model.vocab == 100352 && s.training.sequence_length == 4096 &&
+                                        s.parallel.microbatch_size == row.microbatch &&
+                                        s.training.global_batch_tokens == row.global_batch * 4096 &&
+                                        (s.training.precision == "fp8") == row.fp8 &&
+                                        s.training.framework == "compile";
+                               },
+                               std::string("the OLMo-core row ") + row.file, tokens_per_gpu_second);
+                         }});
+  }
+  return plan;
+}
+
 /// Llama 3 405B pre-training at 8K and 16K H100s (Dubey et al. 2024, "The Llama 3 Herd of
 /// Models", arXiv:2407.21783, §3.3.2 Table 4; the rows as on Pavan Balaji's SC'24 slide quoted
 /// by glennklockwood.com/garden/llama-3.1): model TFLOP/s per GPU in ironlaw's MFU convention
@@ -1100,7 +1160,7 @@ ValidationPlan llama3_paper_plan(const std::string& data_dir) {
 std::vector<std::string> validation_case_names() {
   return {"seed003",    "nccl-h100",       "megatron-2021", "korthikanti-2022", "torchtitan",
           "bigscience", "bigscience-prequel", "mt-nlg", "nemo-h100", "torchtitan-2025", "mosaic-mpt", "mosaic-mpt-h100",
-          "mosaic-mpt-a100-torch2", "flash-attn-gpt3", "flash-attn-gpt2", "llama1", "nemo-h100-2407"};
+          "mosaic-mpt-a100-torch2", "flash-attn-gpt3", "flash-attn-gpt2", "llama1", "nemo-h100-2407", "olmo-core"};
 }
 
 std::vector<std::string> validation_long_case_names() { return {"llama3-paper", "nemo-h100-long"}; }
@@ -1126,6 +1186,7 @@ ValidationPlan plan_validation(const std::string& name, const std::string& data_
   if (name == "flash-attn-gpt2") return flash_attn_gpt2_plan(data_dir);
   if (name == "llama1") return llama1_plan(data_dir);
   if (name == "nemo-h100-2407") return nemo_2407_plan(data_dir);
+  if (name == "olmo-core") return olmo_core_plan(data_dir);
   // A long case (validation_long_case_names): its 16,384-GPU 8K row costs minutes of CPU (see
   // llama3_paper_plan), beyond validate's two-minute budget, so only --case runs it.
   if (name == "llama3-paper") return llama3_paper_plan(data_dir);

@@ -248,6 +248,10 @@ TEST_CASE("the LLaMA (2023) validation scenarios reproduce their golden summarie
   check_goldens(shipped_scenarios("validation/llama1", false));
 }
 
+TEST_CASE("the OLMo-core validation scenarios reproduce their golden summaries", "[golden][slow]") {
+  check_goldens(shipped_scenarios("validation/olmo-core", false));
+}
+
 TEST_CASE("the whole-run scenarios' steps reproduce their golden summaries", "[golden][slow]") {
   check_goldens(shipped_scenarios("runs", false));
 }

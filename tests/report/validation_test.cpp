@@ -175,6 +175,43 @@ TEST_CASE("the mt-nlg case gives MT-NLG's three published iteration times as dur
   CHECK(plan.jobs[2].label == "530b-420nodes");
 }
 
+TEST_CASE("the olmo-core case takes OLMo-core's throughput table", "[validation]") {
+  // allenai/OLMo-core README.md at e27ba7455: 8 rows, tokens/s per device. Without the
+  // scenarios every row is "(no scenario)".
+  const fs::path dir = fs::temp_directory_path() / ("ironlaw-olmo-core-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto c = report::run_validation("olmo-core", dir.string());
+  fs::remove_all(dir);
+  REQUIRE(c.rows.size() == 8);
+  const std::vector<double> published{55000, 65000, 10000, 13000, 9500, 12500, 4600, 5500};
+  for (std::size_t i = 0; i < published.size(); ++i) {
+    INFO(c.rows[i].label);
+    CHECK(c.rows[i].published == published[i]);
+    CHECK(c.rows[i].unit == "tok/s/GPU");
+    CHECK(std::isnan(c.rows[i].predicted));
+  }
+  // The scripts' settings at that commit, by hand: rank_microbatch_size / 4,096 sequences per
+  // microbatch (1B 8, 7B and 8B 2, 13B 1), global batch 1,024 x 4,096 tokens (13B 2,048 x 4,096)
+  // on one 8-GPU node: 16, 64, 64 and 256 microbatches per rank; the dolma2 vocabulary 100,278
+  // padded to a multiple of 128: 100,352.
+  CHECK(128 * ((100278 + 127) / 128) == 100352);
+  struct Row { const char* file; int microbatch, accumulation; };
+  for (const Row& row : {Row{"olmo-1b-bf16", 8, 16}, Row{"olmo-7b-fp8", 2, 64}, Row{"llama-8b-bf16", 2, 64},
+                         Row{"olmo-13b-fp8", 1, 256}}) {
+    INFO(row.file);
+    const auto s = config::load_scenario(kRepo + "/scenarios/validation/olmo-core/" + row.file + ".yaml", {"run.steps=1"});
+    CHECK(s.gpus() == 8);
+    CHECK(s.parallel.microbatch_size == row.microbatch);
+    CHECK(s.training.global_batch_tokens / (8.0 * row.microbatch * 4096) == row.accumulation);
+    CHECK(s.model.vocab == 100352);
+    CHECK(s.training.framework == "compile");
+    CHECK(s.training.compile_loss);
+  }
+  // OLMo 2's query/key norms over the whole projections; Llama 8B has none.
+  CHECK(config::load_scenario(kRepo + "/scenarios/validation/olmo-core/olmo-7b-bf16.yaml", {}).model.qk_norm == "full");
+  CHECK(config::load_scenario(kRepo + "/scenarios/validation/olmo-core/llama-8b-bf16.yaml", {}).model.qk_norm == "none");
+}
+
 TEST_CASE("the llama1 case gives the first LLaMA's throughputs as tokens/s per GPU", "[validation]") {
   // Touvron et al. 2023: §2.4 gives 380 tokens/s/GPU for 65B; the carbon table's GPU-hours over
   // Table 2's tokens give the others: 1.4e12 / (530,432 h × 3,600 s) = 733.2 (33B),
