@@ -272,6 +272,8 @@ void parse_fabric(Section s, FabricSpec& f) {
 
 void parse_comm(Section s, CommSpec& c) {
   s.integer("channels", c.channels, kOptionalHardwareLatency);
+  s.integer("kernel_sms", c.kernel_sms, kOptionalHardwareLatency);
+  s.integer("node_kernel_sms", c.node_kernel_sms, kOptionalHardwareLatency);
   s.duration("launch_latency", c.launch_latency, kOptionalHardwareLatency);
   s.duration("step_latency", c.step_latency, kOptionalHardwareLatency);
   if (s.integer("flows_per_connection", c.flows_per_connection, kOptionalHardwareLatency) &&

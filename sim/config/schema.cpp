@@ -211,6 +211,8 @@ const std::vector<Doc>& docs() {
       {"latency", "one-way latency added to every flow crossing the link"},
       {"topology.comm", "constants of the collective library (NCCL-like)"},
       {"comm.channels", "rings per collective (0 = one per NIC)"},
+      {"comm.kernel_sms", "SMs a collective's kernels occupy beside compute, for a communicator spanning nodes (NCCL's channels: one thread block each; 0 = channels)"},
+      {"comm.node_kernel_sms", "SMs a collective's kernels occupy for a communicator within one node (0 = kernel_sms)"},
       {"comm.launch_latency", "latency per collective call"},
       {"comm.step_latency", "software latency per ring step and hop"},
       {"comm.flows_per_connection", "network flows (queue pairs) one connection is spread over for ECMP"},

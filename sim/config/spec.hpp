@@ -209,6 +209,19 @@ struct FabricSpec {
 /// Constants of the collective library (NCCL-like), each with its source in the topology file.
 struct CommSpec {
   int channels = 0;     ///< rings per collective; 0 = one per NIC
+  /// SMs the kernels of one collective occupy while it runs (NCCL runs one thread block per
+  /// channel, and its channel count is not its ring count: ncclTopoPostset doubles the rings the
+  /// graph search found), for a communicator spanning nodes; 0 = `channels` (or node.nics).
+  int kernel_sms = 0;
+  /// The same for a communicator within one node (NVLink only: its own graph search and channel
+  /// count); 0 = kernel_sms.
+  int node_kernel_sms = 0;
+  /// SMs a collective's kernels take: node_kernel_sms within one node, kernel_sms across nodes,
+  /// each falling back as documented above (`nics` the node's NICs).
+  int sms_of(bool spans_nodes, int nics) const {
+    const int across = kernel_sms > 0 ? kernel_sms : (channels > 0 ? channels : nics);
+    return spans_nodes || node_kernel_sms <= 0 ? across : node_kernel_sms;
+  }
   Time launch_latency;  ///< per collective call
   Time step_latency;    ///< per ring step, per hop software latency
   /// Network flows (queue pairs) one GPU-to-GPU connection is spread over when it crosses the

@@ -1,5 +1,6 @@
 #include "config/validate.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -109,6 +110,8 @@ const std::vector<KeyBound>& key_bounds() {
       {"fabric.pod.nodes", 1, 1'048'576, false, "nodes in one pod"},
       {"fabric.pod.oversubscription", 1, 1e3, false, "spine downlink : core uplink capacity"},
       {"comm.channels", 0, 1024, true, "NCCL channels (0: derived)"},
+      {"comm.kernel_sms", 0, 1024, true, "SMs of a collective's kernels (0: channels)"},
+      {"comm.node_kernel_sms", 0, 1024, true, "SMs of an intra-node collective's kernels (0: kernel_sms)"},
       {"comm.flows_per_connection", 1, 1024, false, "flows per connection"},
       {"comm.chunk_bytes", 1, 1e12, false, "1 B to 1 TB"},
       {"comm.tree_min_chunk_bytes", 1, 1e12, false, "1 B to 1 TB"},
@@ -296,11 +299,13 @@ void validate_topology(const TopologySpec& t, LoadState& st, const std::string& 
   // NCCL runs each channel on an SM of its own beside compute (the run layer takes that share
   // from the kernels while a collective runs): a device with no more SMs than channels would
   // have none left for compute, and the run layer would then take none from it.
-  const int comm_sms = t.comm.channels > 0 ? t.comm.channels : t.node.nics;
-  if (st.ok({k("device.sm_count"), k("comm.channels"), k("node.nics")}) && t.device.sm_count > 0 &&
-      t.device.sm_count <= comm_sms) {
-    st.report(k("device.sm_count"), "must exceed the SMs NCCL's channels take beside compute (comm.channels, or "
-                                    "node.nics when it is 0: " + str(comm_sms) + "), got " + str(t.device.sm_count));
+  const int comm_sms = std::max(t.comm.sms_of(true, t.node.nics), t.comm.sms_of(false, t.node.nics));
+  if (st.ok({k("device.sm_count"), k("comm.channels"), k("comm.kernel_sms"), k("comm.node_kernel_sms"),
+             k("node.nics")}) &&
+      t.device.sm_count > 0 && t.device.sm_count <= comm_sms) {
+    st.report(k("device.sm_count"), "must exceed the SMs a collective's kernels take beside compute (comm.kernel_sms "
+                                    "and node_kernel_sms, or comm.channels, or node.nics: " + str(comm_sms) +
+                                    "), got " + str(t.device.sm_count));
   }
 }
 

@@ -35,11 +35,8 @@ StepBuilder::StepBuilder(World& w, const Costs& costs, std::int64_t index)
   }
   timeline_.resize(ranks_.size());
   const auto& topo = w.scenario.topology;
-  const int comm_sms = topo.comm.channels > 0 ? topo.comm.channels : topo.node.nics;
-  const double sm_share =
-      topo.device.sm_count > comm_sms ? static_cast<double>(topo.device.sm_count - comm_sms) / topo.device.sm_count : 1.0;
   sms_.reserve(ranks_.size());
-  for (std::size_t i = 0; i < ranks_.size(); ++i) sms_.emplace_back(w.sim, sm_share, topo.device.hbm_bandwidth);
+  for (std::size_t i = 0; i < ranks_.size(); ++i) sms_.emplace_back(w.sim, topo.device.sm_count, topo.device.hbm_bandwidth);
   slowdown_.reserve(ranks_.size());
   for (int r : ranks_) {
     slowdown_.push_back(full ? w.kernel_time_factor.at(static_cast<std::size_t>(r))
@@ -160,9 +157,11 @@ TaskId StepBuilder::collective(comm::CollectiveOp op, std::vector<int> group, do
       [this, op, group = std::move(group), bytes](TaskGraph& g, TaskId self) {
         const Forecast f = forecast(w_.comm, op, group, bytes);
         const double hbm = hbm_rate(op, group, bytes, f);
-        comm_begin(self, hbm);
+        const int sms = kernel_sms(group);
+        comm_begin(self, hbm, sms);
         raise_cpu_floor(w_.comm, w_.sim, op, group, bytes, &f);
-        w_.comm.start(op, group, bytes, comm::Algorithm::automatic, [this, &g, self, hbm] { comm_end(g, self, hbm); });
+        w_.comm.start(op, group, bytes, comm::Algorithm::automatic,
+                      [this, &g, self, hbm, sms] { comm_end(g, self, hbm, sms); });
       },
       stream);
   remember_comm(id, name, bytes, participants);
@@ -175,17 +174,19 @@ TaskId StepBuilder::collectives(comm::CollectiveOp op, std::vector<std::vector<i
     // The groups are instances of one collective (the same size and bytes): one rate for all,
     // from the first group's forecast, which its floor reuses.
     double hbm = 0.0;
+    int sms = 0;
     if (!groups.empty()) {
       const Forecast f = forecast(w_.comm, op, groups.front(), bytes);
       hbm = hbm_rate(op, groups.front(), bytes, f);
+      sms = kernel_sms(groups.front());
       raise_cpu_floor(w_.comm, w_.sim, op, groups.front(), bytes, &f);
     }
-    comm_begin(self, hbm);
+    comm_begin(self, hbm, sms);
     auto left = std::make_shared<std::size_t>(groups.size());
     for (std::size_t i = 1; i < groups.size(); ++i) raise_cpu_floor(w_.comm, w_.sim, op, groups[i], bytes);
     for (const auto& members : groups)
-      w_.comm.start(op, members, bytes, comm::Algorithm::automatic, [this, &g, self, left, hbm] {
-        if (--*left == 0) comm_end(g, self, hbm);
+      w_.comm.start(op, members, bytes, comm::Algorithm::automatic, [this, &g, self, left, hbm, sms] {
+        if (--*left == 0) comm_end(g, self, hbm, sms);
       });
   });
   remember_comm(id, name, bytes, participants);
@@ -199,8 +200,11 @@ TaskId StepBuilder::send(int src, int dst, double bytes, std::uint32_t name, con
 TaskId StepBuilder::sends(std::vector<std::pair<int, int>> hops, double bytes, std::uint32_t name,
                           const std::vector<int>& participants) {
   const TaskId id = graph_.add_task([this, hops = std::move(hops), bytes](TaskGraph& g, TaskId self) {
-    comm_begin(self, 0.0);  // the HBM traffic of point-to-point sends is not counted (gpu_sms.hpp)
-    send_all(hops, bytes, [this, &g, self] { comm_end(g, self, 0.0); });
+    std::vector<int> ends;
+    for (const auto& [src, dst] : hops) ends.insert(ends.end(), {src, dst});
+    const int sms = kernel_sms(ends);
+    comm_begin(self, 0.0, sms);  // the HBM traffic of point-to-point sends is not counted (gpu_sms.hpp)
+    send_all(hops, bytes, [this, &g, self, sms] { comm_end(g, self, 0.0, sms); });
   });
   remember_comm(id, name, bytes, participants);
   return id;
@@ -238,23 +242,34 @@ TaskId StepBuilder::shared(const SharedTaskKey& key, const std::function<TaskId(
   return it->second;
 }
 
+/// The SMs one collective's kernels take on each member: its communicator's channel count,
+/// which differs for a communicator within one node (NVLink only) and one spanning nodes
+/// (config::CommSpec::sms_of).
+int StepBuilder::kernel_sms(const std::vector<int>& gpus) const {
+  const auto& topo = w_.scenario.topology;
+  if (gpus.empty()) return topo.comm.sms_of(false, topo.node.nics);
+  bool spans = false;
+  for (int g : gpus) spans = spans || w_.cluster.node_of(g) != w_.cluster.node_of(gpus.front());
+  return topo.comm.sms_of(spans, topo.node.nics);
+}
+
 /// A communication task's kernels occupy SMs on its simulated participants from launch to
 /// completion.
-void StepBuilder::comm_begin(TaskId id, double hbm_rate) {
+void StepBuilder::comm_begin(TaskId id, double hbm_rate, int sms) {
   const TaskMeta& m = meta_[id];
   if (m.copy_engine) return;
   for (std::uint32_t i = 0; i < m.participant_count; ++i)
-    sms_[static_cast<std::size_t>(participants_[m.first_participant + i])].comm_begin(hbm_rate);
+    sms_[static_cast<std::size_t>(participants_[m.first_participant + i])].comm_begin(hbm_rate, sms);
 }
 
-void StepBuilder::comm_end(TaskGraph& g, TaskId id, double hbm_rate) {
+void StepBuilder::comm_end(TaskGraph& g, TaskId id, double hbm_rate, int sms) {
   const TaskMeta& m = meta_[id];
   if (m.copy_engine) {
     g.complete(id);
     return;
   }
   for (std::uint32_t i = 0; i < m.participant_count; ++i)
-    sms_[static_cast<std::size_t>(participants_[m.first_participant + i])].comm_end(hbm_rate);
+    sms_[static_cast<std::size_t>(participants_[m.first_participant + i])].comm_end(hbm_rate, sms);
   g.complete(id);
 }
 

@@ -196,8 +196,9 @@ class StepBuilder {
   };
 
   void send_all(const std::vector<std::pair<int, int>>& hops, double bytes, std::function<void()> done);
-  void comm_begin(TaskId id, double hbm_rate);
-  void comm_end(engine::TaskGraph& g, TaskId id, double hbm_rate);
+  int kernel_sms(const std::vector<int>& gpus) const;
+  void comm_begin(TaskId id, double hbm_rate, int sms);
+  void comm_end(engine::TaskGraph& g, TaskId id, double hbm_rate, int sms);
   void remember(TaskId id, TaskMeta meta);
   void remember_comm(TaskId id, std::uint32_t name, double bytes, const std::vector<int>& participants);
   void observe(TaskId id, Time s, Time e);
