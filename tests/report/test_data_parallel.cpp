@@ -40,18 +40,24 @@ TEST_CASE("halving the NIC bandwidth lowers the MFU of a multi-node DDP run", "[
   CHECK(half.result.exposed_comm_s > full.result.exposed_comm_s);
   CHECK(half.mfu() < full.mfu());
   // The kernels are the same; they run longer only because the slower all-reduces hold NCCL's
-  // 8 SMs (one per channel) of 132 for longer: a fully overlapped kernel takes 132/124 of its
-  // time, so compute can grow by at most comm_s · 8/124.
+  // SMs (one per channel: comm.kernel_sms, 16 of 132 on this topology's nodes) for longer: a
+  // fully overlapped kernel takes 132/116 of its time, so compute can grow by at most
+  // comm_s · 16/116.
+  const auto topo = config::load_scenario(kMultinode, {}).topology;
+  REQUIRE(topo.comm.kernel_sms == 16);
+  REQUIRE(topo.device.sm_count == 132);
   CHECK(half.result.compute_s > full.result.compute_s);
-  CHECK(half.result.compute_s - full.result.compute_s <= half.result.comm_s * 8.0 / 124.0);
+  CHECK(half.result.compute_s - full.result.compute_s <= half.result.comm_s * 16.0 / 116.0);
 }
 
 TEST_CASE("compute kernels slow down while collectives hold SMs, and only then", "[run][ddp][sm]") {
-  // One node, DDP: with 8 channels on 132 SMs compute runs at 124/132 while an all-reduce is
-  // in flight. A single GPU with the same microbatches runs the same kernels, and its one-rank
-  // "collectives" last only their launch latency, so its compute is (almost) the kernels' own
-  // time; the 8-GPU run's compute exceeds it by at most its communication time · 8/124. Every
-  // GPU at the profile's speed: otherwise the 8-GPU replica would also wait for its slowest GPU.
+  // One node, DDP: a communicator within the node takes comm.node_kernel_sms, 24 of 132 SMs, so
+  // compute runs at 108/132 while an all-reduce is in flight. A single GPU with the same
+  // microbatches runs the same kernels, and its one-rank "collectives" last only their launch
+  // latency, so its compute is (almost) the kernels' own time; the 8-GPU run's compute exceeds it
+  // by at most its communication time · 24/108. Every GPU at the profile's speed: otherwise the
+  // 8-GPU replica would also wait for its slowest GPU.
+  REQUIRE(config::load_scenario(kOneNode, {}).topology.comm.node_kernel_sms == 24);
   const std::string same_speed = "cluster.topology.device.speed_variation_cv=0";
   const auto shared = simulate(kOneNode, {"data.storage_bandwidth_per_node=0", same_speed});
   const auto alone = simulate(kOneNode, {"data.storage_bandwidth_per_node=0", same_speed, "cluster.topology.node.gpus=1",
@@ -59,7 +65,7 @@ TEST_CASE("compute kernels slow down while collectives hold SMs, and only then",
                                          "training.global_batch_tokens=64 Ki"});
   CHECK(alone.result.comm_s < 0.1 * shared.result.comm_s);
   CHECK(shared.result.compute_s > alone.result.compute_s);
-  CHECK(shared.result.compute_s - alone.result.compute_s <= shared.result.comm_s * 8.0 / 124.0 + 1e-9);
+  CHECK(shared.result.compute_s - alone.result.compute_s <= shared.result.comm_s * 24.0 / 108.0 + 1e-9);
 }
 
 TEST_CASE("adding nodes at a fixed global batch lowers the MFU of DDP", "[run][ddp]") {
