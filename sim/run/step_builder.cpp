@@ -157,7 +157,7 @@ TaskId StepBuilder::collective(comm::CollectiveOp op, std::vector<int> group, do
       [this, op, group = std::move(group), bytes](TaskGraph& g, TaskId self) {
         const Forecast f = forecast(w_.comm, op, group, bytes);
         const double hbm = hbm_rate(op, group, bytes, f);
-        const int sms = kernel_sms(group);
+        const int sms = kernel_sms(spans_nodes(group));
         comm_begin(self, hbm, sms);
         raise_cpu_floor(w_.comm, w_.sim, op, group, bytes, &f);
         w_.comm.start(op, group, bytes, comm::Algorithm::automatic,
@@ -178,7 +178,7 @@ TaskId StepBuilder::collectives(comm::CollectiveOp op, std::vector<std::vector<i
     if (!groups.empty()) {
       const Forecast f = forecast(w_.comm, op, groups.front(), bytes);
       hbm = hbm_rate(op, groups.front(), bytes, f);
-      sms = kernel_sms(groups.front());
+      sms = kernel_sms(spans_nodes(groups.front()));
       raise_cpu_floor(w_.comm, w_.sim, op, groups.front(), bytes, &f);
     }
     comm_begin(self, hbm, sms);
@@ -200,9 +200,9 @@ TaskId StepBuilder::send(int src, int dst, double bytes, std::uint32_t name, con
 TaskId StepBuilder::sends(std::vector<std::pair<int, int>> hops, double bytes, std::uint32_t name,
                           const std::vector<int>& participants) {
   const TaskId id = graph_.add_task([this, hops = std::move(hops), bytes](TaskGraph& g, TaskId self) {
-    std::vector<int> ends;
-    for (const auto& [src, dst] : hops) ends.insert(ends.end(), {src, dst});
-    const int sms = kernel_sms(ends);
+    bool spans = false;  // each hop is its own pair of ranks: across nodes if its ends are
+    for (const auto& [src, dst] : hops) spans = spans || w_.cluster.node_of(src) != w_.cluster.node_of(dst);
+    const int sms = kernel_sms(spans);
     comm_begin(self, 0.0, sms);  // the HBM traffic of point-to-point sends is not counted (gpu_sms.hpp)
     send_all(hops, bytes, [this, &g, self, sms] { comm_end(g, self, 0.0, sms); });
   });
@@ -245,12 +245,15 @@ TaskId StepBuilder::shared(const SharedTaskKey& key, const std::function<TaskId(
 /// The SMs one collective's kernels take on each member: its communicator's channel count,
 /// which differs for a communicator within one node (NVLink only) and one spanning nodes
 /// (config::CommSpec::sms_of).
-int StepBuilder::kernel_sms(const std::vector<int>& gpus) const {
+int StepBuilder::kernel_sms(bool spans_nodes) const {
   const auto& topo = w_.scenario.topology;
-  if (gpus.empty()) return topo.comm.sms_of(false, topo.node.nics);
-  bool spans = false;
-  for (int g : gpus) spans = spans || w_.cluster.node_of(g) != w_.cluster.node_of(gpus.front());
-  return topo.comm.sms_of(spans, topo.node.nics);
+  return topo.comm.sms_of(spans_nodes, topo.node.nics);
+}
+
+bool StepBuilder::spans_nodes(const std::vector<int>& gpus) const {
+  for (int g : gpus)
+    if (w_.cluster.node_of(g) != w_.cluster.node_of(gpus.front())) return true;
+  return false;
 }
 
 /// A communication task's kernels occupy SMs on its simulated participants from launch to

@@ -196,7 +196,8 @@ class StepBuilder {
   };
 
   void send_all(const std::vector<std::pair<int, int>>& hops, double bytes, std::function<void()> done);
-  int kernel_sms(const std::vector<int>& gpus) const;
+  int kernel_sms(bool spans_nodes) const;
+  bool spans_nodes(const std::vector<int>& gpus) const;  // members on more than one node
   void comm_begin(TaskId id, double hbm_rate, int sms);
   void comm_end(engine::TaskGraph& g, TaskId id, double hbm_rate, int sms);
   void remember(TaskId id, TaskMeta meta);
