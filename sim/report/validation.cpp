@@ -19,6 +19,20 @@
 
 namespace ironlaw::report {
 
+// Megatron-Core r0.8.0's count (validation.hpp); V' padded as --make-vocab-size-divisible-by 128 pads it.
+double megatron_core_iteration_flops(const config::Scenario& s, double batch) {
+  const auto& m = s.model;
+  const double seq = s.training.sequence_length, h = m.hidden, layers = m.layers;
+  const double heads = m.heads, groups = m.kv_heads > 0 ? m.kv_heads : m.heads;
+  const double head_dim = m.head_dim > 0 ? m.head_dim : h / heads;
+  const double multiple = 128.0 * s.parallel.tp;
+  const double vocab = std::ceil(m.vocab / multiple) * multiple;
+  const double gated = m.activation == "swiglu" ? 1.5 : 1.0;
+  return 12.0 * batch * seq * layers * h * h *
+         ((1.0 + groups / heads + seq / h) * (heads * head_dim / h) + m.ffn_hidden / h * gated +
+          vocab / (2.0 * layers * h));
+}
+
 namespace {
 
 /// Seed 003's arithmetic (../shared/seeds/README.md): the calculator must reproduce it.
@@ -187,6 +201,65 @@ ValidationPlan megatron_plan(const std::string& data_dir) {
                                  const double flops = megatron_iteration_flops(batch_of(s), s.training.sequence_length,
                                                                                s.model.layers, s.model.hidden, s.model.vocab);
                                  return flops / (r.step_time_s * r.gpus) / 1e12;
+                               });
+                         }});
+  }
+  return plan;
+}
+
+/// Megatron-LM weak scaling on H100 (NVIDIA/Megatron-LM README.md at f2e5db402c, 2024-07-15, the
+/// table images/model_table.png): every row, its TFLOP/s per GPU in Megatron-Core r0.8.0's count.
+/// Added out of sample in round 32: the rule (all 9 rows) and the scenarios fixed before any row
+/// was simulated, the first predictions recorded in commit 7c40505.
+struct Megatron2024Row {
+  const char* file;      ///< scenarios/validation/megatron-2024/<file>.yaml
+  const char* params;    ///< the table's model size, as printed
+  int layers, hidden, heads, tp, pp, gpus, batch;
+  double tflops;         ///< published teraFLOP/s per GPU
+};
+
+constexpr Megatron2024Row kMegatron2024[] = {
+    {"gpt-1.7b-48gpu", "1.7", 24, 2048, 16, 1, 1, 48, 192, 408.8},
+    {"gpt-7.1b-96gpu", "7.1", 30, 4096, 32, 2, 1, 96, 192, 465.9},
+    {"gpt-16b-192gpu", "16", 32, 6144, 48, 4, 1, 192, 192, 489.1},
+    {"gpt-32b-384gpu", "32", 48, 7168, 56, 8, 1, 384, 192, 459.6},
+    {"gpt-70b-768gpu", "70", 84, 8192, 64, 8, 2, 768, 384, 419.7},
+    {"gpt-119b-1536gpu", "119", 92, 10240, 80, 8, 4, 1536, 768, 420.5},
+    {"gpt-177b-2304gpu", "177", 96, 12288, 96, 8, 6, 2304, 1152, 432.8},
+    {"gpt-314b-3072gpu", "314", 96, 16384, 128, 8, 8, 3072, 1536, 474.4},
+    {"gpt-462b-6144gpu", "462", 112, 18432, 144, 8, 16, 6144, 3072, 459.9},
+};
+
+ValidationPlan megatron_2024_plan(const std::string& data_dir) {
+  ValidationPlan plan{{"megatron-2024",
+                       "Megatron-LM GPT weak scaling on H100 (README.md model table, July 2024, Megatron-Core r0.8.0): "
+                       "TFLOP/s per GPU in Megatron's count 12·B·s·L·h²·((1 + g/a + s/h)·ad/h + f/h + V/2Lh) / "
+                       "(step time · GPUs), out of sample",
+                       {}, true},
+                      {}};
+  for (const auto& row : kMegatron2024) {
+    const std::string path = data_dir + "/scenarios/validation/megatron-2024/" + row.file + ".yaml";
+    plan.jobs.push_back({row.file, [row, path] {
+                           const std::string src =
+                               "NVIDIA/Megatron-LM README.md at f2e5db402c (2024-07-15), images/model_table.png; "
+                               "scenarios/validation/megatron-2024/";
+                           const std::string label = std::string("GPT ") + row.params + "B, TP " +
+                                                     std::to_string(row.tp) + " PP " + std::to_string(row.pp) + ", " +
+                                                     std::to_string(row.gpus) + " GPUs";
+                           auto batch_of = [](const config::Scenario& s) {
+                             return s.training.global_batch_tokens / s.training.sequence_length;
+                           };
+                           return simulated_row(
+                               label, row.tflops, "TFLOP/s", src, false, path,
+                               [&](const config::Scenario& s) {
+                                 return s.model.layers == row.layers && s.model.hidden == row.hidden &&
+                                        s.model.heads == row.heads && s.parallel.tp == row.tp && s.parallel.pp == row.pp &&
+                                        s.gpus() == row.gpus && batch_of(s) == row.batch &&
+                                        s.training.sequence_length == 4096 && s.model.vocab == 131072;
+                               },
+                               std::string("row ") + row.file + " of the Megatron-LM README's H100 model table",
+                               [&](const config::Scenario& s, const run::SimulationResult& r) {
+                                 return megatron_core_iteration_flops(s, batch_of(s)) / (r.step_time_s * r.gpus) / 1e12;
                                });
                          }});
   }
@@ -1160,7 +1233,8 @@ ValidationPlan llama3_paper_plan(const std::string& data_dir) {
 std::vector<std::string> validation_case_names() {
   return {"seed003",    "nccl-h100",       "megatron-2021", "korthikanti-2022", "torchtitan",
           "bigscience", "bigscience-prequel", "mt-nlg", "nemo-h100", "torchtitan-2025", "mosaic-mpt", "mosaic-mpt-h100",
-          "mosaic-mpt-a100-torch2", "flash-attn-gpt3", "flash-attn-gpt2", "llama1", "nemo-h100-2407", "olmo-core"};
+          "mosaic-mpt-a100-torch2", "flash-attn-gpt3", "flash-attn-gpt2", "llama1", "nemo-h100-2407", "olmo-core",
+          "megatron-2024"};
 }
 
 std::vector<std::string> validation_long_case_names() { return {"llama3-paper", "nemo-h100-long"}; }
@@ -1187,6 +1261,7 @@ ValidationPlan plan_validation(const std::string& name, const std::string& data_
   if (name == "llama1") return llama1_plan(data_dir);
   if (name == "nemo-h100-2407") return nemo_2407_plan(data_dir);
   if (name == "olmo-core") return olmo_core_plan(data_dir);
+  if (name == "megatron-2024") return megatron_2024_plan(data_dir);
   // A long case (validation_long_case_names): its 16,384-GPU 8K row costs minutes of CPU (see
   // llama3_paper_plan), beyond validate's two-minute budget, so only --case runs it.
   if (name == "llama3-paper") return llama3_paper_plan(data_dir);

@@ -252,6 +252,10 @@ TEST_CASE("the OLMo-core validation scenarios reproduce their golden summaries",
   check_goldens(shipped_scenarios("validation/olmo-core", false));
 }
 
+TEST_CASE("the Megatron-LM 2024 H100 validation scenarios reproduce their golden summaries", "[golden][slow]") {
+  check_goldens(shipped_scenarios("validation/megatron-2024", false));
+}
+
 TEST_CASE("the whole-run scenarios' steps reproduce their golden summaries", "[golden][slow]") {
   check_goldens(shipped_scenarios("runs", false));
 }

@@ -212,6 +212,43 @@ TEST_CASE("the olmo-core case takes OLMo-core's throughput table", "[validation]
   CHECK(config::load_scenario(kRepo + "/scenarios/validation/olmo-core/llama-8b-bf16.yaml", {}).model.qk_norm == "none");
 }
 
+TEST_CASE("the megatron-2024 case takes the Megatron-LM README's H100 model table", "[validation]") {
+  // NVIDIA/Megatron-LM README.md at f2e5db402c, images/model_table.png: 9 rows, teraFLOP/s per
+  // GPU. Without the scenarios every row is "(no scenario)".
+  const fs::path dir = fs::temp_directory_path() / ("ironlaw-megatron-2024-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto c = report::run_validation("megatron-2024", dir.string());
+  fs::remove_all(dir);
+  REQUIRE(c.rows.size() == 9);
+  const std::vector<double> published{408.8, 465.9, 489.1, 459.6, 419.7, 420.5, 432.8, 474.4, 459.9};
+  for (std::size_t i = 0; i < published.size(); ++i) {
+    INFO(c.rows[i].label);
+    CHECK(c.rows[i].published == published[i]);
+    CHECK(c.rows[i].unit == "TFLOP/s");
+    CHECK(std::isnan(c.rows[i].predicted));
+  }
+  // The shipped scenarios: the table's parameter counts need untied embeddings (by hand, 12·L·h²
+  // + 2·V·h for the 1.7B: 12·24·2048² + 2·131072·2048 = 1.745e9, "1.7B"; tied, 1.476e9), and
+  // Megatron's count of one 1.7B iteration, 12·B·s·L·h²·(2 + s/h + 4 + V/(2Lh)) with B 192,
+  // s 4,096, L 24, h 2,048, V 131,072: 9.50e14 · (6 + 2 + 4/3) = 8.866e15 FLOP, so the table's
+  // 408.8 TFLOP/s on 48 GPUs is a 0.4518 s iteration.
+  const auto s = config::load_scenario(kRepo + "/scenarios/validation/megatron-2024/gpt-1.7b-48gpu.yaml", {"run.steps=1"});
+  CHECK_FALSE(s.model.tied_embeddings);
+  CHECK(s.model.vocab == 131072);
+  CHECK(s.gpus() == 48);
+  CHECK(s.training.global_batch_tokens / s.training.sequence_length == 192);
+  CHECK(s.training.reduce_dtype == "fp32");  // --bf16 forces fp32 gradient reduction (arguments.py)
+  CHECK(12.0 * 24 * 2048 * 2048 + 2.0 * 131072 * 2048 == Approx(1.745e9).epsilon(1e-3));
+  CHECK(report::megatron_core_iteration_flops(s, 192) == Approx(8.866e15).epsilon(1e-3));
+  CHECK(report::megatron_core_iteration_flops(s, 192) / (408.8e12 * 48) == Approx(0.4518).epsilon(1e-3));
+  // The same count with grouped keys/values and a gated MLP (Llama 3 8B's shape, TP 1): by hand
+  // 12·1·8192·32·4096²·((1 + 8/32 + 2)·1 + 3.5·1.5 + 128256/(2·32·4096)) = 5.2777e13 · 8.9893
+  // = 4.7443e14 (the vocabulary, 128,256, already a multiple of 128).
+  const auto l = config::load_scenario(kRepo + "/scenarios/validation/nemo/llama3-8b-8gpu-fp8cs.yaml", {"run.steps=1"});
+  REQUIRE(l.model.kv_heads == 8);
+  CHECK(report::megatron_core_iteration_flops(l, 1) == Approx(4.7443e14).epsilon(1e-3));
+}
+
 TEST_CASE("the llama1 case gives the first LLaMA's throughputs as tokens/s per GPU", "[validation]") {
   // Touvron et al. 2023: §2.4 gives 380 tokens/s/GPU for 65B; the carbon table's GPU-hours over
   // Table 2's tokens give the others: 1.4e12 / (530,432 h × 3,600 s) = 733.2 (33B),
