@@ -479,6 +479,15 @@ struct TrainingSpec {
   /// backward kernel reads the logits and writes their gradient: no fp32 copy of the logits is
   /// made. PyTorch model code (framework eager or compile) with tp 1 only.
   bool fused_cross_entropy = false;
+  /// Megatron-style code (framework fused or cuda_graphs): whether the loss is one fused
+  /// vocabulary-parallel cross-entropy pass (true: Megatron-core's --cross-entropy-loss-fusion,
+  /// which NeMo 2.0's GPTConfig and Megatron-Bridge set) or Megatron's unfused
+  /// vocab_parallel_cross_entropy (false: Megatron-core's default, TransformerConfig
+  /// cross_entropy_loss_fusion False, and the only form of Megatron-LM and Megatron-DeepSpeed
+  /// before 2024): an fp32 copy of the logits, then its maximum, an in-place shift, exp, sum and
+  /// division, each a pass over the fp32 logits, and in backward an in-place scale and the cast
+  /// of the gradient back to the training precision (megatron/core/tensor_parallel/cross_entropy.py).
+  bool cross_entropy_loss_fusion = true;
   /// The MLP's GELU runs in the epilogue of its up-projection GEMM, and the GELU's gradient in the
   /// epilogue of the down projection's input-gradient GEMM (cuBLASLt's GELU_AUX_BIAS and
   /// DGELU_BGRAD epilogues: flash-attn's FusedMLP / fused_dense_lib, Apex's FusedDenseGeluDense),

@@ -657,6 +657,13 @@ void validate_scenario(Scenario& sc, LoadState& st) {
                   t.attention_kernel + ", cp " + str(p.cp) + ", " + str(m.kv_heads) +
                   " K/V heads for " + str(m.heads) + " heads, activation_checkpointing " + t.activation_checkpointing);
   }
+  if (!t.cross_entropy_loss_fusion && st.ok({"training.cross_entropy_loss_fusion", "training.framework"}) &&
+      t.framework != "fused" && t.framework != "cuda_graphs") {
+    st.report("training.cross_entropy_loss_fusion",
+              "false is Megatron's unfused vocab_parallel_cross_entropy: needs Megatron-style code, training.framework "
+              "fused or cuda_graphs (PyTorch model code's losses are fused_cross_entropy, compile_loss or "
+              "F.cross_entropy); got framework " + t.framework);
+  }
   if (t.fused_cross_entropy &&
       st.ok({"training.fused_cross_entropy", "training.framework", "parallel.tp", "training.compile_loss"}) &&
       ((t.framework != "eager" && t.framework != "compile") || p.tp > 1 || t.compile_loss)) {

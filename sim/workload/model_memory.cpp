@@ -358,6 +358,12 @@ double loss_bytes_per_logit(const config::TrainingSpec& training, const config::
     // backward the log-softmax output, the NLL gradient and the log-softmax gradient (all fp32).
     return std::max(bpe + 8.0, 12.0);
   }
+  if (!training.cross_entropy_loss_fusion) {
+    // Megatron's unfused vocab_parallel_cross_entropy: the fp32 copy, shifted, exponentiated and
+    // divided in place, beside the logits its caller still holds (forward); the kept softmax,
+    // scaled in place, beside the gradient cast to the training precision (backward): bpe + 4.
+    return bpe + 4.0;
+  }
   return 4.0;  // fused vocabulary-parallel cross-entropy: the fp32 probabilities
 }
 

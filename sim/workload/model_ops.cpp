@@ -66,6 +66,9 @@ struct Microbatch {
   bool compiled_loss = false;
   /// The loss is flash-attn's fused cross-entropy kernel (training.fused_cross_entropy).
   bool fused_loss = false;
+  /// The loss is Megatron's unfused vocab_parallel_cross_entropy (Megatron-style code with
+  /// training.cross_entropy_loss_fusion false).
+  bool megatron_loss = false;
   bool fp8_linear = false;         ///< linear layers in fp8 (torchtitan Float8 / Transformer Engine)
   /// The fp8 weights come from FSDP's fp8 all-gather (training.fp8_all_gather): cast once per
   /// gather on the shard, not per GEMM.
@@ -115,6 +118,7 @@ Microbatch microbatch(const config::ModelSpec& model, const config::TrainingSpec
   mb.compiled_loss = training.compile_loss;
   mb.fused_loss = training.fused_cross_entropy;
   mb.eager_loss = pytorch_model_code(training) && !mb.compiled_loss && !mb.fused_loss;
+  mb.megatron_loss = !pytorch_model_code(training) && !training.cross_entropy_loss_fusion;
   mb.expands_kv = sdpa_expands_kv(training) && !mb.sh.mla && mb.sh.kv_heads < mb.sh.heads;
   mb.fp8_linear = training.precision == "fp8";
   mb.fp8_gathered_weights = mb.fp8_linear && training.fp8_all_gather;
@@ -599,6 +603,17 @@ std::vector<Op> head_forward(const Microbatch& mb) {
     ce.bytes = t * vocab_local * 2.0 * mb.bpe;
     ce.kernels = 1;
   }
+  if (mb.megatron_loss) {
+    // Megatron's vocab_parallel_cross_entropy (megatron/core/tensor_parallel/cross_entropy.py at
+    // core_v0.8.0; mpu/cross_entropy.py since 2020, the caller casting): per logit the fp32 copy
+    // (read bpe, write 4), the row maximum (read 4), the in-place shift (read 4, write 4), exp
+    // into itself (read 4, write 4), the row sum (read 4) and the in-place division by it into
+    // the softmax kept for backward (read 4, write 4): bpe + 36 B. Six passes, and twelve small
+    // kernels over one value per token (the target mask and its shifted copy, the predicted
+    // logit's gather, clone and masking, the log and the subtraction).
+    ce.bytes = t * vocab_local * (mb.bpe + 36.0);
+    ce.kernels = 18;
+  }
   ops.push_back(ce);
   return ops;
 }
@@ -766,6 +781,14 @@ std::vector<Op> head_backward_ops(const config::ModelSpec& model, const config::
     // backward the same, from its saved log-sum-exp).
     ce_bwd.bytes = mb.tokens * mb.sh.vocab / mb.tp * 2.0 * mb.bpe;
     ce_bwd.kernels = 1;
+  }
+  if (mb.megatron_loss) {
+    // Its backward: the one-hot subtraction through an index over one logit per token, the
+    // in-place scale of the kept softmax by the loss gradient (read 4, write 4) and the fp32
+    // copy's backward, the cast to the training precision (read 4, write bpe): 12 + bpe B;
+    // two passes and six small kernels (the index, its float mask and subtraction).
+    ce_bwd.bytes = mb.tokens * mb.sh.vocab / mb.tp * (12.0 + mb.bpe);
+    ce_bwd.kernels = 8;
   }
   ops.push_back(ce_bwd);
   forward.pop_back();
