@@ -96,10 +96,10 @@ ValidationPlan nccl_plan(const std::string& data_dir) {
 /// rebuilds a scatter-gathered pipeline activation, and the host dispatch of Megatron's many
 /// small kernels.
 struct MegatronRow {
-  const char* file;      ///< scenarios/megatron-2021/<file>.yaml
-  const char* params;    ///< the paper's parameter count, billions, as printed
+  const char* file;      ///< the scenario, <file>.yaml in the table's directory
+  const char* params;    ///< the published parameter count, billions, as printed
   int layers, hidden, heads, tp, pp, gpus, batch;
-  double tflops;         ///< published TFLOP/s per GPU (Megatron convention)
+  double tflops;         ///< published TFLOP/s per GPU (the table's Megatron convention)
 };
 
 constexpr MegatronRow kMegatron2021[] = {
@@ -165,23 +165,20 @@ double megatron_iteration_flops(double batch, double seq, double layers, double 
          (1.0 + seq / (6.0 * hidden) + vocab / (16.0 * layers * hidden));
 }
 
-/// Megatron-LM weak scaling on DGX A100: the published TFLOP/s per GPU of every row of Table 1
-/// beside the simulated step of the same configuration (scenarios/megatron-2021/), both in the
-/// paper's FLOP convention. A row whose scenario file is absent under `data_dir` (the tests
-/// run a subset that way) or whose layout does not fit in HBM predicts NaN and says why in its
-/// label; nothing is fitted per row.
-ValidationPlan megatron_plan(const std::string& data_dir) {
-  ValidationPlan plan{{"megatron-2021",
-                       "Megatron-LM GPT weak scaling on DGX A100 (Narayanan et al. SC'21 Table 1): TFLOP/s per GPU, "
-                       "the paper's convention 96·B·s·l·h²·(1 + s/6h + V/16lh) / (step time · GPUs)",
-                       {}, true},
-                      {}};
-  for (const auto& row : kMegatron2021) {
-    const std::string path = data_dir + "/scenarios/megatron-2021/" + row.file + ".yaml";
-    plan.jobs.push_back({row.file, [row, path] {
-                           const std::string src =
-                               "Narayanan et al. SC'21 Table 1 (../shared/reference/calibration.md); run settings: "
-                               "NVIDIA/Megatron-LM examples/sc21/run_table_1.sh";
+/// One of Megatron-LM's weak-scaling tables (`rows`, scenarios under `dir` of `data_dir`): the
+/// published TFLOP/s per GPU of every row beside the simulated step of the same configuration,
+/// both in the table's own FLOP count (`flops` of the scenario and its batch in sequences). A
+/// row's scenario must have the row's shape and layout, `seq` tokens per sequence and a
+/// vocabulary of `vocab`; one whose file is absent (the tests run a subset that way) or whose
+/// layout does not fit in HBM predicts NaN and says why in its label; nothing is fitted per row.
+template <std::size_t N>
+ValidationPlan megatron_table_plan(const std::string& data_dir, ValidationCase header, const std::string& dir,
+                                   const MegatronRow (&rows)[N], const std::string& source, const std::string& table,
+                                   int seq, int vocab, double (*flops)(const config::Scenario&, double)) {
+  ValidationPlan plan{std::move(header), {}};
+  for (const auto& row : rows) {
+    const std::string path = data_dir + "/" + dir + "/" + row.file + ".yaml";
+    plan.jobs.push_back({row.file, [row, path, source, table, seq, vocab, flops] {
                            const std::string label = std::string("GPT ") + row.params + "B, TP " +
                                                      std::to_string(row.tp) + " PP " + std::to_string(row.pp) + ", " +
                                                      std::to_string(row.gpus) + " GPUs";
@@ -189,36 +186,45 @@ ValidationPlan megatron_plan(const std::string& data_dir) {
                              return s.training.global_batch_tokens / s.training.sequence_length;
                            };
                            return simulated_row(
-                               label, row.tflops, "TFLOP/s", src, false, path,
+                               label, row.tflops, "TFLOP/s", source, false, path,
                                [&](const config::Scenario& s) {
                                  return s.model.layers == row.layers && s.model.hidden == row.hidden &&
                                         s.model.heads == row.heads && s.parallel.tp == row.tp && s.parallel.pp == row.pp &&
                                         s.gpus() == row.gpus && batch_of(s) == row.batch &&
-                                        s.training.sequence_length == 2048 && s.model.vocab == 51200;
+                                        s.training.sequence_length == seq && s.model.vocab == vocab;
                                },
-                               std::string("row ") + row.file + " of Narayanan et al. Table 1",
+                               std::string("row ") + row.file + " of " + table,
                                [&](const config::Scenario& s, const run::SimulationResult& r) {
-                                 const double flops = megatron_iteration_flops(batch_of(s), s.training.sequence_length,
-                                                                               s.model.layers, s.model.hidden, s.model.vocab);
-                                 return flops / (r.step_time_s * r.gpus) / 1e12;
+                                 return flops(s, batch_of(s)) / (r.step_time_s * r.gpus) / 1e12;
                                });
                          }});
   }
   return plan;
 }
 
+/// Megatron-LM weak scaling on DGX A100: every row of Table 1 (scenarios/megatron-2021/), in the
+/// paper's FLOP convention (megatron_iteration_flops).
+ValidationPlan megatron_plan(const std::string& data_dir) {
+  return megatron_table_plan(
+      data_dir,
+      {"megatron-2021",
+       "Megatron-LM GPT weak scaling on DGX A100 (Narayanan et al. SC'21 Table 1): TFLOP/s per GPU, "
+       "the paper's convention 96·B·s·l·h²·(1 + s/6h + V/16lh) / (step time · GPUs)",
+       {}, true},
+      "scenarios/megatron-2021", kMegatron2021,
+      "Narayanan et al. SC'21 Table 1 (../shared/reference/calibration.md); run settings: "
+      "NVIDIA/Megatron-LM examples/sc21/run_table_1.sh",
+      "Narayanan et al. Table 1", 2048, 51200, [](const config::Scenario& s, double batch) {
+        return megatron_iteration_flops(batch, s.training.sequence_length, s.model.layers, s.model.hidden,
+                                        s.model.vocab);
+      });
+}
+
 /// Megatron-LM weak scaling on H100 (NVIDIA/Megatron-LM README.md at f2e5db402c, 2024-07-15, the
 /// table images/model_table.png): every row, its TFLOP/s per GPU in Megatron-Core r0.8.0's count.
 /// Added out of sample in round 32: the rule (all 9 rows) and the scenarios fixed before any row
 /// was simulated, the first predictions recorded in commit 7c40505.
-struct Megatron2024Row {
-  const char* file;      ///< scenarios/validation/megatron-2024/<file>.yaml
-  const char* params;    ///< the table's model size, as printed
-  int layers, hidden, heads, tp, pp, gpus, batch;
-  double tflops;         ///< published teraFLOP/s per GPU
-};
-
-constexpr Megatron2024Row kMegatron2024[] = {
+constexpr MegatronRow kMegatron2024[] = {
     {"gpt-1.7b-48gpu", "1.7", 24, 2048, 16, 1, 1, 48, 192, 408.8},
     {"gpt-7.1b-96gpu", "7.1", 30, 4096, 32, 2, 1, 96, 192, 465.9},
     {"gpt-16b-192gpu", "16", 32, 6144, 48, 4, 1, 192, 192, 489.1},
@@ -231,39 +237,17 @@ constexpr Megatron2024Row kMegatron2024[] = {
 };
 
 ValidationPlan megatron_2024_plan(const std::string& data_dir) {
-  ValidationPlan plan{{"megatron-2024",
-                       "Megatron-LM GPT weak scaling on H100 (README.md model table, July 2024, Megatron-Core r0.8.0): "
-                       "TFLOP/s per GPU in Megatron's count 12·B·s·L·h²·((1 + g/a + s/h)·ad/h + f/h + V/2Lh) / "
-                       "(step time · GPUs), out of sample",
-                       {}, true},
-                      {}};
-  for (const auto& row : kMegatron2024) {
-    const std::string path = data_dir + "/scenarios/validation/megatron-2024/" + row.file + ".yaml";
-    plan.jobs.push_back({row.file, [row, path] {
-                           const std::string src =
-                               "NVIDIA/Megatron-LM README.md at f2e5db402c (2024-07-15), images/model_table.png; "
-                               "scenarios/validation/megatron-2024/";
-                           const std::string label = std::string("GPT ") + row.params + "B, TP " +
-                                                     std::to_string(row.tp) + " PP " + std::to_string(row.pp) + ", " +
-                                                     std::to_string(row.gpus) + " GPUs";
-                           auto batch_of = [](const config::Scenario& s) {
-                             return s.training.global_batch_tokens / s.training.sequence_length;
-                           };
-                           return simulated_row(
-                               label, row.tflops, "TFLOP/s", src, false, path,
-                               [&](const config::Scenario& s) {
-                                 return s.model.layers == row.layers && s.model.hidden == row.hidden &&
-                                        s.model.heads == row.heads && s.parallel.tp == row.tp && s.parallel.pp == row.pp &&
-                                        s.gpus() == row.gpus && batch_of(s) == row.batch &&
-                                        s.training.sequence_length == 4096 && s.model.vocab == 131072;
-                               },
-                               std::string("row ") + row.file + " of the Megatron-LM README's H100 model table",
-                               [&](const config::Scenario& s, const run::SimulationResult& r) {
-                                 return megatron_core_iteration_flops(s, batch_of(s)) / (r.step_time_s * r.gpus) / 1e12;
-                               });
-                         }});
-  }
-  return plan;
+  return megatron_table_plan(
+      data_dir,
+      {"megatron-2024",
+       "Megatron-LM GPT weak scaling on H100 (README.md model table, July 2024, Megatron-Core r0.8.0): "
+       "TFLOP/s per GPU in Megatron's count 12·B·s·L·h²·((1 + g/a + s/h)·ad/h + f/h + V/2Lh) / "
+       "(step time · GPUs), out of sample",
+       {}, true},
+      "scenarios/validation/megatron-2024", kMegatron2024,
+      "NVIDIA/Megatron-LM README.md at f2e5db402c (2024-07-15), images/model_table.png; "
+      "scenarios/validation/megatron-2024/",
+      "the Megatron-LM README's H100 model table", 4096, 131072, megatron_core_iteration_flops);
 }
 
 /// torchtitan on H100 (pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md, Dec 2024;
