@@ -653,7 +653,8 @@ bool torch_tensor_parallel(const config::TrainingSpec& training, const config::P
 /// Bytes per logit alive at the loss's peak (forward or backward), by framework: fused
 /// (vocabulary-parallel fused cross-entropy) 4 — the fp32 probabilities; Megatron's unfused
 /// vocab_parallel_cross_entropy (training.cross_entropy_loss_fusion false) bpe + 4 — the fp32
-/// copy worked in place beside the logits, then the softmax beside the cast gradient; eager and compile
+/// copy worked in place beside the logits, then the softmax beside the cast gradient (4 in fp32
+/// training, where the copy is the logits themselves); eager and compile
 /// (compiled per transformer block, as torchtitan does: the loss stays eager)
 /// F.cross_entropy(logits.float()): max(bpe + 8, 12) (logits, fp32 copy and log-softmax output
 /// in forward; log-softmax output, NLL gradient and log-softmax gradient in backward); the same

@@ -361,8 +361,9 @@ double loss_bytes_per_logit(const config::TrainingSpec& training, const config::
   if (!training.cross_entropy_loss_fusion) {
     // Megatron's unfused vocab_parallel_cross_entropy: the fp32 copy, shifted, exponentiated and
     // divided in place, beside the logits its caller still holds (forward); the kept softmax,
-    // scaled in place, beside the gradient cast to the training precision (backward): bpe + 4.
-    return bpe + 4.0;
+    // scaled in place, beside the gradient cast to the training precision (backward): bpe + 4;
+    // in fp32 training the logits are the tensor worked in place: 4.
+    return bpe < 4.0 ? bpe + 4.0 : 4.0;
   }
   return 4.0;  // fused vocabulary-parallel cross-entropy: the fp32 probabilities
 }

@@ -610,9 +610,11 @@ std::vector<Op> head_forward(const Microbatch& mb) {
     // into itself (read 4, write 4), the row sum (read 4) and the in-place division by it into
     // the softmax kept for backward (read 4, write 4): bpe + 36 B. Six passes, and twelve small
     // kernels over one value per token (the target mask and its shifted copy, the predicted
-    // logit's gather, clone and masking, the log and the subtraction).
-    ce.bytes = t * vocab_local * (mb.bpe + 36.0);
-    ce.kernels = 18;
+    // logit's gather, clone and masking, the log and the subtraction). In fp32 training .float()
+    // returns the logits themselves: no copy, 32 B in five passes.
+    const bool copy = mb.bpe < 4.0;
+    ce.bytes = t * vocab_local * (32.0 + (copy ? mb.bpe + 4.0 : 0.0));
+    ce.kernels = copy ? 18 : 17;
   }
   ops.push_back(ce);
   return ops;
@@ -786,9 +788,11 @@ std::vector<Op> head_backward_ops(const config::ModelSpec& model, const config::
     // Its backward: the one-hot subtraction through an index over one logit per token, the
     // in-place scale of the kept softmax by the loss gradient (read 4, write 4) and the fp32
     // copy's backward, the cast to the training precision (read 4, write bpe): 12 + bpe B;
-    // two passes and six small kernels (the index, its float mask and subtraction).
-    ce_bwd.bytes = mb.tokens * mb.sh.vocab / mb.tp * (12.0 + mb.bpe);
-    ce_bwd.kernels = 8;
+    // two passes and six small kernels (the index, its float mask and subtraction); in fp32
+    // training no cast, 8 B.
+    const bool copy = mb.bpe < 4.0;
+    ce_bwd.bytes = mb.tokens * mb.sh.vocab / mb.tp * (8.0 + (copy ? 4.0 + mb.bpe : 0.0));
+    ce_bwd.kernels = copy ? 8 : 7;
   }
   ops.push_back(ce_bwd);
   forward.pop_back();

@@ -46,6 +46,13 @@ TEST_CASE("Megatron's unfused cross-entropy makes six passes over the logits for
   // Vocabulary-parallel: under TP 2 each rank works on its half of the vocabulary.
   const auto tp2 = head_forward_ops(gpt2_124m(), unfused_megatron_loss(), 2, 2);
   CHECK(find(tp2, "cross_entropy").bytes == Approx(2048.0 * 50257 / 2 * 38));
+  // fp32 training: .float() returns the logits themselves, so no copy forward (32 B in five
+  // passes) and no cast backward (8 B).
+  config::TrainingSpec fp32 = unfused_megatron_loss();
+  fp32.precision = "fp32";
+  CHECK(find(head_forward_ops(gpt2_124m(), fp32, 2, 1), "cross_entropy").bytes == logits * 32);
+  CHECK(find(head_forward_ops(gpt2_124m(), fp32, 2, 1), "cross_entropy").kernels == 17);
+  CHECK(find(head_backward_ops(gpt2_124m(), fp32, 2, 1), "cross_entropy_bwd").bytes == logits * 8);
 }
 
 TEST_CASE("Megatron's unfused cross-entropy keeps the logits beside their fp32 copy", "[workload][loss][memory]") {
@@ -54,6 +61,9 @@ TEST_CASE("Megatron's unfused cross-entropy keeps the logits beside their fp32 c
   // fused pass's 4 (the fp32 softmax alone).
   config::ParallelSpec p;
   CHECK(loss_bytes_per_logit(unfused_megatron_loss(), p) == 6.0);
+  config::TrainingSpec fp32 = unfused_megatron_loss();
+  fp32.precision = "fp32";
+  CHECK(loss_bytes_per_logit(fp32, p) == 4.0);  // the logits are the tensor worked in place
   CHECK(loss_bytes_per_logit(bf16_adam_1k("fused"), p) == 4.0);
 }
 
