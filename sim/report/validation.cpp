@@ -125,6 +125,10 @@ ValidationRow oom_row(const std::string& label, const run::SimulationResult& r, 
           source, duration};
 }
 
+/// Whether a loaded scenario is the published row's; the prediction from a scenario and its step.
+using Matches = std::function<bool(const config::Scenario&)>;
+using Predict = std::function<double(const config::Scenario&, const run::SimulationResult&)>;
+
 /// The row of one published figure (`label`, `published` in `unit`, from `source`; a duration
 /// when `duration`) against one step of the scenario at `path`, simulated untraced: a row
 /// "(no scenario)" without a prediction when the file is absent (the tests run a subset that
@@ -133,9 +137,7 @@ ValidationRow oom_row(const std::string& label, const run::SimulationResult& r, 
 /// `predict(scenario, result)`. Nothing is fitted per row.
 std::vector<ValidationRow> simulated_row(const std::string& label, double published, const std::string& unit,
                                          const std::string& source, bool duration, const std::string& path,
-                                         const std::function<bool(const config::Scenario&)>& matches,
-                                         const std::string& run,
-                                         const std::function<double(const config::Scenario&, const run::SimulationResult&)>& predict) {
+                                         const Matches& matches, const std::string& run, const Predict& predict) {
   if (!std::filesystem::exists(path)) {
     return {{label + " (no scenario)", published, std::numeric_limits<double>::quiet_NaN(), unit, source, duration}};
   }
@@ -145,6 +147,13 @@ std::vector<ValidationRow> simulated_row(const std::string& label, double publis
   const auto r = run::simulate(s, sink, run::TraceLevel::none);
   if (r.out_of_memory) return {oom_row(label, r, published, unit, source, duration)};
   return {{label, published, predict(s, r), unit, source, duration}};
+}
+
+/// The job `job` of one published row: simulated_row with these arguments when it runs (planning
+/// only stores them). `matches` and `predict` are kept in the job: they capture by value.
+ValidationJob simulated_job(std::string job, std::string label, double published, std::string unit, std::string source,
+                            bool duration, std::string path, Matches matches, std::string run, Predict predict) {
+  return {std::move(job), [=] { return simulated_row(label, published, unit, source, duration, path, matches, run, predict); }};
 }
 
 /// The simulated step time [s]: the prediction of a published iteration time.
@@ -178,26 +187,20 @@ ValidationPlan megatron_table_plan(const std::string& data_dir, ValidationCase h
   ValidationPlan plan{std::move(header), {}};
   for (const auto& row : rows) {
     const std::string path = data_dir + "/" + dir + "/" + row.file + ".yaml";
-    plan.jobs.push_back({row.file, [row, path, source, table, seq, vocab, flops] {
-                           const std::string label = std::string("GPT ") + row.params + "B, TP " +
-                                                     std::to_string(row.tp) + " PP " + std::to_string(row.pp) + ", " +
-                                                     std::to_string(row.gpus) + " GPUs";
-                           auto batch_of = [](const config::Scenario& s) {
-                             return s.training.global_batch_tokens / s.training.sequence_length;
-                           };
-                           return simulated_row(
-                               label, row.tflops, "TFLOP/s", source, false, path,
-                               [&](const config::Scenario& s) {
-                                 return s.model.layers == row.layers && s.model.hidden == row.hidden &&
-                                        s.model.heads == row.heads && s.parallel.tp == row.tp && s.parallel.pp == row.pp &&
-                                        s.gpus() == row.gpus && batch_of(s) == row.batch &&
-                                        s.training.sequence_length == seq && s.model.vocab == vocab;
-                               },
-                               std::string("row ") + row.file + " of " + table,
-                               [&](const config::Scenario& s, const run::SimulationResult& r) {
-                                 return flops(s, batch_of(s)) / (r.step_time_s * r.gpus) / 1e12;
-                               });
-                         }});
+    const std::string label = std::string("GPT ") + row.params + "B, TP " + std::to_string(row.tp) + " PP " +
+                              std::to_string(row.pp) + ", " + std::to_string(row.gpus) + " GPUs";
+    auto batch_of = [](const config::Scenario& s) { return s.training.global_batch_tokens / s.training.sequence_length; };
+    plan.jobs.push_back(simulated_job(
+        row.file, label, row.tflops, "TFLOP/s", source, false, path,
+        [row, seq, vocab, batch_of](const config::Scenario& s) {
+          return s.model.layers == row.layers && s.model.hidden == row.hidden && s.model.heads == row.heads &&
+                 s.parallel.tp == row.tp && s.parallel.pp == row.pp && s.gpus() == row.gpus && batch_of(s) == row.batch &&
+                 s.training.sequence_length == seq && s.model.vocab == vocab;
+        },
+        std::string("row ") + row.file + " of " + table,
+        [flops, batch_of](const config::Scenario& s, const run::SimulationResult& r) {
+          return flops(s, batch_of(s)) / (r.step_time_s * r.gpus) / 1e12;
+        }));
   }
   return plan;
 }
@@ -463,21 +466,17 @@ ValidationPlan korthikanti_plan(const std::string& data_dir) {
       "(calculon-ai/calculon validation/*.json); scenarios/validation/korthikanti-2022/";
   for (const auto& row : kKorthikanti) {
     const std::string path = data_dir + "/scenarios/validation/korthikanti-2022/" + row.file + ".yaml";
-    plan.jobs.push_back({row.file, [row, path, src] {
-                           return simulated_row(
-                               row.label, row.seconds, "s", src, true, path,
-                               [&](const config::Scenario& s) {
-                                 const double seq = s.training.sequence_length;
-                                 return s.model.layers == row.layers && s.model.hidden == row.hidden &&
-                                        s.model.heads == row.heads && s.parallel.tp == 8 && s.parallel.pp == row.pp &&
-                                        s.gpus() == row.gpus && seq == 2048 &&
-                                        s.training.global_batch_tokens / seq == row.batch &&
-                                        s.parallel.microbatch_size == row.microbatch &&
-                                        s.parallel.sequence_parallel == row.selective &&
-                                        s.training.activation_checkpointing == (row.selective ? "selective" : "full");
-                               },
-                               std::string("row ") + row.file + " of Korthikanti et al. 2022", step_time);
-                         }});
+    plan.jobs.push_back(simulated_job(
+        row.file, row.label, row.seconds, "s", src, true, path,
+        [row](const config::Scenario& s) {
+          const double seq = s.training.sequence_length;
+          return s.model.layers == row.layers && s.model.hidden == row.hidden && s.model.heads == row.heads &&
+                 s.parallel.tp == 8 && s.parallel.pp == row.pp && s.gpus() == row.gpus && seq == 2048 &&
+                 s.training.global_batch_tokens / seq == row.batch && s.parallel.microbatch_size == row.microbatch &&
+                 s.parallel.sequence_parallel == row.selective &&
+                 s.training.activation_checkpointing == (row.selective ? "selective" : "full");
+        },
+        std::string("row ") + row.file + " of Korthikanti et al. 2022", step_time));
   }
   return plan;
 }
@@ -511,20 +510,16 @@ ValidationPlan mt_nlg_plan(const std::string& data_dir) {
       "(TP 8, PP 35, full recompute); scenarios/validation/mt-nlg/";
   for (const auto& row : kMtNlg) {
     const std::string path = data_dir + "/scenarios/validation/mt-nlg/" + row.file + ".yaml";
-    plan.jobs.push_back({row.file, [row, path, src] {
-                           const std::string label = "MT-NLG 530B, TP 8 PP 35 DP " + std::to_string(row.nodes * 8 / 280) +
-                                                     ", " + std::to_string(row.nodes * 8) + " GPUs, iteration time";
-                           return simulated_row(
-                               label, row.seconds, "s", src, true, path,
-                               [&](const config::Scenario& s) {
-                                 return s.model.layers == 105 && s.model.hidden == 20480 && s.model.heads == 128 &&
-                                        s.parallel.tp == 8 && s.parallel.pp == 35 && s.gpus() == row.nodes * 8 &&
-                                        s.training.sequence_length == 2048 &&
-                                        s.training.global_batch_tokens == 1920.0 * 2048 &&
-                                        s.training.activation_checkpointing == "full";
-                               },
-                               "MT-NLG's " + std::to_string(row.nodes) + "-server run", step_time);
-                         }});
+    const std::string label = "MT-NLG 530B, TP 8 PP 35 DP " + std::to_string(row.nodes * 8 / 280) + ", " +
+                              std::to_string(row.nodes * 8) + " GPUs, iteration time";
+    plan.jobs.push_back(simulated_job(
+        row.file, label, row.seconds, "s", src, true, path,
+        [row](const config::Scenario& s) {
+          return s.model.layers == 105 && s.model.hidden == 20480 && s.model.heads == 128 && s.parallel.tp == 8 &&
+                 s.parallel.pp == 35 && s.gpus() == row.nodes * 8 && s.training.sequence_length == 2048 &&
+                 s.training.global_batch_tokens == 1920.0 * 2048 && s.training.activation_checkpointing == "full";
+        },
+        "MT-NLG's " + std::to_string(row.nodes) + "-server run", step_time));
   }
   return plan;
 }
@@ -548,17 +543,14 @@ ValidationPlan bigscience_plan(const std::string& data_dir) {
       "README.md; scenarios/validation/bloom/";
   const std::string path = data_dir + "/scenarios/validation/bloom/bloom-176b-384gpu.yaml";
   constexpr double kSeconds = 105.22;
-  plan.jobs.push_back({"bloom-176b-384gpu", [path, src] {
-                         return simulated_row(
-                             "BLOOM-176B, TP 4 PP 12 DP 8, 384 GPUs, iteration time", kSeconds, "s", src, true, path,
-                             [](const config::Scenario& s) {
-                               return s.model.layers == 70 && s.model.hidden == 14336 && s.model.heads == 112 &&
-                                      s.model.vocab == 250880 && s.parallel.tp == 4 && s.parallel.pp == 12 &&
-                                      s.gpus() == 384 && s.training.sequence_length == 2048 &&
-                                      s.parallel.microbatch_size == 2 && s.training.global_batch_tokens == 2048.0 * 2048;
-                             },
-                             "BigScience's tr11-176B-ml run", step_time);
-                       }});
+  plan.jobs.push_back(simulated_job(
+      "bloom-176b-384gpu", "BLOOM-176B, TP 4 PP 12 DP 8, 384 GPUs, iteration time", kSeconds, "s", src, true, path,
+      [](const config::Scenario& s) {
+        return s.model.layers == 70 && s.model.hidden == 14336 && s.model.heads == 112 && s.model.vocab == 250880 &&
+               s.parallel.tp == 4 && s.parallel.pp == 12 && s.gpus() == 384 && s.training.sequence_length == 2048 &&
+               s.parallel.microbatch_size == 2 && s.training.global_batch_tokens == 2048.0 * 2048;
+      },
+      "BigScience's tr11-176B-ml run", step_time));
   return plan;
 }
 
@@ -613,20 +605,16 @@ ValidationPlan bloom_prequel_plan(const std::string& data_dir) {
         (row.bf16_optimizer ? "Rebalancing layers, 2022-02-28" : "Batchsize Warmup, 2022-02-26") +
         ", Sec/it); settings: tr11-176B-ml.slurm; scenarios/validation/bloom-prequel/";
     const std::string path = data_dir + "/scenarios/validation/bloom-prequel/" + file + ".yaml";
-    plan.jobs.push_back({file, [row, path, src, label] {
-                           return simulated_row(
-                               label, row.seconds, "s", src, true, path,
-                               [&](const config::Scenario& s) {
-                                 return s.model.layers == row.layers && s.model.hidden == row.hidden &&
-                                        s.model.heads == row.heads && s.model.vocab == 250880 &&
-                                        s.parallel.tp == row.tp && s.parallel.pp == row.pp && s.gpus() == 384 &&
-                                        s.training.sequence_length == 2048 && s.parallel.microbatch_size == row.mbs &&
-                                        s.training.global_batch_tokens == 2048.0 * row.gbs &&
-                                        s.training.bf16_optimizer == row.bf16_optimizer &&
-                                        s.training.precision == (row.bf16_optimizer ? "bf16" : "fp16");
-                               },
-                               "the BigScience benchmark row " + label, step_time);
-                         }});
+    plan.jobs.push_back(simulated_job(
+        file, label, row.seconds, "s", src, true, path,
+        [row](const config::Scenario& s) {
+          return s.model.layers == row.layers && s.model.hidden == row.hidden && s.model.heads == row.heads &&
+                 s.model.vocab == 250880 && s.parallel.tp == row.tp && s.parallel.pp == row.pp && s.gpus() == 384 &&
+                 s.training.sequence_length == 2048 && s.parallel.microbatch_size == row.mbs &&
+                 s.training.global_batch_tokens == 2048.0 * row.gbs && s.training.bf16_optimizer == row.bf16_optimizer &&
+                 s.training.precision == (row.bf16_optimizer ? "bf16" : "fp16");
+        },
+        "the BigScience benchmark row " + label, step_time));
   }
   return plan;
 }
@@ -715,20 +703,16 @@ ValidationPlan nemo_rows_plan(const std::string& data_dir, const char* name, con
                       {}};
   for (const auto& row : rows) {
     const std::string path = data_dir + "/scenarios/validation/nemo/" + row.file + ".yaml";
-    plan.jobs.push_back({row.file, [row, path, where] {
-                           const std::string src = std::string(row.source) + where;
-                           return simulated_row(
-                               row.label, row.tokens_per_gpu, "tok/s/GPU", src, false, path,
-                               [&](const config::Scenario& s) {
-                                 const double seq = s.training.sequence_length;
-                                 return s.gpus() == row.gpus && s.parallel.tp == row.tp && s.parallel.pp == row.pp &&
-                                        s.parallel.cp == row.cp && s.parallel.virtual_stages == row.vp && seq == row.seq &&
-                                        s.training.global_batch_tokens / seq == row.gbs &&
-                                        s.parallel.microbatch_size == row.mbs && s.training.precision == "fp8" &&
-                                        s.training.framework == "fused";
-                               },
-                               std::string("the NeMo row ") + row.file, tokens_per_gpu_second);
-                         }});
+    plan.jobs.push_back(simulated_job(
+        row.file, row.label, row.tokens_per_gpu, "tok/s/GPU", std::string(row.source) + where, false, path,
+        [row](const config::Scenario& s) {
+          const double seq = s.training.sequence_length;
+          return s.gpus() == row.gpus && s.parallel.tp == row.tp && s.parallel.pp == row.pp && s.parallel.cp == row.cp &&
+                 s.parallel.virtual_stages == row.vp && seq == row.seq && s.training.global_batch_tokens / seq == row.gbs &&
+                 s.parallel.microbatch_size == row.mbs && s.training.precision == "fp8" &&
+                 s.training.framework == "fused";
+        },
+        std::string("the NeMo row ") + row.file, tokens_per_gpu_second));
   }
   return plan;
 }
@@ -908,18 +892,15 @@ ValidationPlan mosaic_rows_plan(const std::string& data_dir, const std::string& 
   for (std::size_t i = 0; i < count; ++i) {
     const MosaicRow row = rows[i];
     const std::string path = data_dir + "/scenarios/validation/" + dir + "/" + row.file + ".yaml";
-    plan.jobs.push_back({row.file, [row, path, source] {
-                           return simulated_row(
-                               row.label, row.tokens_per_gpu, "tok/s/GPU", source, false, path,
-                               [&](const config::Scenario& s) {
-                                 return s.gpus() == row.gpus && s.model.layers == row.layers &&
-                                        s.model.hidden == row.hidden && s.parallel.microbatch_size == row.microbatch &&
-                                        s.training.sequence_length == row.sequence &&
-                                        s.training.global_batch_tokens == double(row.sequence) * row.sequences &&
-                                        s.parallel.zero == 3 && s.training.precision == "bf16";
-                               },
-                               std::string("the MPT row ") + row.file, tokens_per_gpu_second);
-                         }});
+    plan.jobs.push_back(simulated_job(
+        row.file, row.label, row.tokens_per_gpu, "tok/s/GPU", source, false, path,
+        [row](const config::Scenario& s) {
+          return s.gpus() == row.gpus && s.model.layers == row.layers && s.model.hidden == row.hidden &&
+                 s.parallel.microbatch_size == row.microbatch && s.training.sequence_length == row.sequence &&
+                 s.training.global_batch_tokens == double(row.sequence) * row.sequences && s.parallel.zero == 3 &&
+                 s.training.precision == "bf16";
+        },
+        std::string("the MPT row ") + row.file, tokens_per_gpu_second));
   }
   return plan;
 }
@@ -990,18 +971,16 @@ ValidationPlan flash_attn_rows_plan(const std::string& data_dir, ValidationCase 
   for (std::size_t i = 0; i < count; ++i) {
     const FlashAttnRow row = rows[i];
     const std::string path = dir + row.file + ".yaml";
-    plan.jobs.push_back({row.file, [=] {
-                           return simulated_row(
-                               row.label, row.published * published, unit, source, false, path,
-                               [&](const config::Scenario& s) {
-                                 return s.gpus() == 8 && s.model.layers == row.layers && s.model.hidden == row.hidden &&
-                                        s.model.heads == row.heads && s.parallel.microbatch_size == row.microbatch &&
-                                        s.training.sequence_length == sequence &&
-                                        s.training.global_batch_tokens == double(sequence) * row.sequences &&
-                                        s.training.attention_kernel == "flash1" && s.training.precision == precision;
-                               },
-                               std::string("the FlashAttention row ") + row.file, predict);
-                         }});
+    plan.jobs.push_back(simulated_job(
+        row.file, row.label, row.published * published, unit, source, false, path,
+        [row, sequence, precision](const config::Scenario& s) {
+          return s.gpus() == 8 && s.model.layers == row.layers && s.model.hidden == row.hidden &&
+                 s.model.heads == row.heads && s.parallel.microbatch_size == row.microbatch &&
+                 s.training.sequence_length == sequence &&
+                 s.training.global_batch_tokens == double(sequence) * row.sequences &&
+                 s.training.attention_kernel == "flash1" && s.training.precision == precision;
+        },
+        std::string("the FlashAttention row ") + row.file, predict));
   }
   return plan;
 }
@@ -1075,17 +1054,14 @@ ValidationPlan llama1_plan(const std::string& data_dir) {
       "Table 2 (tokens); scenarios/validation/llama1/";
   for (const auto& row : kLlama1) {
     const std::string path = data_dir + "/scenarios/validation/llama1/" + row.file + ".yaml";
-    plan.jobs.push_back({row.file, [row, path, src] {
-                           return simulated_row(
-                               row.label, row.tokens_per_gpu, "tok/s/GPU", src, false, path,
-                               [&](const config::Scenario& s) {
-                                 return s.gpus() == 2048 && s.model.layers == row.layers &&
-                                        s.model.hidden == row.hidden && s.parallel.tp == row.tp &&
-                                        s.training.sequence_length == 2048 &&
-                                        s.training.global_batch_tokens == 4194304.0;
-                               },
-                               std::string("the LLaMA row ") + row.file, tokens_per_gpu_second);
-                         }});
+    plan.jobs.push_back(simulated_job(
+        row.file, row.label, row.tokens_per_gpu, "tok/s/GPU", src, false, path,
+        [row](const config::Scenario& s) {
+          return s.gpus() == 2048 && s.model.layers == row.layers && s.model.hidden == row.hidden &&
+                 s.parallel.tp == row.tp && s.training.sequence_length == 2048 &&
+                 s.training.global_batch_tokens == 4194304.0;
+        },
+        std::string("the LLaMA row ") + row.file, tokens_per_gpu_second));
   }
   return plan;
 }
@@ -1133,19 +1109,16 @@ ValidationPlan olmo_core_plan(const std::string& data_dir) {
       "commit; scenarios/validation/olmo-core/";
   for (const auto& row : kOlmoCore) {
     const std::string path = data_dir + "/scenarios/validation/olmo-core/" + row.file + ".yaml";
-    plan.jobs.push_back({row.file, [row, path, src] {
-                           return simulated_row(
-                               row.label, row.tokens_per_gpu, "tok/s/GPU", src, false, path,
-                               [&](const config::Scenario& s) {
-                                 return s.gpus() == 8 && s.model.layers == row.layers && s.model.hidden == row.hidden &&
-                                        s.model.vocab == 100352 && s.training.sequence_length == 4096 &&
-                                        s.parallel.microbatch_size == row.microbatch &&
-                                        s.training.global_batch_tokens == row.global_batch * 4096 &&
-                                        (s.training.precision == "fp8") == row.fp8 &&
-                                        s.training.framework == "compile";
-                               },
-                               std::string("the OLMo-core row ") + row.file, tokens_per_gpu_second);
-                         }});
+    plan.jobs.push_back(simulated_job(
+        row.file, row.label, row.tokens_per_gpu, "tok/s/GPU", src, false, path,
+        [row](const config::Scenario& s) {
+          return s.gpus() == 8 && s.model.layers == row.layers && s.model.hidden == row.hidden &&
+                 s.model.vocab == 100352 && s.training.sequence_length == 4096 &&
+                 s.parallel.microbatch_size == row.microbatch &&
+                 s.training.global_batch_tokens == row.global_batch * 4096 &&
+                 (s.training.precision == "fp8") == row.fp8 && s.training.framework == "compile";
+        },
+        std::string("the OLMo-core row ") + row.file, tokens_per_gpu_second));
   }
   return plan;
 }
