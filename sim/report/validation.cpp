@@ -28,8 +28,9 @@ double megatron_core_iteration_flops(const config::Scenario& s, double batch) {
   const double multiple = 128.0 * s.parallel.tp;
   const double vocab = std::ceil(m.vocab / multiple) * multiple;
   const double gated = m.activation == "swiglu" ? 1.5 : 1.0;
+  const double routed_to = m.experts > 1 ? m.experts_per_token : 1.0;  // num_experts_routed_to
   return 12.0 * batch * seq * layers * h * h *
-         ((1.0 + groups / heads + seq / h) * (heads * head_dim / h) + m.ffn_hidden / h * gated +
+         ((1.0 + groups / heads + seq / h) * (heads * head_dim / h) + m.ffn_hidden / h * routed_to * gated +
           vocab / (2.0 * layers * h));
 }
 
@@ -251,6 +252,54 @@ ValidationPlan megatron_2024_plan(const std::string& data_dir) {
       "NVIDIA/Megatron-LM README.md at f2e5db402c (2024-07-15), images/model_table.png; "
       "scenarios/validation/megatron-2024/",
       "the Megatron-LM README's H100 model table", 4096, 131072, megatron_core_iteration_flops);
+}
+
+/// Megatron-core MoE on H100 (NVIDIA/Megatron-LM megatron/core/transformer/moe/README.md): the
+/// README's headline TFLOP/s per GPU for Mixtral 8x7B, 438 as of MCore v0.8 (0b981f9c53) and 468 as
+/// of MCore v0.9 (c230e0d7c2), both against its reference mapping for that model (64 GPUs, TP 1,
+/// EP 8, PP 4, VP 8), in Megatron-core's count (megatron_core_iteration_flops, MoE term included).
+/// Added out of sample in round 33: the rule (every figure the README printed) and the scenario
+/// fixed before it was simulated, the first prediction recorded in commit 3865c01. One step
+/// simulation serves both rows (the same configuration, two software versions).
+ValidationPlan megatron_moe_plan(const std::string& data_dir) {
+  ValidationPlan plan{{"megatron-moe",
+                       "Megatron-core MoE on H100 (megatron/core/transformer/moe/README.md, 2024): Mixtral 8x7B "
+                       "TFLOP/s per GPU in Megatron's count 12·B·s·L·h²·((1 + g/a + s/h)·ad/h + f/h·k·3/2 + V/2Lh) / "
+                       "(step time · GPUs), k experts per token, out of sample",
+                       {}, true},
+                      {}};
+  const std::string path = data_dir + "/scenarios/validation/megatron-moe/mixtral-8x7b-64gpu.yaml";
+  const std::string base = "Mixtral 8x7B, TP 1 EP 8 PP 4 VP 8, 64 GPUs";
+  const std::string v08 = "NVIDIA/Megatron-LM megatron/core/transformer/moe/README.md at 0b981f9c53 (2024-08-02): "
+                          "438 TFLOPS as of MCore v0.8, Reference Best Parallel Mapping; scenarios/validation/megatron-moe/";
+  const std::string v09 = "NVIDIA/Megatron-LM megatron/core/transformer/moe/README.md at c230e0d7c2 (2024-11-21): "
+                          "468 TFLOPS as of MCore v0.9, the same mapping; scenarios/validation/megatron-moe/";
+  plan.jobs.push_back({"mixtral-8x7b-64gpu", [path, base, v08, v09] {
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    std::vector<ValidationRow> rows{{base + ", MCore v0.8", 438, nan, "TFLOP/s", v08},
+                                    {base + ", MCore v0.9", 468, nan, "TFLOP/s", v09}};
+    if (!std::filesystem::exists(path)) {
+      for (auto& r : rows) r.label += " (no scenario)";
+      return rows;
+    }
+    const config::Scenario s = config::load_scenario(path, {"run.steps=1"});
+    if (!(s.model.layers == 32 && s.model.hidden == 4096 && s.model.experts == 8 && s.model.experts_per_token == 2 &&
+          s.parallel.tp == 1 && s.parallel.ep == 8 && s.parallel.pp == 4 && s.parallel.virtual_stages == 8 &&
+          s.gpus() == 64 && s.training.sequence_length == 4096 && s.training.global_batch_tokens == 256.0 * 4096)) {
+      throw std::logic_error(path + " does not match the Megatron-core MoE README's Mixtral 8x7B mapping");
+    }
+    NullSink sink;
+    const auto r = run::simulate(s, sink, run::TraceLevel::none);
+    for (auto& row : rows) {
+      if (r.out_of_memory) {
+        row = oom_row(row.label, r, row.published, row.unit, row.source, false);
+      } else {
+        row.predicted = megatron_core_iteration_flops(s, 256) / (r.step_time_s * r.gpus) / 1e12;
+      }
+    }
+    return rows;
+  }});
+  return plan;
 }
 
 /// torchtitan on H100 (pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md, Dec 2024;
@@ -1191,7 +1240,7 @@ std::vector<std::string> validation_case_names() {
   return {"seed003",    "nccl-h100",       "megatron-2021", "korthikanti-2022", "torchtitan",
           "bigscience", "bigscience-prequel", "mt-nlg", "nemo-h100", "torchtitan-2025", "mosaic-mpt", "mosaic-mpt-h100",
           "mosaic-mpt-a100-torch2", "flash-attn-gpt3", "flash-attn-gpt2", "llama1", "nemo-h100-2407", "olmo-core",
-          "megatron-2024"};
+          "megatron-2024", "megatron-moe"};
 }
 
 std::vector<std::string> validation_long_case_names() { return {"llama3-paper", "nemo-h100-long"}; }
@@ -1218,6 +1267,7 @@ ValidationPlan plan_validation(const std::string& name, const std::string& data_
   if (name == "llama1") return llama1_plan(data_dir);
   if (name == "nemo-h100-2407") return nemo_2407_plan(data_dir);
   if (name == "olmo-core") return olmo_core_plan(data_dir);
+  if (name == "megatron-moe") return megatron_moe_plan(data_dir);
   if (name == "megatron-2024") return megatron_2024_plan(data_dir);
   // A long case (validation_long_case_names): its 16,384-GPU 8K row costs minutes of CPU (see
   // llama3_paper_plan), beyond validate's two-minute budget, so only --case runs it.

@@ -87,12 +87,14 @@ struct ValidationSummary {
 ValidationSummary summarize(const std::vector<ValidationCase>& cases);
 
 /// FLOPs of one iteration of `batch` sequences of the scenario's model as Megatron-Core r0.8.0
-/// counts them (megatron/training/training.py num_floating_point_operations at core_v0.8.0), the
-/// convention of Megatron's logged TFLOP/s and of the README tables it produced:
-/// 12·B·s·L·h²·((1 + g/a + s/h)·(a·d/h) + (f/h)·(3/2 if gated) + V'/(2·L·h)), B sequences of s
-/// tokens, L layers, hidden h, a heads of dimension d, g key/value groups, FFN width f, V' the
-/// vocabulary padded as Megatron pads it (to a multiple of 128·TP). Forward and backward of every
-/// GEMM and of full (non-causal) attention scores; no recomputation.
+/// counts them (megatron/training/training.py num_floating_point_operations at core_v0.8.0, the
+/// same at core_v0.9.0), the convention of Megatron's logged TFLOP/s and of the README figures it
+/// produced: 12·B·s·L·h²·((1 + g/a + s/h)·(a·d/h) + (f/h)·k·(3/2 if gated) + V'/(2·L·h)), B
+/// sequences of s tokens, L layers, hidden h, a heads of dimension d, g key/value groups, FFN width
+/// f (--ffn-hidden-size: the model's ffn_hidden, for a MoE model too), k the experts a token is
+/// routed to (--moe-router-topk; 1 for a dense model), V' the vocabulary padded as Megatron pads it
+/// (to a multiple of 128·TP). Forward and backward of every GEMM and of full (non-causal)
+/// attention scores; no router, no shared experts, no recomputation.
 double megatron_core_iteration_flops(const config::Scenario& s, double batch);
 
 }  // namespace ironlaw::report

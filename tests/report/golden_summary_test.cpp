@@ -256,6 +256,10 @@ TEST_CASE("the Megatron-LM 2024 H100 validation scenarios reproduce their golden
   check_goldens(shipped_scenarios("validation/megatron-2024", false));
 }
 
+TEST_CASE("the Megatron-core MoE validation scenario reproduces its golden summary", "[golden][slow]") {
+  check_goldens(shipped_scenarios("validation/megatron-moe", false));
+}
+
 TEST_CASE("the whole-run scenarios' steps reproduce their golden summaries", "[golden][slow]") {
   check_goldens(shipped_scenarios("runs", false));
 }

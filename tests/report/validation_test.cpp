@@ -249,6 +249,38 @@ TEST_CASE("the megatron-2024 case takes the Megatron-LM README's H100 model tabl
   CHECK(report::megatron_core_iteration_flops(l, 1) == Approx(4.7443e14).epsilon(1e-3));
 }
 
+TEST_CASE("the megatron-moe case counts Mixtral 8x7B's routed experts as Megatron-core does", "[validation]") {
+  // megatron/core/transformer/moe/README.md: 438 TFLOPS (MCore v0.8) and 468 (v0.9) for Mixtral
+  // 8x7B. Without the scenario both rows are "(no scenario)".
+  const fs::path dir = fs::temp_directory_path() / ("ironlaw-megatron-moe-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto c = report::run_validation("megatron-moe", dir.string());
+  fs::remove_all(dir);
+  REQUIRE(c.rows.size() == 2);
+  CHECK(c.rows[0].published == 438);
+  CHECK(c.rows[1].published == 468);
+  for (const auto& row : c.rows) {
+    INFO(row.label);
+    CHECK(row.unit == "TFLOP/s");
+    CHECK(std::isnan(row.predicted));
+  }
+  // Megatron-core's count (num_floating_point_operations, core_v0.8.0 and core_v0.9.0) of one
+  // iteration, by hand: 12·B·s·L·h²·((1 + g/a + s/h)·(a·d/h) + (f/h)·k·3/2 + V/(2·L·h)) with B 256,
+  // s 4,096, L 32, h 4,096, a 32 of d 128, g 8, f 14,336, k 2 routed experts, V 32,000 (a multiple of
+  // 128): 6.7554e15 · (2.25 + 10.5 + 0.12207) = 8.6956e16 FLOP. The dense count (k = 1) would be
+  // 6.7554e15 · (2.25 + 5.25 + 0.12207) = 5.1490e16: the experts a token visits are counted, not
+  // the 8 it could.
+  const auto s = config::load_scenario(kRepo + "/scenarios/validation/megatron-moe/mixtral-8x7b-64gpu.yaml", {"run.steps=1"});
+  REQUIRE(s.model.experts == 8);
+  REQUIRE(s.model.experts_per_token == 2);
+  CHECK(s.gpus() == 64);
+  CHECK(s.training.global_batch_tokens / s.training.sequence_length == 256);
+  CHECK(report::megatron_core_iteration_flops(s, 256) == Approx(8.6956e16).epsilon(1e-4));
+  config::Scenario dense = s;
+  dense.model.experts = 1;
+  CHECK(report::megatron_core_iteration_flops(dense, 256) == Approx(5.1490e16).epsilon(1e-4));
+}
+
 TEST_CASE("the llama1 case gives the first LLaMA's throughputs as tokens/s per GPU", "[validation]") {
   // Touvron et al. 2023: §2.4 gives 380 tokens/s/GPU for 65B; the carbon table's GPU-hours over
   // Table 2's tokens give the others: 1.4e12 / (530,432 h × 3,600 s) = 733.2 (33B),
