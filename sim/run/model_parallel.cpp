@@ -378,121 +378,141 @@ const TimedOps* GradientAccumulation::after(int local, const PassKey& key, const
   return it->second.ops.front().bytes > 0 ? &it->second : nullptr;
 }
 
-PassRunner::PassTasks PassRunner::run(const std::vector<int>& group, const PartList& parts, EventKind kind,
-                                      std::uint32_t name, std::vector<TaskId>& gates, const PassKey& key) {
-  PassTasks out{std::vector<TaskId>(group.size(), kNoTask), std::vector<TaskId>(group.size(), kNoTask)};
-  if (!parts.empty()) {
-    if (const TimedOps* copy = fsdp_.before(group.front(), key)) {
-      for (std::size_t g = 0; g < group.size(); ++g) out.first[g] = out.last[g] = b_.compute(group[g], kind, *copy, name);
+PassRunner::Cursor::Cursor(PassRunner& runner, const std::vector<int>& group, const PartList& parts, EventKind kind,
+                           std::uint32_t name, std::vector<TaskId>& gates, const PassKey& key)
+    : r_(runner), group_(group), parts_(parts), kind_(kind), name_(name), gates_(gates), key_(key),
+      out_{std::vector<TaskId>(group.size(), kNoTask), std::vector<TaskId>(group.size(), kNoTask)},
+      async_gates_(group.size(), kNoTask) {
+  if (!parts_.empty()) {
+    if (const TimedOps* copy = r_.fsdp_.before(group_.front(), key_)) {
+      for (std::size_t g = 0; g < group_.size(); ++g)
+        out_.first[g] = out_.last[g] = r_.b_.compute(group_[g], kind_, *copy, name_);
     }
   }
-  std::vector<TaskId> async_gates(group.size(), kNoTask);  // collectives beside the current (wgrad) part
   // Float8 TP (torchao's Float8ColwiseParallel / Float8RowwiseParallel, as torchtitan applies
   // them under Float8): the activations are cast to fp8 before the sequence-parallel all-gather
   // that feeds a Float8 linear layer (forward), and the output gradients before the one that
   // feeds a row-parallel layer's backward. Two gathers feed no Float8 layer: the last layer's
   // last in forward (the LM head's input) and the first layer's last in backward (the
   // embedding's gradient).
-  const auto& s = b_.world().scenario;
-  const bool fp8_tp = s.training.precision == "fp8" && s.parallel.sequence_parallel;
-  int last_sync = -1;
-  for (std::size_t i = 0; i < parts.size(); ++i)
-    if (parts[i].after == After::sync || parts[i].after == After::sync_async) last_sync = static_cast<int>(i);
+  const auto& s = r_.b_.world().scenario;
+  fp8_tp_ = s.training.precision == "fp8" && s.parallel.sequence_parallel;
+  for (std::size_t i = 0; i < parts_.size(); ++i)
+    if (parts_[i].after == After::sync || parts_[i].after == After::sync_async) last_sync_ = static_cast<int>(i);
+  if (parts_.empty()) finish();
+}
+
+void PassRunner::Cursor::step() {
+  if (done_) return;
+  StepBuilder& b = r_.b_;
+  TensorParallel& tp = r_.tp_;
+  const auto& s = b.world().scenario;
+  const std::vector<int>& group = group_;
+  std::vector<TaskId>& gates = gates_;
+  const PassKey& key = key_;
+  const EventKind kind = kind_;
+  const std::uint32_t name = name_;
+  const std::size_t i = next_++;
   const bool backward = key.part == PassPart::backward;
-  TaskId pending_rs = kNoTask;  // SP: a reduce-scatter whose all-gather waits for the next part
-  bool pending_fp8 = false;
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    const Part& part = parts[i];
-    std::vector<TaskId> tasks(group.size());
-    if (part.gathers_input && tp_.async()) {
-      // The embedding's backward: a plain all-gather of the gradient first, after the pass so
-      // far and what the part waited for.
-      std::vector<TaskId> before = out.last;
-      before.insert(before.end(), gates.begin(), gates.end());
-      gates = tp_.gather_in_pass(group, kNoTask, before, false, kind);
+  const Part& part = parts_[i];
+  std::vector<TaskId> tasks(group.size());
+  if (part.gathers_input && tp.async()) {
+    // The embedding's backward: a plain all-gather of the gradient first, after the pass so
+    // far and what the part waited for.
+    std::vector<TaskId> before = out_.last;
+    before.insert(before.end(), gates.begin(), gates.end());
+    gates = tp.gather_in_pass(group, kNoTask, before, false, kind);
+  }
+  if (part.fused != Part::Fused::none) {
+    tasks = tp.fused(group, part, kind, name, gates, out_.first);
+    out_.last = tasks;
+  }
+  for (std::size_t g = 0; g < group.size() && part.fused == Part::Fused::none; ++g) {
+    if (part.ring_steps > 0) {
+      const auto [first, last] = r_.cp_.ring_attention(group[g], part, kind, name, gates[g], out_.last[g], key, static_cast<int>(i));
+      tasks[g] = last;
+      if (out_.first[g] == kNoTask) out_.first[g] = first;
+    } else {
+      tasks[g] = b.compute(group[g], kind, part.ops, name);
+      if (gates[g] != kNoTask) b.depend(gates[g], tasks[g]);
+      if (out_.first[g] == kNoTask) out_.first[g] = tasks[g];
     }
-    if (part.fused != Part::Fused::none) {
-      tasks = tp_.fused(group, part, kind, name, gates, out.first);
-      out.last = tasks;
+    out_.last[g] = tasks[g];
+  }
+  gates = async_gates_;  // the part after the async one waits for its collective
+  std::fill(async_gates_.begin(), async_gates_.end(), kNoTask);
+  if (pending_rs_ != kNoTask) {
+    // SP backward: a column-parallel layer's input gradient is reduce-scattered; the
+    // scattered gradient goes through the norm's backward on its 1/tp of the sequence, and
+    // only then is all-gathered (the backward of the forward's reduce-scatter) for the
+    // row-parallel layer before it — a data dependency of every SP implementation. Megatron-LM
+    // (megatron/mpu/layers.py, LinearWithGradAccumulationAndAsyncCommunication, May 2022)
+    // overlaps the reduce-scatter with the weight-gradient GEMM (this part), not the
+    // all-gather: it waits for the reduce-scatter and for this part; the next part for it.
+    // AsyncTP: the all-gather is fused with the GEMM that consumes it (a later gather part);
+    // the part after this one waits for the reduce-scatter alone.
+    if (tp.async()) {
+      std::fill(gates.begin(), gates.end(), pending_rs_);
+    } else {
+      gates = tp.gather_in_pass(group, pending_rs_, tasks, pending_fp8_, kind);
     }
-    for (std::size_t g = 0; g < group.size() && part.fused == Part::Fused::none; ++g) {
-      if (part.ring_steps > 0) {
-        const auto [first, last] = cp_.ring_attention(group[g], part, kind, name, gates[g], out.last[g], key, static_cast<int>(i));
-        tasks[g] = last;
-        if (out.first[g] == kNoTask) out.first[g] = first;
-      } else {
-        tasks[g] = b_.compute(group[g], kind, part.ops, name);
-        if (gates[g] != kNoTask) b_.depend(gates[g], tasks[g]);
-        if (out.first[g] == kNoTask) out.first[g] = tasks[g];
-      }
-      out.last[g] = tasks[g];
+    pending_rs_ = kNoTask;
+  }
+  if (part.after == After::all_to_all) {
+    // Each TP rank is in its own EP group (ranks that differ in dp only); the group's
+    // all-to-all is one task shared with the other TP groups in it.
+    for (std::size_t g = 0; g < group.size(); ++g) {
+      gates[g] = r_.ep_.all_to_all(group[g], key, static_cast<int>(i));
+      b.depend(tasks[g], gates[g]);
     }
-    gates = async_gates;  // the part after the async one waits for its collective
-    std::fill(async_gates.begin(), async_gates.end(), kNoTask);
-    if (pending_rs != kNoTask) {
-      // SP backward: a column-parallel layer's input gradient is reduce-scattered; the
-      // scattered gradient goes through the norm's backward on its 1/tp of the sequence, and
-      // only then is all-gathered (the backward of the forward's reduce-scatter) for the
-      // row-parallel layer before it — a data dependency of every SP implementation. Megatron-LM
-      // (megatron/mpu/layers.py, LinearWithGradAccumulationAndAsyncCommunication, May 2022)
-      // overlaps the reduce-scatter with the weight-gradient GEMM (this part), not the
-      // all-gather: it waits for the reduce-scatter and for this part; the next part for it.
-      // AsyncTP: the all-gather is fused with the GEMM that consumes it (a later gather part);
-      // the part after this one waits for the reduce-scatter alone.
-      if (tp_.async()) {
-        std::fill(gates.begin(), gates.end(), pending_rs);
-      } else {
-        gates = tp_.gather_in_pass(group, pending_rs, tasks, pending_fp8, kind);
-      }
-      pending_rs = kNoTask;
-    }
-    if (part.after == After::all_to_all) {
-      // Each TP rank is in its own EP group (ranks that differ in dp only); the group's
-      // all-to-all is one task shared with the other TP groups in it.
-      for (std::size_t g = 0; g < group.size(); ++g) {
-        gates[g] = ep_.all_to_all(group[g], key, static_cast<int>(i));
-        b_.depend(tasks[g], gates[g]);
-      }
-    } else if (part.after != After::none) {
-      // (A recompute's gathers feed its own layer's Float8 linears.)
-      const bool feeds_bf16 = static_cast<int>(i) == last_sync && key.part != PassPart::recompute &&
-                              (backward ? key.unit == 0 : key.unit == s.model.layers - 1);
-      const bool fp8_gather = fp8_tp && !feeds_bf16;
-      if (part.after == After::gather) {
-        // A PyTorch recompute's own all-gather of a norm output; under AsyncTP the GEMM that
-        // takes it (a fused gather part) gathers.
-        if (!tp_.async()) gates = tp_.gather_in_pass(group, kNoTask, tasks, fp8_gather, kind);
-        continue;
-      }
-      if (part.after == After::sync_async && tp_.sequence_parallel() && i + 1 < parts.size()) {
-        // its all-gather follows the next part (above)
-        pending_rs = tp_.scatter_in_pass(group, tasks, kind);
-        pending_fp8 = fp8_gather;
-        continue;
-      }
+  } else if (part.after != After::none) {
+    // (A recompute's gathers feed its own layer's Float8 linears.)
+    const bool feeds_bf16 = static_cast<int>(i) == last_sync_ && key.part != PassPart::recompute &&
+                            (backward ? key.unit == 0 : key.unit == s.model.layers - 1);
+    const bool fp8_gather = fp8_tp_ && !feeds_bf16;
+    if (part.after == After::gather) {
+      // A PyTorch recompute's own all-gather of a norm output; under AsyncTP the GEMM that
+      // takes it (a fused gather part) gathers.
+      if (!tp.async()) gates = tp.gather_in_pass(group, kNoTask, tasks, fp8_gather, kind);
+    } else if (part.after == After::sync_async && tp.sequence_parallel() && i + 1 < parts_.size()) {
+      // its all-gather follows the next part (above)
+      pending_rs_ = tp.scatter_in_pass(group, tasks, kind);
+      pending_fp8_ = fp8_gather;
+    } else {
       std::vector<TaskId> after(group.size(), kNoTask);
-      if (tp_.async()) {
+      if (tp.async()) {
         // AsyncTP: a sync left as a plain collective (the embedding's, a backward input
         // gradient's without weight gradients beside it) is its reduce-scatter; the gather is
         // fused later.
-        std::fill(after.begin(), after.end(), tp_.scatter_in_pass(group, tasks, kind));
-      } else if (tp_.relayouts()) {
-        after = tp_.gather_in_pass(group, tp_.scatter_in_pass(group, tasks, kind), {}, fp8_gather, kind);
+        std::fill(after.begin(), after.end(), tp.scatter_in_pass(group, tasks, kind));
+      } else if (tp.relayouts()) {
+        after = tp.gather_in_pass(group, tp.scatter_in_pass(group, tasks, kind), {}, fp8_gather, kind);
       } else {
-        std::fill(after.begin(), after.end(), tp_.all_reduce(group, tasks, fp8_gather));
+        std::fill(after.begin(), after.end(), tp.all_reduce(group, tasks, fp8_gather));
       }
-      for (std::size_t g = 0; g < group.size(); ++g) (part.after == After::sync ? gates : async_gates)[g] = after[g];
+      for (std::size_t g = 0; g < group.size(); ++g) (part.after == After::sync ? gates : async_gates_)[g] = after[g];
     }
   }
-  for (std::size_t g = 0; g < group.size(); ++g)
-    if (async_gates[g] != kNoTask) gates[g] = async_gates[g];
-  if (const TimedOps* copy = fsdp_.after(group.front(), key, parts)) {
-    for (std::size_t g = 0; g < group.size(); ++g) out.last[g] = b_.compute(group[g], kind, *copy, name);
+  if (next_ == parts_.size()) finish();
+}
+
+void PassRunner::Cursor::finish() {
+  done_ = true;
+  for (std::size_t g = 0; g < group_.size(); ++g)
+    if (async_gates_[g] != kNoTask) gates_[g] = async_gates_[g];
+  if (const TimedOps* copy = r_.fsdp_.after(group_.front(), key_, parts_)) {
+    for (std::size_t g = 0; g < group_.size(); ++g) out_.last[g] = r_.b_.compute(group_[g], kind_, *copy, name_);
   }
-  if (const TimedOps* add = accumulation_.after(group.front(), key, parts)) {
-    for (std::size_t g = 0; g < group.size(); ++g) out.last[g] = b_.compute(group[g], kind, *add, name);
+  if (const TimedOps* add = r_.accumulation_.after(group_.front(), key_, parts_)) {
+    for (std::size_t g = 0; g < group_.size(); ++g) out_.last[g] = r_.b_.compute(group_[g], kind_, *add, name_);
   }
-  return out;
+}
+
+PassRunner::PassTasks PassRunner::run(const std::vector<int>& group, const PartList& parts, EventKind kind,
+                                      std::uint32_t name, std::vector<TaskId>& gates, const PassKey& key) {
+  Cursor c(*this, group, parts, kind, name, gates, key);
+  while (!c.done()) c.step();
+  return c.tasks();
 }
 
 }  // namespace ironlaw::run::detail

@@ -248,6 +248,41 @@ class PassRunner {
   PassTasks run(const std::vector<int>& group, const PartList& parts, EventKind kind, std::uint32_t name,
                 std::vector<TaskId>& gates, const PassKey& key);
 
+  /// The same pass laid one part at a time, so that another pass's parts can be laid between
+  /// two of its parts on the same compute streams (parallel.moe_a2a_overlap): run() is a cursor
+  /// stepped to its end. The FSDP copy-out, if any, is laid on construction; the copies after the
+  /// pass with its last part. `group`, `parts` and `gates` must outlive the cursor; `gates` is
+  /// the caller's, carried as run() carries it.
+  class Cursor {
+   public:
+    Cursor(PassRunner& runner, const std::vector<int>& group, const PartList& parts, EventKind kind,
+           std::uint32_t name, std::vector<TaskId>& gates, const PassKey& key);
+    bool done() const { return done_; }
+    /// Lays the next part (and, after the last, the copies that follow the pass).
+    void step();
+    /// Per member, the first and last compute task laid so far.
+    const PassTasks& tasks() const { return out_; }
+
+   private:
+    void finish();
+
+    PassRunner& r_;
+    const std::vector<int>& group_;
+    const PartList& parts_;
+    EventKind kind_;
+    std::uint32_t name_;
+    std::vector<TaskId>& gates_;
+    PassKey key_;
+    PassTasks out_;
+    std::vector<TaskId> async_gates_;  // collectives beside the current (wgrad) part
+    bool fp8_tp_ = false;
+    int last_sync_ = -1;
+    TaskId pending_rs_ = kNoTask;  // SP: a reduce-scatter whose all-gather waits for the next part
+    bool pending_fp8_ = false;
+    std::size_t next_ = 0;
+    bool done_ = false;
+  };
+
  private:
   StepBuilder& b_;
   TensorParallel tp_;
