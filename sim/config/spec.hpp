@@ -389,6 +389,18 @@ struct ParallelSpec {
   /// after the optimizer. A step is simulated in its steady state: its forward gathers what the
   /// previous step's optimizer updated.
   bool overlap_param_gather = false;
+  /// Megatron-core's --overlap-moe-expert-parallel-comm (TransformerConfig
+  /// overlap_moe_expert_parallel_comm, "overlap EP A2A communications with independent
+  /// computations of different micro-batches in 1f1b phase"; pipeline_parallel/combined_1f1b.py
+  /// and models/common/model_chunk_schedule_plan.py), the overlap DeepSeek-V3's DualPipe builds on
+  /// (arXiv:2412.19437 §3.2.1: a forward and a backward chunk paired, each one's all-to-all
+  /// hidden by the other's computation): in the 1F1B phase each backward and the forward after it
+  /// are laid together, their parts alternating on one compute stream (run/pipeline_wiring.cpp).
+  /// The all-to-alls' kernels still take their SMs and HBM from the computation beside them
+  /// (run/gpu_sms.hpp). Not modelled: the activation memory of the forward begun before the
+  /// backward frees its own (the replay keeps the schedule's pass order), DualPipe's
+  /// bidirectional schedule and its second copy of the weights.
+  bool moe_a2a_overlap = false;
   /// Which PyTorch FSDP runs ZeRO-3 under PyTorch model code: 2, fully_shard (torchtitan; the
   /// default), or 1, FullyShardedDataParallel with flat parameters (PyTorch 1.12-2.x: Composer,
   /// llm-foundry, Accelerate), with its rate limiter (limit_all_gathers=True: Composer's and

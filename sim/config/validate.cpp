@@ -787,6 +787,28 @@ void validate_scenario(Scenario& sc, LoadState& st) {
                                                  "cuda_graphs, got " + t.framework);
     }
   }
+  if (p.moe_a2a_overlap &&
+      st.ok({"parallel.moe_a2a_overlap", "model.experts", "parallel.ep", "parallel.pp_schedule", "parallel.pp_runtime"})) {
+    if (!(m.experts > 1)) {
+      st.report("parallel.moe_a2a_overlap", "overlaps the expert all-to-alls: needs a MoE model (model.experts > 1), got " +
+                                             str(m.experts) + " expert(s)");
+    } else if (p.ep <= 1) {
+      st.report("parallel.moe_a2a_overlap", "overlaps the expert all-to-alls: needs parallel.ep > 1, got " + str(p.ep));
+    } else if (p.pp > 1 ? p.pp_schedule != "interleaved" : (p.pp_schedule != "1f1b" && p.pp_schedule != "interleaved")) {
+      // Megatron-core (transformer_config.py) asserts a virtual pipeline size whenever pp > 1:
+      // its interleaved warm-up, (pp − rank − 1)·2 + …, plus the one extra forward the overlap
+      // schedules, leaves each stage a pair ahead of the next. Under plain 1F1B's warm-up a pair
+      // would wait for the next stage's whole pair, and that one for the previous stage's: every
+      // stage idle half the time.
+      st.report("parallel.moe_a2a_overlap", "pairs a backward with the forward after it in 1F1B's steady phase, which "
+                                             "Megatron-core runs only in its interleaved schedule when pp > 1: expected "
+                                             "parallel.pp_schedule interleaved (virtual_stages 1 or more)" +
+                                             std::string(p.pp > 1 ? "" : " or 1f1b") + ", got " + p.pp_schedule);
+    } else if (p.pp_runtime == "deepspeed") {
+      st.report("parallel.moe_a2a_overlap", "is Megatron-core's (and DeepSeek's) schedule, not DeepSpeed's pipeline engine: "
+                                             "expected parallel.pp_runtime megatron or torch");
+    }
+  }
   if (p.fsdp_version != 0 &&
       st.ok({"parallel.fsdp_version", "parallel.zero", "training.framework", "parallel.pp", "training.fp8_all_gather"})) {
     if (p.zero != 3 || (t.framework != "eager" && t.framework != "compile")) {

@@ -1,5 +1,7 @@
 #include "run/pipeline_wiring.hpp"
 
+#include <optional>
+
 namespace ironlaw::run::detail {
 
 namespace {
@@ -168,65 +170,59 @@ void build_pipeline(StepBuilder& b, PassRunner& runner, const PipelineSchedule& 
   const bool deepspeed = s.parallel.pp_runtime == "deepspeed" && lay.tp > 1 && lay.pp > 1;
   const std::uint32_t partition_name = deepspeed ? b.name("pipe partition") : 0;
 
+  // What one slot lays, item by item: a unit's pass (through a PassRunner::Cursor, part by
+  // part), an input-batch wait, the last stage's labels, or DeepSpeed's partition copy and
+  // PartitionedTensor.full().
+  struct Item {
+    enum class Kind : std::uint8_t { pass, data, labels, partition, full };
+    Kind kind = Kind::pass;
+    const PartList* parts = nullptr;
+    EventKind event = EventKind::forward;
+    std::uint32_t name = 0;
+    int unit = 0;
+    PassPart part = PassPart::forward;
+  };
+  // One slot being laid for one TP group: its items, the cursor of the pass in progress, and
+  // what it has laid so far.
+  struct SlotRun {
+    PipelineSlot slot;
+    int chunk = 0;
+    std::vector<Item> items;
+    std::size_t next = 0;
+    std::optional<PassRunner::Cursor> cursor;
+    Item current;
+    std::vector<TaskId> gates, entry, exit;
+    bool done() const { return next == items.size() && !cursor; }
+  };
+
+  const bool co_schedule = s.parallel.moe_a2a_overlap;
   for (const auto& group : tp_groups) {
     const int stage = lay.coord_of(ranks[static_cast<std::size_t>(group.front())])[Dim::pp];
     const auto order = schedule.order(stage, lay.pp, m, lay.virtual_stages);
     std::vector<TaskId> gates(group.size(), kNoTask);
     std::vector<std::size_t> previous(group.size(), slots.next.size());  // the member's last slot
-    for (const auto& slot : order) {
-      const int chunk = slot.local_chunk * lay.pp + stage;
+
+    // The items of a slot, in the order its pass runs them.
+    const auto items_of = [&](const PipelineSlot& slot, int chunk) {
+      std::vector<Item> items;
       const int first = lay.first_layer(chunk);
       const int count = lay.chunk_layers[static_cast<std::size_t>(chunk)];
       const bool first_chunk = chunk == 0, last_chunk = chunk == chunks - 1;
       const int mb = slot.microbatch;
-      std::vector<TaskId> slot_entry(group.size(), kNoTask), slot_exit(group.size(), kNoTask);
-      auto note = [&](const PassRunner::PassTasks& p, int unit) {
-        for (std::size_t g = 0; g < group.size(); ++g) {
-          if (slot_entry[g] == kNoTask) slot_entry[g] = p.first[g];
-          slot_exit[g] = p.last[g];
-          if (slot.pass == Pass::forward) {
-            auto& ff = units.at(units.fwd_first, group[g], mb, unit);
-            if (ff == kNoTask) ff = p.first[g];
-            units.at(units.fwd_last, group[g], mb, unit) = p.last[g];
-          } else {
-            auto& bf = units.at(units.bwd_first, group[g], mb, unit);
-            if (bf == kNoTask) bf = p.first[g];  // the recompute, if any, comes first
-            units.at(units.bwd_last, group[g], mb, unit) = p.last[g];
-          }
-        }
+      const auto pass = [&](const PartList& parts, EventKind kind, std::uint32_t name, int unit, PassPart part) {
+        if (!parts.empty()) items.push_back({Item::Kind::pass, &parts, kind, name, unit, part});  // e.g. no embedding W pass
       };
-      auto pass = [&](const PartList& parts, EventKind kind, std::uint32_t name, int unit, PassPart part) {
-        if (parts.empty()) return;  // e.g. the embedding has no weight-gradient GEMM
-        note(runner.run(group, parts, kind, name, gates, PassKey{mb, unit, part}), unit);
-      };
-      // A DeepSpeed copy on every member, after what the member waits for.
-      auto copy = [&](const TimedOps& ops, EventKind kind) {
-        std::vector<TaskId> out(group.size());
-        for (std::size_t g = 0; g < group.size(); ++g) {
-          out[g] = b.compute(group[g], kind, ops, partition_name);
-          if (gates[g] != kNoTask) b.depend(gates[g], out[g]);
-          gates[g] = kNoTask;
-          if (slot_entry[g] == kNoTask) slot_entry[g] = out[g];
-          slot_exit[g] = out[g];
-        }
-        return out;
-      };
-      auto full = [&](EventKind kind) {  // PartitionedTensor.full()
-        const TaskId ag = runner.tensor_parallel().all_gather(group, kNoTask, copy(costs.pipe_gather_in, kind), false);
-        std::fill(gates.begin(), gates.end(), ag);
-        copy(costs.pipe_gather_out, kind);
-      };
+      const auto other = [&](Item::Kind kind, EventKind event) { items.push_back({kind, nullptr, event, 0, 0, PassPart::forward}); };
       if (deepspeed && slot.pass == Pass::forward && !first_chunk) {
-        copy(costs.pipe_partition, EventKind::forward);
-        full(EventKind::forward);
+        other(Item::Kind::partition, EventKind::forward);
+        other(Item::Kind::full, EventKind::forward);
       }
       if (deepspeed && slot.pass != Pass::forward && !last_chunk) {
-        full(EventKind::backward);  // the stage's own output
-        full(EventKind::backward);  // the received gradient
+        other(Item::Kind::full, EventKind::backward);  // the stage's own output
+        other(Item::Kind::full, EventKind::backward);  // the received gradient
       }
       if (slot.pass == Pass::forward) {
-        if (first_chunk && b.world().data.enabled())
-          for (int local : group) b.data(local);
+        if (first_chunk && b.world().data.enabled()) other(Item::Kind::data, EventKind::forward);
         if (first_chunk) pass(costs.embed_forward, EventKind::forward, embed_name, L, PassPart::forward);
         for (int l = first; l < first + count; ++l) {
           const LayerCosts& lc = costs.layer(l);
@@ -235,9 +231,7 @@ void build_pipeline(StepBuilder& b, PassRunner& runner, const PipelineSchedule& 
           pass(parts, EventKind::forward, layer_names[static_cast<std::size_t>(l)], l, PassPart::forward);
         }
         // The last stage's labels (pp > 1), needed by the loss in the head's forward.
-        if (last_chunk && !first_chunk && b.world().data.enabled())
-          for (int local : group)
-            if (b.world().data.role(ranks[static_cast<std::size_t>(local)]) == data::GpuRole::labels) b.data(local);
+        if (last_chunk && !first_chunk && b.world().data.enabled()) other(Item::Kind::labels, EventKind::forward);
         if (last_chunk) pass(costs.head_forward, EventKind::forward, head_name, L + 1, PassPart::forward);
       } else {
         const Pass p = slot.pass;
@@ -259,18 +253,129 @@ void build_pipeline(StepBuilder& b, PassRunner& runner, const PipelineSchedule& 
       // What is sent is cloned out of the full tensor first: the output (not from the last
       // stage), the input gradient (not from the first).
       if (deepspeed && (slot.pass == Pass::forward ? !last_chunk : !first_chunk))
-        copy(costs.pipe_partition, slot.pass == Pass::forward ? EventKind::forward : EventKind::backward);
-      if (slot.pass == Pass::weight_grad) continue;  // nothing waits for a W pass across stages
+        other(Item::Kind::partition, slot.pass == Pass::forward ? EventKind::forward : EventKind::backward);
+      return items;
+    };
+
+    const auto open = [&](SlotRun& r, const PipelineSlot& slot) {
+      r.slot = slot;
+      r.chunk = slot.local_chunk * lay.pp + stage;
+      r.items = items_of(slot, r.chunk);
+      r.gates = gates;
+      r.entry.assign(group.size(), kNoTask);
+      r.exit.assign(group.size(), kNoTask);
+    };
+    // Records a pass's first and last tasks in the slot and in the unit tables.
+    const auto note = [&](SlotRun& r, const PassRunner::PassTasks& p, int unit) {
+      const int mb = r.slot.microbatch;
+      for (std::size_t g = 0; g < group.size(); ++g) {
+        if (p.first[g] == kNoTask) continue;
+        if (r.entry[g] == kNoTask) r.entry[g] = p.first[g];
+        r.exit[g] = p.last[g];
+        if (r.slot.pass == Pass::forward) {
+          auto& ff = units.at(units.fwd_first, group[g], mb, unit);
+          if (ff == kNoTask) ff = p.first[g];
+          units.at(units.fwd_last, group[g], mb, unit) = p.last[g];
+        } else {
+          auto& bf = units.at(units.bwd_first, group[g], mb, unit);
+          if (bf == kNoTask) bf = p.first[g];  // the recompute, if any, comes first
+          units.at(units.bwd_last, group[g], mb, unit) = p.last[g];
+        }
+      }
+    };
+    // A DeepSpeed copy on every member, after what the member waits for.
+    const auto copy = [&](SlotRun& r, const TimedOps& ops, EventKind kind) {
+      std::vector<TaskId> out(group.size());
+      for (std::size_t g = 0; g < group.size(); ++g) {
+        out[g] = b.compute(group[g], kind, ops, partition_name);
+        if (r.gates[g] != kNoTask) b.depend(r.gates[g], out[g]);
+        r.gates[g] = kNoTask;
+        if (r.entry[g] == kNoTask) r.entry[g] = out[g];
+        r.exit[g] = out[g];
+      }
+      return out;
+    };
+    // Lays the slot's next part (or its next item that is not a pass).
+    const auto advance = [&](SlotRun& r) {
+      if (!r.cursor) {
+        if (r.next == r.items.size()) return;
+        r.current = r.items[r.next++];
+        const Item& it = r.current;
+        switch (it.kind) {
+          case Item::Kind::data:
+            for (int local : group) b.data(local);
+            return;
+          case Item::Kind::labels:
+            for (int local : group)
+              if (b.world().data.role(ranks[static_cast<std::size_t>(local)]) == data::GpuRole::labels) b.data(local);
+            return;
+          case Item::Kind::partition:
+            copy(r, costs.pipe_partition, it.event);
+            return;
+          case Item::Kind::full: {  // PartitionedTensor.full()
+            const TaskId ag =
+                runner.tensor_parallel().all_gather(group, kNoTask, copy(r, costs.pipe_gather_in, it.event), false);
+            std::fill(r.gates.begin(), r.gates.end(), ag);
+            copy(r, costs.pipe_gather_out, it.event);
+            return;
+          }
+          case Item::Kind::pass:
+            r.cursor.emplace(runner, group, *it.parts, it.event, it.name, r.gates,
+                             PassKey{r.slot.microbatch, it.unit, it.part});
+            break;
+        }
+      }
+      r.cursor->step();
+      if (r.cursor->done()) {
+        note(r, r.cursor->tasks(), r.current.unit);
+        r.cursor.reset();
+      }
+    };
+    // Closes a laid slot: its entry and exit, for the pipeline sends.
+    const auto close = [&](SlotRun& r) {
+      if (r.slot.pass == Pass::weight_grad) return;  // nothing waits for a W pass across stages
       for (std::size_t g = 0; g < group.size(); ++g) {
         const auto local = static_cast<std::size_t>(group[g]);
-        const std::size_t index = slots.index(local, mb, chunk, slot.pass);
+        const std::size_t index = slots.index(local, r.slot.microbatch, r.chunk, r.slot.pass);
         if (previous[g] < slots.next.size()) slots.next[previous[g]] = index;
         if (previous[g] == slots.next.size()) slots.first[local] = index;
         previous[g] = index;
-        slots.entry[index] = slot_entry[g];
+        slots.entry[index] = r.entry[g];
         // A pass whose last part ended in a synchronous collective is done when it is.
-        slots.exit[index] = gates[g] != kNoTask ? gates[g] : slot_exit[g];
+        slots.exit[index] = r.gates[g] != kNoTask ? r.gates[g] : r.exit[g];
       }
+    };
+
+    for (std::size_t k = 0; k < order.size(); ++k) {
+      // parallel.moe_a2a_overlap: a backward and the forward right after it in the stage's
+      // order are laid together, their parts alternating on the compute streams, the backward's
+      // first (Megatron-core's combined 1F1B, model_chunk_schedule_plan.py: combine_bwd beside
+      // the forward's attention, the forward's dispatch beside the backward's expert MLP, the
+      // backward's dispatch beside the forward's expert MLP, the forward's combine beside the
+      // backward's attention), so that each all-to-all runs while the other pass computes.
+      if (co_schedule && order[k].pass == Pass::backward && k + 1 < order.size() &&
+          order[k + 1].pass == Pass::forward) {
+        SlotRun bwd, fwd;
+        open(bwd, order[k]);
+        open(fwd, order[k + 1]);
+        while (!bwd.done() || !fwd.done()) {
+          advance(bwd);
+          advance(fwd);
+        }
+        close(bwd);
+        close(fwd);
+        // The pair's later slot holds back the next one (its last collective, if any).
+        gates = fwd.gates;
+        for (std::size_t g = 0; g < group.size(); ++g)
+          if (gates[g] == kNoTask) gates[g] = bwd.gates[g];
+        ++k;
+        continue;
+      }
+      SlotRun run;
+      open(run, order[k]);
+      while (!run.done()) advance(run);
+      close(run);
+      gates = run.gates;
     }
   }
 

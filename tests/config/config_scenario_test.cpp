@@ -234,10 +234,13 @@ TEST_CASE("scenario_keys lists every settable key and no efficiency knob", "[sce
     // Measured kernel properties of the device (micro-benchmark results with sources), not
     // utilisations of the simulated job.
     if (key == "cluster.topology.device.max_gemm_fraction") continue;
-    // Booleans named as Megatron-core's own switches (--tp-comm-overlap, --overlap-param-gather):
-    // they turn on a mechanism of the framework, whose overlap the simulation then produces; no
-    // amount of overlap is ever an input.
-    if (key == "parallel.tp_comm_overlap" || key == "parallel.overlap_param_gather") continue;
+    // Booleans named as Megatron-core's own switches (--tp-comm-overlap, --overlap-param-gather,
+    // --overlap-moe-expert-parallel-comm, Megatron-Bridge's moe_a2a_overlap): they turn on a
+    // mechanism of the framework, whose overlap the simulation then produces; no amount of
+    // overlap is ever an input.
+    if (key == "parallel.tp_comm_overlap" || key == "parallel.overlap_param_gather" ||
+        key == "parallel.moe_a2a_overlap")
+      continue;
     for (const char* word :
          {"mfu", "hfu", "efficiency", "overlap", "stall", "fraction", "utilization", "utilisation"}) {
       CHECK(key.find(word) == std::string::npos);
