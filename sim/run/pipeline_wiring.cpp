@@ -269,7 +269,6 @@ void build_pipeline(StepBuilder& b, PassRunner& runner, const PipelineSchedule& 
     const auto note = [&](SlotRun& r, const PassRunner::PassTasks& p, int unit) {
       const int mb = r.slot.microbatch;
       for (std::size_t g = 0; g < group.size(); ++g) {
-        if (p.first[g] == kNoTask) continue;
         if (r.entry[g] == kNoTask) r.entry[g] = p.first[g];
         r.exit[g] = p.last[g];
         if (r.slot.pass == Pass::forward) {
