@@ -520,6 +520,7 @@ void parse_parallel(Section s, ParallelSpec& p) {
   }
   s.flag("async_tensor_parallel_allreduce", p.async_tensor_parallel_allreduce);
   s.integer("ep", p.ep, kPositive);
+  s.integer("expert_tp", p.expert_tp, kPositive);
   parse_order(s, p.order);
   s.integer("microbatch_size", p.microbatch_size, kPositive);
   s.number("bucket_size", p.bucket_bytes, Dimension::bytes, kPositive);

@@ -430,6 +430,16 @@ struct ParallelSpec {
   /// follows the linear's (run/step_costs.cpp).
   bool async_tensor_parallel_allreduce = true;
   int ep = 1;
+  /// Megatron-core's --expert-tensor-parallel-size: how the experts' GEMMs are split over the TP
+  /// group. 0 (unset) or tp: each expert split as the dense MLP is (ETP = TP), the EP group along
+  /// data parallelism. 1 with tp > 1: MoE parallel folding (Megatron-core 0.10+,
+  /// megatron/core/transformer/moe/README.md "MoE Parallel Folding"; the Megatron-Bridge and NeMo
+  /// MoE recipes' expert_tensor_parallel_size=1): each TP rank routes its own sequence-parallel
+  /// tokens, whole experts sit on ep ranks drawn from the TP × DP ranks of a pipeline stage
+  /// (Layout::ep_group), and the MoE block runs no TP collective.
+  int expert_tp = 0;
+  /// Whether the experts are folded over TP × DP (expert_tp 1 with tp > 1).
+  bool expert_folded() const { return expert_tp == 1 && tp > 1; }
   std::vector<std::string> order{"tp", "cp", "pp", "dp"};
   int microbatch_size = 1;          ///< sequences per microbatch
   double bucket_bytes = 25.0 * 1024 * 1024;  ///< DDP gradient bucket size (PyTorch default 25 MiB)

@@ -518,8 +518,37 @@ void validate_scenario(Scenario& sc, LoadState& st) {
   if (st.ok({"parallel.ep", "model.experts"}) && m.experts % p.ep != 0) {
     st.report("parallel.ep", "must divide model.experts (" + str(m.experts) + "), got " + str(p.ep));
   }
-  if (dp_known && st.ok({"parallel.ep"}) && p.dp % p.ep != 0) {
-    st.report("parallel.ep", "must divide dp (" + str(p.dp) + "), got " + str(p.ep));
+  bool folded = false;
+  if (p.expert_tp != 0 && st.ok({"parallel.expert_tp", "parallel.tp", "parallel.ep", "model.experts",
+                                 "parallel.sequence_parallel", "parallel.cp", "model.shared_experts"})) {
+    if (p.expert_tp != 1 && p.expert_tp != p.tp) {
+      st.report("parallel.expert_tp", "expected 1 (MoE parallel folding) or parallel.tp (" + str(p.tp) + "), got " +
+                                      str(p.expert_tp) + " (other expert TP sizes are not simulated)");
+    } else if (p.expert_folded()) {
+      // MoE parallel folding: what the simulation covers of it.
+      if (!(m.experts > 1)) {
+        st.report("parallel.expert_tp", "1 folds the experts over TP x DP: needs a MoE model (model.experts > 1)");
+      } else if (!p.sequence_parallel) {
+        st.report("parallel.expert_tp", "1 with tp " + str(p.tp) + " routes each TP rank's own tokens: needs "
+                                        "parallel.sequence_parallel (Megatron-core requires it for MoE with TP)");
+      } else if (p.cp != 1) {
+        st.report("parallel.expert_tp", "1 with parallel.cp " + str(p.cp) + " is not simulated (folding over CP): "
+                                        "expected cp 1");
+      } else if (m.shared_experts > 0) {
+        st.report("parallel.expert_tp", "1 with shared experts is not simulated (a shared expert runs as the "
+                                        "dense MLP, over TP): expected model.shared_experts 0, got " +
+                                        str(m.shared_experts));
+      } else {
+        folded = true;
+      }
+    }
+  }
+  if (dp_known && st.ok({"parallel.ep", "parallel.expert_tp"})) {
+    if (folded && (p.tp * p.dp) % p.ep != 0) {
+      st.report("parallel.ep", "must divide tp x dp (" + str(p.tp * p.dp) + ") with expert_tp 1, got " + str(p.ep));
+    } else if (!folded && p.dp % p.ep != 0) {
+      st.report("parallel.ep", "must divide dp (" + str(p.dp) + "), got " + str(p.ep));
+    }
   }
   if (st.ok({"parallel.cp", "training.sequence_length"}) && t.sequence_length % p.cp != 0) {
     st.report("parallel.cp", "must divide training.sequence_length (" + str(t.sequence_length) + "), got " + str(p.cp));

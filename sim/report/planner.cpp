@@ -86,15 +86,18 @@ PassTimes layer_times(const config::Scenario& s, const config::TrainingSpec& per
   const std::string& prec = s.training.precision;
   PassTimes t;
   // A steady microbatch (the first one of a step also casts the weights TE caches).
-  const auto fwd = workload::steady_microbatch(workload::layer_forward_ops(s.model, per_rank, sequences, tp, layer, ep));
+  // The scenario's expert TP (MoE parallel folding) holds for every layout the planner tries.
+  const bool folded = s.parallel.expert_tp == 1 && tp > 1;
+  const auto fwd =
+      workload::steady_microbatch(workload::layer_forward_ops(s.model, per_rank, sequences, tp, layer, ep, false, folded));
   t.forward = sum_time(fwd, dev, prec);
   for (const auto& op : fwd)
     if (op.role == workload::OpRole::attention_core) t.attention += workload::op_time(op, dev, prec).seconds();
-  const auto bwd = workload::layer_backward_ops(s.model, per_rank, sequences, tp, layer, ep);
+  const auto bwd = workload::layer_backward_ops(s.model, per_rank, sequences, tp, layer, ep, false, folded);
   t.backward = sum_time(bwd, dev, prec);
   for (const auto& op : bwd)
     if (op.role == workload::OpRole::weight_grad) t.weight_grad += workload::op_time(op, dev, prec).seconds();
-  t.recompute = sum_time(workload::layer_recompute_ops(s.model, per_rank, sequences, tp, layer, ep), dev, prec);
+  t.recompute = sum_time(workload::layer_recompute_ops(s.model, per_rank, sequences, tp, layer, ep, false, folded), dev, prec);
   return t;
 }
 
@@ -401,7 +404,8 @@ PlanPrediction predict_step(const config::Scenario& s) {
   // Data parallelism: gradient (and ZeRO-3 parameter) traffic over the DP group, overlapped
   // with the backward of the last microbatch (ZeRO-3: with every pass it gathers for).
   const auto params = workload::count_params(s.model);
-  const double local = (params.total() - params.routed_experts + params.routed_experts / lay.ep) / (lay.tp * lay.pp);
+  const double local =
+      (params.total() - params.routed_experts + params.routed_experts / workload::expert_split(s.parallel)) / (lay.tp * lay.pp);
   const double pbytes = local * workload::stored_parameter_bytes(s.training);
   const int dpn = lay.dp * lay.cp;  // gradients are reduced over DP × CP
   const double dp_bw = group_bw(topo, std::min(stride_of(s, "dp"), stride_of(s, "cp")), dpn);

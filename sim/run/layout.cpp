@@ -45,13 +45,27 @@ std::vector<int> Layout::group(int rank, Dim a, Dim b) const {
 
 std::vector<int> Layout::ep_group(int rank) const {
   Coord c = coord_of(rank);
-  const int block = c[Dim::dp] / ep;
   std::vector<int> out;
+  if (expert_folded) {
+    const int block = (c[Dim::tp] + tp * c[Dim::dp]) / ep;
+    for (int q = block * ep; q < (block + 1) * ep; ++q) {
+      c[Dim::tp] = q % tp;
+      c[Dim::dp] = q / tp;
+      out.push_back(rank_of(c));
+    }
+    return out;
+  }
+  const int block = c[Dim::dp] / ep;
   for (int i = 0; i < ep; ++i) {
     c[Dim::dp] = block * ep + i;
     out.push_back(rank_of(c));
   }
   return out;
+}
+
+int Layout::ep_group_index(int rank) const {
+  const Coord c = coord_of(rank);
+  return expert_folded ? (c[Dim::tp] + tp * c[Dim::dp]) / ep : c[Dim::dp] / ep;
 }
 
 int Layout::first_layer(int j) const {
@@ -111,6 +125,7 @@ Layout resolve_layout(const config::Scenario& s) {
   l.pp = p.pp;
   l.cp = p.cp;
   l.ep = p.ep;
+  l.expert_folded = p.expert_folded();
   l.dp = p.dp > 0 ? p.dp : l.gpus / (p.tp * p.pp * p.cp);
   l.virtual_stages = p.pp_schedule == "interleaved" ? p.virtual_stages : 1;
 

@@ -24,6 +24,9 @@ struct Coord {
 struct Layout {
   int gpus = 1;
   int tp = 1, pp = 1, cp = 1, dp = 1, ep = 1;
+  /// MoE parallel folding (parallel.expert_tp 1 with tp > 1): the EP groups are drawn from the
+  /// TP × DP ranks of a stage, not from its DP ranks alone.
+  bool expert_folded = false;
   int virtual_stages = 1;        ///< model chunks per pipeline rank (interleaved 1F1B)
   /// Interleaved 1F1B: consecutive microbatches each chunk runs before the stage moves to its
   /// next chunk (parallel.microbatch_group_size, by default pp).
@@ -48,8 +51,16 @@ struct Layout {
   /// reduces gradients under context parallelism), in rank order. O(size_a · size_b).
   std::vector<int> group(int rank, Dim a, Dim b) const;
   /// The expert-parallel group of `rank`: ep consecutive DP indices (Megatron places expert
-  /// parallelism inside data parallelism). O(ep).
+  /// parallelism inside data parallelism). Folded (expert_folded): ep consecutive indices
+  /// q = tp + TP · dp of the stage's TP × DP ranks, TP fastest, as Megatron-core's expert rank
+  /// generator orders them (parallel_state.py: "tp-ep-dp-pp" with expert TP 1, the TP ranks
+  /// first); cp is 1. O(ep).
   std::vector<int> ep_group(int rank) const;
+  /// The index of `rank`'s EP group among the stage's TP × DP ranks (folded) or along its TP
+  /// index's DP ranks, and the number of such groups: for the symmetric mode, which starts the
+  /// all-to-alls of the groups it does not simulate. O(1).
+  int ep_group_index(int rank) const;
+  int ep_groups() const { return expert_folded ? tp * dp / ep : dp / ep; }
   /// Number of model chunks = pp · virtual_stages.
   int chunks() const { return pp * virtual_stages; }
   /// Pipeline stage that holds model chunk j.

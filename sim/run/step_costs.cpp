@@ -186,19 +186,19 @@ Costs build_costs(const config::Scenario& s, const Layout& lay, const config::Tr
   Costs costs;
   // One layer's parameters on a rank: attention, MLP (routed experts split over EP) and norms.
   auto layer_costs = [&](LayerCosts& lc, int layer) {
-    const auto forward = workload::layer_forward_ops(s.model, local, seqs, lay.tp, layer, lay.ep, sp);
+    const auto forward = workload::layer_forward_ops(s.model, local, seqs, lay.tp, layer, lay.ep, sp, lay.expert_folded);
     const auto steady = workload::steady_microbatch(forward);
     lc.forward = timer.parts(steady, cuts);
     if (steady.size() != forward.size()) lc.first_forward = timer.parts(forward, cuts);
-    const auto backward = workload::layer_backward_ops(s.model, local, seqs, lay.tp, layer, lay.ep, sp);
+    const auto backward = workload::layer_backward_ops(s.model, local, seqs, lay.tp, layer, lay.ep, sp, lay.expert_folded);
     lc.backward = timer.parts(backward, cuts);
     split(backward, lc.input_grad, lc.weight_grad);
-    lc.recompute = timer.parts(workload::layer_recompute_ops(s.model, local, seqs, lay.tp, layer, lay.ep, sp), cuts);
+    lc.recompute = timer.parts(workload::layer_recompute_ops(s.model, local, seqs, lay.tp, layer, lay.ep, sp, lay.expert_folded), cuts);
     config::ModelSpec one = s.model;
     one.layers = 1;
     if (s.model.experts > 1) one.dense_layers = workload::is_moe_layer(s.model, layer) ? 0 : 1;
     const auto p = workload::count_params(one);
-    lc.linear_params = (p.attention + p.mlp - p.routed_experts + p.routed_experts / lay.ep) / lay.tp;
+    lc.linear_params = (p.attention + p.mlp - p.routed_experts + p.routed_experts / workload::expert_split(s.parallel)) / lay.tp;
     // The layer's norms: a two-layer model counts the final norm once as this one-layer model
     // does, so the difference is one layer's norm gains (and biases, MLA latent norms).
     config::ModelSpec two = one;

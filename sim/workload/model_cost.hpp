@@ -223,10 +223,14 @@ struct Op {
 /// sequences·(a/tp)·s² probabilities of the unfused core. With flash attention the attention
 /// dropout happens inside the attn_core kernel (masks regenerated from the seed, never stored):
 /// no op and no extra bytes. The dropout probability does not change the cost. TP all-reduces
-/// and the all-to-alls belong to the comm layer. Throws std::invalid_argument unless
+/// and the all-to-alls belong to the comm layer. `expert_folded` (MoE parallel folding,
+/// parallel.expert_tp 1, with tp > 1 and sequence parallelism): a MoE layer's router, permutation
+/// and experts run on this TP rank's t/tp tokens, each of its E/ep experts whole (its GEMMs of
+/// role plain: no TP collective in the MoE block). Throws std::invalid_argument unless
 /// 0 ≤ layer < layers, ep ≥ 1 and ep divides experts.
 std::vector<Op> layer_forward_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
-                                  int sequences, int tp, int layer = 0, int ep = 1, bool sequence_parallel = false);
+                                  int sequences, int tp, int layer = 0, int ep = 1, bool sequence_parallel = false,
+                                  bool expert_folded = false);
 /// Backward ops of the same layer, in reverse order: every GEMM becomes its input-gradient and
 /// weight-gradient GEMMs (2× forward FLOPs); elementwise ops ≈ 2× bytes (and FLOPs), except a
 /// dropout's backward ("<name>_bwd"), which reads the output gradient and the mask and writes
@@ -239,7 +243,8 @@ std::vector<Op> layer_forward_ops(const config::ModelSpec& model, const config::
 /// experts) and "moe_dispatch_bwd" (after it: the input gradients travel home), each an
 /// all-to-all of the same bytes as its forward.
 std::vector<Op> layer_backward_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
-                                   int sequences, int tp, int layer = 0, int ep = 1, bool sequence_parallel = false);
+                                   int sequences, int tp, int layer = 0, int ep = 1, bool sequence_parallel = false,
+                                   bool expert_folded = false);
 /// Forward ops that run once per microbatch outside the layers: embedding lookup (gather t
 /// rows of h, plus t position rows when learned; written t·h), final norm, LM head GEMM
 /// (m = t, n = V/tp, k = h; vocab-parallel), cross-entropy (reads the logits, writes fp32
@@ -274,7 +279,8 @@ std::vector<Op> head_backward_ops(const config::ModelSpec& model, const config::
 /// under op, whose save list keeps wo's reduce-scattered output — so compiled wo is not
 /// recomputed and eager it is, role plain, its reduction taken from the cache.
 std::vector<Op> layer_recompute_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
-                                    int sequences, int tp, int layer = 0, int ep = 1, bool sequence_parallel = false);
+                                    int sequences, int tp, int layer = 0, int ep = 1, bool sequence_parallel = false,
+                                    bool expert_folded = false);
 
 /// Whether layer `layer` (0-based) is a mixture-of-experts layer: experts > 1 and
 /// layer ≥ dense_layers. Throws std::invalid_argument unless 0 ≤ layer < layers.
@@ -303,6 +309,11 @@ struct MoeAllToAll {
 };
 MoeAllToAll moe_all_to_all_bytes(const config::ModelSpec& model, const config::TrainingSpec& training,
                                  int sequences, int ep);
+/// How many ways the routed experts' weights are split relative to the rest of a layer under
+/// tensor parallelism: a rank holds (rest + routed / expert_split(p)) / tp of them. ep when each
+/// expert is split over TP as the dense MLP is; ep / tp when the experts are folded over TP × DP
+/// (parallel.expert_tp 1 with tp > 1): whole experts, E / ep of them on a rank.
+double expert_split(const config::ParallelSpec& p);
 /// The optimizer step over `params_local` parameters held by this GPU (memory-bound update).
 /// Bytes per parameter (fp32 state; under training.optimizer_dtype bf16 every state tensor at 2 B
 /// and the bf16 parameters updated in place, no master: adam/bf16 = 20 B/param): the fp32

@@ -267,7 +267,7 @@ MemoryBreakdown memory_per_gpu(const config::ModelSpec& model, const config::Tra
   if (parallel.microbatch_size < 1) throw std::invalid_argument("microbatch_size must be >= 1");
   const ParamCount p = count_params(model);
   const double params_local =
-      (p.total() - p.routed_experts + p.routed_experts / parallel.ep) / (parallel.tp * parallel.pp);
+      (p.total() - p.routed_experts + p.routed_experts / expert_split(parallel)) / (parallel.tp * parallel.pp);
   MemoryBreakdown m = model_state_memory(params_local, training, parallel.zero, dp);
 
   const double layers_local = std::ceil(static_cast<double>(model.layers) / parallel.pp);
@@ -296,7 +296,7 @@ MemoryBreakdown memory_per_gpu(const config::ModelSpec& model, const config::Tra
     m.autocast_copies = (layers_copies + head * in_flight_microbatches) * bytes_per_element(training.precision);
   }
   if (parallel.zero >= 3 && dp > 1) {
-    const double layer_params = (p.attention + p.mlp - p.routed_experts + p.routed_experts / parallel.ep) /
+    const double layer_params = (p.attention + p.mlp - p.routed_experts + p.routed_experts / expert_split(parallel)) /
                                 model.layers / parallel.tp;
     const double pb = parameter_bytes(training.precision);
     const double rb = reduce_bytes(training);

@@ -86,6 +86,9 @@ struct Microbatch {
   bool wgrad_accumulates_fp32 = false;
   /// torch.autocast over fp32 parameters (TrainingSpec::autocast): every matmul weight cast per forward.
   bool autocast = false;
+  /// MoE parallel folding (parallel.expert_tp 1 with tp > 1): the MoE block routes this TP
+  /// rank's own t/tp sequence-parallel tokens to whole experts, with no TP collective.
+  bool expert_folded = false;
 };
 
 Microbatch microbatch(const config::ModelSpec& model, const config::TrainingSpec& training, int sequences,
@@ -373,13 +376,15 @@ Op activation(const Microbatch& mb, const std::string& prefix, double elements) 
 /// One feed-forward block of width `width` (already divided over TP) over `rows` rows, run as
 /// `batch` equal problems: up (gate and up fused under swiglu), activation, down.
 void ffn(const Microbatch& mb, const std::string& prefix, double rows, double width, double batch,
-         std::vector<Op>& ops) {
+         std::vector<Op>& ops, bool tensor_parallel = true) {
   const Shape& sh = mb.sh;
   const double up_width = (sh.swiglu ? 2.0 : 1.0) * width;
-  linear(ops, mb, prefix + "_up", rows, up_width, sh.hidden, batch, OpRole::tp_column_parallel);
+  linear(ops, mb, prefix + "_up", rows, up_width, sh.hidden, batch,
+         tensor_parallel ? OpRole::tp_column_parallel : OpRole::plain);
   // Fused MLP: the GELU (and, in backward, its gradient) runs in the GEMMs' epilogues.
   if (!mb.fused_mlp) ops.push_back(activation(mb, prefix, rows * batch * width));
-  linear(ops, mb, prefix + "_down", rows, sh.hidden, width, batch, OpRole::tp_row_parallel);
+  linear(ops, mb, prefix + "_down", rows, sh.hidden, width, batch,
+         tensor_parallel ? OpRole::tp_row_parallel : OpRole::plain);
 }
 
 /// A marker op: where an all-to-all sits in the op list; no work of its own.
@@ -393,7 +398,9 @@ Op marker(std::string name, OpRole role) {
 /// The feed-forward half of a MoE layer after norm_mlp (see layer_forward_ops).
 void moe_forward(const Microbatch& mb, std::vector<Op>& ops) {
   const Shape& sh = mb.sh;
-  const double t = mb.tokens;
+  // Folded (expert TP 1): this TP rank's own sequence-parallel tokens; otherwise every token
+  // of the microbatch, each expert split over the TP group as the dense MLP is.
+  const double t = mb.expert_folded ? mb.tokens / mb.tp : mb.tokens;
   const double h = sh.hidden;
   const double k = sh.experts_per_token;
   ops.push_back(gemm("router", t, sh.experts, h, 1, mb.bpe));
@@ -402,7 +409,11 @@ void moe_forward(const Microbatch& mb, std::vector<Op>& ops) {
   ops.push_back(marker("moe_dispatch", OpRole::expert_dispatch));
   // The EP group's ep·t·k token copies spread evenly over its E experts; this GPU runs its E/ep.
   const double local_experts = sh.experts / mb.ep;
-  ffn(mb, "mlp", t * k * mb.ep / sh.experts, sh.moe_ffn / mb.tp, local_experts, ops);
+  if (mb.expert_folded) {
+    ffn(mb, "mlp", t * k * mb.ep / sh.experts, sh.moe_ffn, local_experts, ops, false);
+  } else {
+    ffn(mb, "mlp", t * k * mb.ep / sh.experts, sh.moe_ffn / mb.tp, local_experts, ops);
+  }
   ops.push_back(marker("moe_combine", OpRole::expert_combine));
   // Read the t·k expert outputs, scale each by its gate weight and sum per token: t rows written.
   ops.push_back(elementwise("moe_unpermute", t * k * h, 1, 1.0 / k, 2, mb.bpe));
@@ -740,17 +751,25 @@ MoeAllToAll moe_all_to_all_bytes(const config::ModelSpec& model, const config::T
   return a;
 }
 
+double expert_split(const config::ParallelSpec& p) {
+  return p.expert_folded() ? static_cast<double>(p.ep) / p.tp : static_cast<double>(p.ep);
+}
+
 std::vector<Op> layer_forward_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
-                                  int sequences, int tp, int layer, int ep, bool sequence_parallel) {
+                                  int sequences, int tp, int layer, int ep, bool sequence_parallel,
+                                  bool expert_folded) {
   const bool moe = is_moe_layer(model, layer);
-  const Microbatch mb = microbatch(model, training, sequences, tp, ep, sequence_parallel);
+  Microbatch mb = microbatch(model, training, sequences, tp, ep, sequence_parallel);
+  mb.expert_folded = expert_folded && moe && tp > 1;
   return with_recipe(forward_ops(mb, moe), mb);
 }
 
 std::vector<Op> layer_backward_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
-                                   int sequences, int tp, int layer, int ep, bool sequence_parallel) {
+                                   int sequences, int tp, int layer, int ep, bool sequence_parallel,
+                                   bool expert_folded) {
   const bool moe = is_moe_layer(model, layer);
-  const Microbatch mb = microbatch(model, training, sequences, tp, ep, sequence_parallel);
+  Microbatch mb = microbatch(model, training, sequences, tp, ep, sequence_parallel);
+  mb.expert_folded = expert_folded && moe && tp > 1;
   return with_recipe(backward_of(forward_ops(mb, moe), mb), mb);
 }
 
@@ -818,9 +837,11 @@ std::vector<Op> logit_metric_ops(const config::ModelSpec& model, const config::T
 }
 
 std::vector<Op> layer_recompute_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
-                                    int sequences, int tp, int layer, int ep, bool sequence_parallel) {
+                                    int sequences, int tp, int layer, int ep, bool sequence_parallel,
+                                   bool expert_folded) {
   const bool moe = is_moe_layer(model, layer);
-  const Microbatch mb = microbatch(model, training, sequences, tp, ep, sequence_parallel);
+  Microbatch mb = microbatch(model, training, sequences, tp, ep, sequence_parallel);
+  mb.expert_folded = expert_folded && moe && tp > 1;
   const std::string& policy = training.activation_checkpointing;
   // A recompute runs after the step's first forward: TE's cached fp8 weights serve it.
   // PyTorch model code on a dense layer without hidden dropout: the recompute ends at its last

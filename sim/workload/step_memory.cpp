@@ -93,7 +93,7 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
   // Split over TP as memory_per_gpu splits them (norm gains included: ≤ 1e-5 of the weights).
   const double t = parallel.tp;
   const double layer_params =
-      (p.attention + p.mlp - p.routed_experts + p.routed_experts / parallel.ep + model.layers * layer_norms) /
+      (p.attention + p.mlp - p.routed_experts + p.routed_experts / expert_split(parallel) + model.layers * layer_norms) /
       model.layers / t;
   const double head = p.lm_head > 0 || stage.first ? p.lm_head : p.lm_head_matmul;  // tied: a copy on the last stage
   const double first_params = stage.first ? (p.embedding + p.position) / t : 0.0;

@@ -1,0 +1,179 @@
+// MoE parallel folding (parallel.expert_tp 1 with tp > 1; Megatron-core's
+// --expert-tensor-parallel-size 1): each TP rank routes its own sequence-parallel tokens to whole
+// experts on EP ranks drawn from the stage's TP x DP ranks, and the MoE block runs no TP
+// collective. Checked against hand counts on tiny-moe.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "config/load.hpp"
+#include "core/error.hpp"
+#include "core/records.hpp"
+#include "run/layout.hpp"
+#include "run/simulation.hpp"
+#include "workload/model_cost.hpp"
+
+using namespace ironlaw;
+
+namespace {
+
+const std::string kPipeline = IRONLAW_SOURCE_DIR "/tests/run/data/pipeline.yaml";
+
+// tiny-moe (h 1,024, 4 layers: one dense, three MoE of 8 experts of width 512, 2 per token, and
+// one shared expert) without its shared expert, on one ideal node of 4 GPUs: TP 2 × DP 2, one
+// 2,048-token sequence per microbatch.
+std::vector<std::string> folded(std::vector<std::string> more = {}) {
+  std::vector<std::string> o{"model=tiny-moe.yaml",
+                             "model.shared_experts=0",
+                             "parallel.pp=1",
+                             "parallel.tp=2",
+                             "parallel.dp=2",
+                             "parallel.sequence_parallel=true",
+                             "parallel.ep=4",
+                             "parallel.expert_tp=1",
+                             "training.global_batch_tokens=8 Ki"};
+  o.insert(o.end(), more.begin(), more.end());
+  return o;
+}
+
+const workload::Op* find(const std::vector<workload::Op>& ops, const std::string& name) {
+  for (const auto& op : ops)
+    if (op.name == name) return &op;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("folded experts run on the rank's own tokens, whole, with no TP role", "[workload][moe][ep]") {
+  const config::Scenario s = config::load_scenario(kPipeline, folded());
+  const int layer = 1;  // the first MoE layer (one dense layer first)
+  const auto ops = workload::layer_forward_ops(s.model, s.training, 1, 2, layer, 4, true, true);
+  const auto classic = workload::layer_forward_ops(s.model, s.training, 1, 2, layer, 4, true, false);
+  // By hand: 2,048 tokens over TP 2 → 1,024 routed by this rank; each goes to k = 2 experts,
+  // spread over the EP group of 4 ranks holding 8 / 4 = 2 experts each: 1,024 · 2 · 4 / 8 = 1,024
+  // rows per local expert, each expert whole (SwiGLU up 2 · 512 wide, down 512 deep).
+  const auto* router = find(ops, "router");
+  REQUIRE(router);
+  CHECK(router->m == 1024);
+  CHECK(router->n == 8);
+  const auto* up = find(ops, "mlp_up");
+  const auto* down = find(ops, "mlp_down");
+  REQUIRE(up);
+  REQUIRE(down);
+  CHECK(up->m == 1024);
+  CHECK(up->n == 2 * 512);
+  CHECK(up->k == 1024);
+  CHECK(up->batch == 2);
+  CHECK(down->k == 512);
+  CHECK(up->role == workload::OpRole::plain);
+  CHECK(down->role == workload::OpRole::plain);
+  // The permutation copies the rank's 1,024 · 2 token copies of 1,024 values.
+  const auto* permute = find(ops, "moe_permute");
+  REQUIRE(permute);
+  CHECK(permute->bytes == Approx(1024.0 * 2 * 1024 * (1 + 1) * 2));
+  // Classic (expert TP = TP): every token, each expert split over TP 2, TP roles.
+  CHECK(find(classic, "router")->m == 2048);
+  CHECK(find(classic, "mlp_up")->m == 2048);
+  CHECK(find(classic, "mlp_up")->n == 512);
+  CHECK(find(classic, "mlp_up")->role == workload::OpRole::tp_column_parallel);
+  // The same expert FLOPs either way: the work is redistributed, not changed.
+  CHECK(up->flops == Approx(find(classic, "mlp_up")->flops));
+  // A dense layer is not folded.
+  const auto dense = workload::layer_forward_ops(s.model, s.training, 1, 2, 0, 4, true, true);
+  CHECK(find(dense, "mlp_up")->role == workload::OpRole::tp_column_parallel);
+}
+
+TEST_CASE("a folded EP group takes consecutive TP x DP ranks, TP fastest", "[run][ep]") {
+  const config::Scenario s = config::load_scenario(kPipeline, folded());
+  const run::Layout lay = run::resolve_layout(s);
+  REQUIRE(lay.expert_folded);
+  // TP 2 × DP 2 = 4 ranks, EP 4: one group of every rank, in the order (tp 0, dp 0), (tp 1, dp 0),
+  // (tp 0, dp 1), (tp 1, dp 1).
+  std::vector<int> expected;
+  for (int dp = 0; dp < 2; ++dp)
+    for (int tp = 0; tp < 2; ++tp) {
+      run::Coord c{};
+      c[run::Dim::tp] = tp;
+      c[run::Dim::dp] = dp;
+      expected.push_back(lay.rank_of(c));
+    }
+  CHECK(lay.ep_group(expected[0]) == expected);
+  CHECK(lay.ep_group(expected[3]) == expected);
+  CHECK(lay.ep_groups() == 1);
+  // EP 2: two groups, each one DP index's two TP ranks.
+  const run::Layout two = run::resolve_layout(config::load_scenario(kPipeline, folded({"parallel.ep=2"})));
+  CHECK(two.ep_group(expected[0]) == std::vector<int>{expected[0], expected[1]});
+  CHECK(two.ep_group(expected[2]) == std::vector<int>{expected[2], expected[3]});
+  CHECK(two.ep_groups() == 2);
+  CHECK(two.ep_group_index(expected[3]) == 1);
+}
+
+TEST_CASE("a folded MoE layer runs no TP collective and all-to-alls over TP x DP", "[run][ep]") {
+  // 4 microbatches? 8 Ki tokens over DP 2 → 2 sequences per replica: 2 microbatches.
+  for (const std::string detail : {"full", "symmetric"}) {
+    INFO(detail);
+    MemorySink sink;
+    const auto r = run::simulate(config::load_scenario(kPipeline, folded({"run.detail=" + detail})), sink,
+                                 run::TraceLevel::op);
+    REQUIRE(r.step_time_s > 0);
+    int tp_collectives = 0, all_to_alls = 0;
+    std::set<int> a2a_ranks;
+    for (const auto& e : sink.events) {
+      if (e.kind != EventKind::collective) continue;
+      const std::string& n = sink.names.at(e.name);
+      if (n == "ep all_to_all") {
+        ++all_to_alls;
+        a2a_ranks.insert(e.rank);
+      } else if (n.rfind("tp ", 0) == 0) {
+        ++tp_collectives;
+      }
+    }
+    // The EP group is all 4 ranks; a rank records 4 all-to-alls per MoE layer and microbatch
+    // (dispatch, combine, and both in backward): 4 · 3 layers · 2 microbatches = 24 per rank.
+    const int simulated = detail == "full" ? 4 : 2;  // symmetric: one replica, its 2 TP ranks
+    CHECK(static_cast<int>(a2a_ranks.size()) == simulated);
+    CHECK(all_to_alls == 24 * simulated);
+    // Sequence parallelism's collectives per TP group and microbatch: the dense layer's attention
+    // and MLP and each MoE layer's attention, an all-gather and a reduce-scatter each way (forward
+    // and backward): 4 + 3 · ... — counted against the same run with the experts split over TP,
+    // which adds each MoE layer's MLP pair: 3 layers · 4 collectives · 2 microbatches per rank more.
+    MemorySink classic_sink;
+    run::simulate(config::load_scenario(kPipeline, folded({"run.detail=" + detail, "parallel.expert_tp=2",
+                                                           "parallel.ep=2"})),
+                  classic_sink, run::TraceLevel::op);
+    int classic_tp = 0;
+    for (const auto& e : classic_sink.events)
+      if (e.kind == EventKind::collective && classic_sink.names.at(e.name).rfind("tp ", 0) == 0) ++classic_tp;
+    CHECK(classic_tp - tp_collectives == 3 * 4 * 2 * simulated);
+  }
+}
+
+TEST_CASE("folded experts are whole on a rank: E/ep of them", "[run][ep][memory]") {
+  const config::Scenario s = config::load_scenario(kPipeline, folded());
+  const auto p = workload::count_params(s.model);
+  // 3 MoE layers · 8 experts · 3 · 1,024 · 512 (SwiGLU) = 37,748,736 routed weights; folded over
+  // EP 4 a rank holds 2 whole experts per layer, a quarter of them, where the rest of the layer
+  // is split over TP 2.
+  CHECK(p.routed_experts == 3.0 * 8 * 3 * 1024 * 512);
+  CHECK(workload::expert_split(s.parallel) == 2.0);  // (rest + routed / 2) / 2 = rest / 2 + routed / 4
+  config::ParallelSpec classic = s.parallel;
+  classic.expert_tp = 2;
+  CHECK(workload::expert_split(classic) == 4.0);  // routed / 4 / 2: each expert halved as well
+}
+
+TEST_CASE("expert_tp is refused where folding is not simulated", "[run][ep][config]") {
+  CHECK_NOTHROW(config::load_scenario(kPipeline, folded()));
+  CHECK_THROWS_AS(config::load_scenario(kPipeline, folded({"parallel.expert_tp=3"})), InputError);
+  CHECK_THROWS_AS(config::load_scenario(kPipeline, folded({"parallel.sequence_parallel=false"})), InputError);
+  CHECK_THROWS_AS(config::load_scenario(kPipeline, folded({"model.shared_experts=1"})), InputError);
+  // EP inside TP × DP (4), not DP (2) alone; 8 divides neither.
+  CHECK_THROWS_AS(config::load_scenario(kPipeline, folded({"parallel.ep=8"})), InputError);
+  CHECK_THROWS_AS(config::load_scenario(kPipeline, folded({"parallel.expert_tp=2"})), InputError);  // ep 4 > dp 2
+  // A dense model has nothing to fold.
+  CHECK_THROWS_AS(config::load_scenario(kPipeline, {"parallel.pp=1", "parallel.tp=2", "parallel.dp=2",
+                                                    "parallel.sequence_parallel=true", "parallel.expert_tp=1"}),
+                  InputError);
+}
