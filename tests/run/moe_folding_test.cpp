@@ -112,7 +112,7 @@ TEST_CASE("a folded EP group takes consecutive TP x DP ranks, TP fastest", "[run
 }
 
 TEST_CASE("a folded MoE layer runs no TP collective and all-to-alls over TP x DP", "[run][ep]") {
-  // 4 microbatches? 8 Ki tokens over DP 2 → 2 sequences per replica: 2 microbatches.
+  // 8 Ki tokens over DP 2: 2 sequences per replica, 2 microbatches of one.
   for (const std::string detail : {"full", "symmetric"}) {
     INFO(detail);
     MemorySink sink;
@@ -136,10 +136,9 @@ TEST_CASE("a folded MoE layer runs no TP collective and all-to-alls over TP x DP
     const int simulated = detail == "full" ? 4 : 2;  // symmetric: one replica, its 2 TP ranks
     CHECK(static_cast<int>(a2a_ranks.size()) == simulated);
     CHECK(all_to_alls == 24 * simulated);
-    // Sequence parallelism's collectives per TP group and microbatch: the dense layer's attention
-    // and MLP and each MoE layer's attention, an all-gather and a reduce-scatter each way (forward
-    // and backward): 4 + 3 · ... — counted against the same run with the experts split over TP,
-    // which adds each MoE layer's MLP pair: 3 layers · 4 collectives · 2 microbatches per rank more.
+    // Against the same run with each expert split over TP (expert_tp 2, EP 2 along DP): that
+    // run's MoE layers also gather their tokens before the experts and reduce-scatter after them,
+    // forward and backward — 4 TP collectives per MoE layer and microbatch, 3 · 4 · 2 per rank more.
     MemorySink classic_sink;
     run::simulate(config::load_scenario(kPipeline, folded({"run.detail=" + detail, "parallel.expert_tp=2",
                                                            "parallel.ep=2"})),
