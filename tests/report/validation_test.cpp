@@ -668,6 +668,13 @@ TEST_CASE("the NeMo H100 rows: tokens/s and model TFLOP/s agree under Megatron's
   CHECK(866 * per_token(96, 12288, 1.0, 49152, 1.0, 50257, 2048, 1.0) / 1e12 == Approx(932).margin(1));
   // The long case's 26.02 405B row at GBS 1,536 (311 tokens/s, 784 TFLOP/s).
   CHECK(311 * per_token(126, 16384, 0.0625, 53248, 1.5, 128256, 8192, 0.5) / 1e12 == Approx(784).margin(1));
+  // The 25.11 Qwen3 235B-A22B row (1,575 tokens/s, 233 TFLOP/s): 94 layers of hidden 4,096, 64
+  // query heads of 128 (a·d/h = 2), 4 groups, 8 routed experts of 1,536 per token, vocabulary
+  // 151,936, sequence 4,096: 12·94·4096²·((1 + 1/16 + 0.5)·2 + 1536/4096·8·1.5 + 151936/(2·94·4096))
+  // = 1.8923e10 · 7.8223 = 148.0 GFLOP per token.
+  CHECK(1575 * 12.0 * 94 * 4096 * 4096 * ((1 + 4.0 / 64 + 0.5) * 2 + 1536.0 / 4096 * 8 * 1.5 + 151936.0 / (2 * 94 * 4096)) /
+            1e12 ==
+        Approx(233).margin(1));
   // The scenarios hold the tables' settings (and fit: no published layout is refused for memory).
   struct Row { const char* file; int gpus, tp, pp, cp, vp, gbs, mbs, seq; };
   const Row rows[] = {{"llama3-8b-8gpu-fp8cs", 8, 1, 1, 1, 1, 128, 1, 8192},
@@ -675,7 +682,8 @@ TEST_CASE("the NeMo H100 rows: tokens/s and model TFLOP/s agree under Megatron's
                       {"llama3-70b-64gpu-fp8cs-gbs256", 64, 4, 8, 1, 5, 256, 1, 8192},
                       {"llama31-405b-1024gpu-fp8cs", 1024, 8, 8, 2, 8, 512, 1, 8192},
                       {"gpt3-175b-512gpu-fp8", 512, 4, 8, 1, 6, 2048, 2, 2048},
-                      {"llama31-405b-1024gpu-fp8-gbs1536", 1024, 8, 8, 2, 8, 1536, 1, 8192}};
+                      {"llama31-405b-1024gpu-fp8-gbs1536", 1024, 8, 8, 2, 8, 1536, 1, 8192},
+                      {"qwen3-235b-256gpu-fp8cs", 256, 2, 8, 1, 4, 2048, 1, 4096}};
   for (const auto& row : rows) {
     INFO(row.file);
     const auto s = config::load_scenario(kRepo + "/scenarios/validation/nemo/" + row.file + ".yaml", {"run.steps=1"});
@@ -692,7 +700,7 @@ TEST_CASE("the NeMo H100 rows: tokens/s and model TFLOP/s agree under Megatron's
   }
   // The GBS-1,536 row is a long case (192 microbatches per step: 70–90 CPU s): `validate --case
   // nemo-h100-long` runs it, a plain `validate` leaves it out.
-  CHECK(report::plan_validation("nemo-h100", kRepo).jobs.size() == 5);
+  CHECK(report::plan_validation("nemo-h100", kRepo).jobs.size() == 6);
   CHECK(report::plan_validation("nemo-h100-long", kRepo).jobs.size() == 1);
   const auto long_names = report::validation_long_case_names();
   CHECK(std::find(long_names.begin(), long_names.end(), "nemo-h100-long") != long_names.end());
