@@ -436,7 +436,8 @@ struct ParallelSpec {
   /// megatron/core/transformer/moe/README.md "MoE Parallel Folding"; the Megatron-Bridge and NeMo
   /// MoE recipes' expert_tensor_parallel_size=1): each TP rank routes its own sequence-parallel
   /// tokens, whole experts sit on ep ranks drawn from the TP × DP ranks of a pipeline stage
-  /// (Layout::ep_group), and the MoE block runs no TP collective.
+  /// (Layout::ep_group), and the routed experts run no TP collective (shared experts stay split
+  /// over TP as the dense MLP, Megatron-core's SharedExpertMLP).
   int expert_tp = 0;
   /// Whether the experts are folded over TP × DP (expert_tp 1 with tp > 1).
   bool expert_folded() const { return expert_tp == 1 && tp > 1; }

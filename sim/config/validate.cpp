@@ -520,7 +520,7 @@ void validate_scenario(Scenario& sc, LoadState& st) {
   }
   bool folded = false;
   if (p.expert_tp != 0 && st.ok({"parallel.expert_tp", "parallel.tp", "parallel.ep", "model.experts",
-                                 "parallel.sequence_parallel", "parallel.cp", "model.shared_experts"})) {
+                                 "parallel.sequence_parallel", "parallel.cp"})) {
     if (p.expert_tp != 1 && p.expert_tp != p.tp) {
       st.report("parallel.expert_tp", "expected 1 (MoE parallel folding) or parallel.tp (" + str(p.tp) + "), got " +
                                       str(p.expert_tp) + " (other expert TP sizes are not simulated)");
@@ -534,10 +534,6 @@ void validate_scenario(Scenario& sc, LoadState& st) {
       } else if (p.cp != 1) {
         st.report("parallel.expert_tp", "1 with parallel.cp " + str(p.cp) + " is not simulated (folding over CP): "
                                         "expected cp 1");
-      } else if (m.shared_experts > 0) {
-        st.report("parallel.expert_tp", "1 with shared experts is not simulated (a shared expert runs as the "
-                                        "dense MLP, over TP): expected model.shared_experts 0, got " +
-                                        str(m.shared_experts));
       } else {
         folded = true;
       }

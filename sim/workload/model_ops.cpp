@@ -417,7 +417,9 @@ void moe_forward(const Microbatch& mb, std::vector<Op>& ops) {
   ops.push_back(marker("moe_combine", OpRole::expert_combine));
   // Read the t·k expert outputs, scale each by its gate weight and sum per token: t rows written.
   ops.push_back(elementwise("moe_unpermute", t * k * h, 1, 1.0 / k, 2, mb.bpe));
-  if (sh.shared_experts > 0) ffn(mb, "shared", t, sh.shared_experts * sh.moe_ffn / mb.tp, 1, ops);
+  // Shared experts run as the dense MLP does, over the TP group, on every token (folded or not:
+  // Megatron-core's SharedExpertMLP takes the dense layers' TP config).
+  if (sh.shared_experts > 0) ffn(mb, "shared", mb.tokens, sh.shared_experts * sh.moe_ffn / mb.tp, 1, ops);
 }
 
 std::vector<Op> forward_ops(const Microbatch& mb, bool moe) {

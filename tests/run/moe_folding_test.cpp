@@ -81,6 +81,15 @@ TEST_CASE("folded experts run on the rank's own tokens, whole, with no TP role",
   CHECK(find(classic, "mlp_up")->role == workload::OpRole::tp_column_parallel);
   // The same expert FLOPs either way: the work is redistributed, not changed.
   CHECK(up->flops == Approx(find(classic, "mlp_up")->flops));
+  // A shared expert stays split over TP as the dense MLP: every token, half its width, TP roles.
+  const config::Scenario shared = config::load_scenario(kPipeline, folded({"model.shared_experts=1"}));
+  const auto with_shared = workload::layer_forward_ops(shared.model, shared.training, 1, 2, layer, 4, true, true);
+  const auto* shared_up = find(with_shared, "shared_up");
+  REQUIRE(shared_up);
+  CHECK(shared_up->m == 2048);
+  CHECK(shared_up->n == 512);  // SwiGLU 2 · 512 over TP 2
+  CHECK(shared_up->role == workload::OpRole::tp_column_parallel);
+  CHECK(find(with_shared, "mlp_up")->m == 1024);
   // A dense layer is not folded.
   const auto dense = workload::layer_forward_ops(s.model, s.training, 1, 2, 0, 4, true, true);
   CHECK(find(dense, "mlp_up")->role == workload::OpRole::tp_column_parallel);
@@ -167,7 +176,6 @@ TEST_CASE("expert_tp is refused where folding is not simulated", "[run][ep][conf
   CHECK_NOTHROW(config::load_scenario(kPipeline, folded()));
   CHECK_THROWS_AS(config::load_scenario(kPipeline, folded({"parallel.expert_tp=3"})), InputError);
   CHECK_THROWS_AS(config::load_scenario(kPipeline, folded({"parallel.sequence_parallel=false"})), InputError);
-  CHECK_THROWS_AS(config::load_scenario(kPipeline, folded({"model.shared_experts=1"})), InputError);
   // EP inside TP × DP (4), not DP (2) alone; 8 divides neither.
   CHECK_THROWS_AS(config::load_scenario(kPipeline, folded({"parallel.ep=8"})), InputError);
   CHECK_THROWS_AS(config::load_scenario(kPipeline, folded({"parallel.expert_tp=2"})), InputError);  // ep 4 > dp 2
