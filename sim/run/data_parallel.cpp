@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -14,24 +15,24 @@ namespace {
 
 /// What the strategies share: the bytes and label of a unit, and collective names.
 struct Units {
-  explicit Units(StepBuilder& b)
+  explicit Units(StepBuilder& b, ParamPart part = ParamPart::all)
       : b_(b), L_(b.world().scenario.model.layers),
         elem_(workload::stored_parameter_bytes(b.world().scenario.training)),
-        reduce_(workload::reduce_bytes(b.world().scenario.training)) {}
+        reduce_(workload::reduce_bytes(b.world().scenario.training)), part_(part) {}
 
-  double params(int u) const { return unit_params(b_.costs(), L_, u); }
+  double params(int u) const { return unit_params(b_.costs(), L_, u, part_); }
   /// Bytes of the unit's parameters as stored and as ZeRO 1/2 all-gather them.
   double bytes(int u) const { return params(u) * elem_; }
   /// Bytes of the unit's gradients in the reduce dtype (training.reduce_dtype).
   double grad_bytes(int u) const { return params(u) * reduce_; }
   /// Bytes a ZeRO-3 all-gather of the unit moves: its linear weights at gathered_linear_bytes
   /// (1 under fp8 all-gather), the rest (norms; embedding and LM head) at the parameters' bytes.
-  double gather_bytes(int u) const { return unit_gather_bytes(b_.costs(), b_.world().scenario.training, L_, u); }
+  double gather_bytes(int u) const { return unit_gather_bytes(b_.costs(), b_.world().scenario.training, L_, u, part_); }
   std::string label(int u) const {
     return u < L_ ? "layer" + std::to_string(u) : u == L_ ? std::string("embedding") : std::string("head");
   }
   std::uint32_t name(CollectiveOp op, const std::string& what) const {
-    return b_.name(std::string("dp ") + comm::op_name(op) + " " + what);
+    return b_.name(std::string(part_ == ParamPart::experts ? "edp " : "dp ") + comm::op_name(op) + " " + what);
   }
   int layers() const { return L_; }
 
@@ -39,6 +40,7 @@ struct Units {
   StepBuilder& b_;
   int L_;
   double elem_, reduce_;
+  ParamPart part_;
 };
 
 /// ZeRO 0, 1 and 2: gradient buckets reduced as backward fills them.
@@ -47,7 +49,7 @@ class Buckets : public DataParallelStrategy {
   explicit Buckets(CollectiveOp op) : op_(op) {}
 
   std::vector<TaskId> reduce_gradients(StepBuilder& b, const ReductionGroup& g) const override {
-    const Units u(b);
+    const Units u(b, g.part);
     UnitTasks& t = b.units();
     const double bucket_bytes = b.world().scenario.parallel.bucket_bytes;
     std::vector<TaskId> done;
@@ -55,7 +57,8 @@ class Buckets : public DataParallelStrategy {
     int bucket = 0;
     for (std::size_t i = 0; i < g.units.size(); ++i) {
       filled += u.grad_bytes(g.units[i]);
-      if (filled >= bucket_bytes || i + 1 == g.units.size()) {
+      // (An expert group's last units, the dense ones, may leave nothing to reduce.)
+      if (filled >= bucket_bytes || (i + 1 == g.units.size() && (filled > 0 || g.part != ParamPart::experts))) {
         const TaskId c = b.collective(op_, g.group, filled, u.name(op_, "bucket" + std::to_string(bucket++)), g.members,
                                       g.communicator);
         for (int mem : g.members) b.depend(t.at(t.bwd_last, mem, g.last_microbatch, g.units[i]), c);
@@ -66,6 +69,7 @@ class Buckets : public DataParallelStrategy {
     }
     return done;
   }
+  bool splits_experts() const override { return true; }
 
  private:
   CollectiveOp op_;
@@ -89,7 +93,7 @@ class ShardedOptimizer final : public Buckets {
 
   /// The all-gather of the updated shards after the optimizer: every unit the rank holds.
   static void gather_updated_parameters(StepBuilder& b, const ReductionGroup& g, const std::vector<TaskId>& optimizer) {
-    const Units u(b);
+    const Units u(b, g.part);
     double held = 0;
     for (int unit : g.units) held += bytes(b, u, unit);
     const TaskId ag = b.collective(CollectiveOp::all_gather, g.group, held, u.name(CollectiveOp::all_gather, "params"),
@@ -110,7 +114,7 @@ class ShardedOptimizer final : public Buckets {
   /// pre-hook of unit i − 1, i.e. once unit i − 2's first forward is done (finish_param_sync
   /// dispatches the next bucket group's all-gather).
   static void gather_during_forward(StepBuilder& b, const ReductionGroup& g) {
-    const Units u(b);
+    const Units u(b, g.part);
     UnitTasks& t = b.units();
     for (std::size_t i = 0; i < g.first_use.size(); ++i) {
       const auto [unit, mb] = g.first_use[i];
@@ -391,17 +395,25 @@ void tied_embedding_reduction(StepBuilder& b, const std::vector<ReductionGroup>&
 
 }  // namespace
 
-double unit_params(const Costs& costs, int layers, int u) {
-  return u < layers ? costs.layer(u).params : u == layers ? costs.embed_params : costs.head_params;
-}
-
-double unit_gather_bytes(const Costs& costs, const config::TrainingSpec& training, int layers, int u) {
-  const double pb = workload::parameter_bytes(training.precision);
+double unit_params(const Costs& costs, int layers, int u, ParamPart part) {
   if (u < layers) {
     const LayerCosts& l = costs.layer(u);
-    return l.linear_params * workload::gathered_linear_bytes(training) + (l.params - l.linear_params) * pb;
+    return part == ParamPart::all ? l.params : part == ParamPart::experts ? l.expert_params : l.params - l.expert_params;
   }
-  return unit_params(costs, layers, u) * pb;
+  if (part == ParamPart::experts) return 0;
+  return u == layers ? costs.embed_params : costs.head_params;
+}
+
+double unit_gather_bytes(const Costs& costs, const config::TrainingSpec& training, int layers, int u, ParamPart part) {
+  const double pb = workload::parameter_bytes(training.precision);
+  const double gathered = workload::gathered_linear_bytes(training);
+  if (u < layers) {
+    const LayerCosts& l = costs.layer(u);
+    if (part == ParamPart::experts) return l.expert_params * gathered;
+    const double linear = part == ParamPart::dense ? l.linear_params - l.expert_params : l.linear_params;
+    return linear * gathered + (l.params - l.linear_params) * pb;
+  }
+  return unit_params(costs, layers, u, part) * pb;
 }
 
 std::unique_ptr<DataParallelStrategy> make_data_parallel(const config::Scenario& s) {
@@ -483,20 +495,63 @@ void build_data_parallel(StepBuilder& b, const DataParallelStrategy& strategy, c
     for (std::size_t local = 0; local < tied_of.size(); ++local)
       if (tied_of[local] != kNoTask) groups[static_cast<std::size_t>(group_of[local])].after.push_back(tied_of[local]);
   }
+  // The routed experts' own groups (strategy.splits_experts): each dense group keeps the rest,
+  // and the ranks that hold the same experts (Layout::edp_group) reduce those, on a
+  // communicator of their own (Megatron-core's expert-data-parallel process group).
+  const std::size_t dense_groups = groups.size();
+  if (strategy.splits_experts() && lay.ep > 1 && b.costs().moe.expert_params > 0) {
+    std::set<int> made;  // the first rank of every expert group made
+    for (std::size_t k = 0; k < dense_groups; ++k) {
+      groups[k].part = ParamPart::dense;
+      const ReductionGroup dense = groups[k];
+      for (int mem : dense.members) {
+        const std::vector<int> edp = lay.edp_group(b.ranks()[static_cast<std::size_t>(mem)]);
+        // A rank alone with its experts (EP = TP·DP folded, or EP = DP·CP) reduces nothing.
+        if (edp.size() < 2 || !made.insert(edp.front()).second) continue;
+        ReductionGroup e = dense;
+        e.part = ParamPart::experts;
+        e.group = edp;
+        e.members = b.simulated(edp);
+        e.after.clear();
+        e.communicator = b.add_stream("edp" + std::to_string(edp.front()) + "/communicator");
+        groups.push_back(std::move(e));
+      }
+    }
+  }
   std::vector<std::vector<TaskId>> grads_done;
   for (const ReductionGroup& g : groups) grads_done.push_back(strategy.reduce_gradients(b, g));
   if (!deepspeed) tied_embedding_reduction(b, groups, group_of, grads_done, tied_of);
 
-  for (std::size_t k = 0; k < groups.size(); ++k) {
-    const ReductionGroup& g = groups[k];
-    // Optimizer over the parameters this rank owns, once its gradients are reduced.
-    std::vector<TaskId> opt;
-    for (int mem : g.members) {
-      const TaskId o = b.compute(mem, EventKind::optimizer, b.costs().optimizer, opt_name);
-      for (TaskId d : grads_done[k]) b.depend(d, o);
-      if (tied_of[static_cast<std::size_t>(mem)] != kNoTask) b.depend(tied_of[static_cast<std::size_t>(mem)], o);
-      opt.push_back(o);
+  if (groups.size() == dense_groups) {
+    for (std::size_t k = 0; k < groups.size(); ++k) {
+      const ReductionGroup& g = groups[k];
+      // Optimizer over the parameters this rank owns, once its gradients are reduced.
+      std::vector<TaskId> opt;
+      for (int mem : g.members) {
+        const TaskId o = b.compute(mem, EventKind::optimizer, b.costs().optimizer, opt_name);
+        for (TaskId d : grads_done[k]) b.depend(d, o);
+        if (tied_of[static_cast<std::size_t>(mem)] != kNoTask) b.depend(tied_of[static_cast<std::size_t>(mem)], o);
+        opt.push_back(o);
+      }
+      strategy.after_optimizer(b, g, opt);
     }
+    return;
+  }
+  // With expert groups a rank is in two groups: one optimizer, after both reductions.
+  std::vector<TaskId> opt_of(b.ranks().size(), kNoTask);
+  for (std::size_t k = 0; k < dense_groups; ++k) {
+    for (int mem : groups[k].members) {
+      const TaskId o = b.compute(mem, EventKind::optimizer, b.costs().optimizer, opt_name);
+      if (tied_of[static_cast<std::size_t>(mem)] != kNoTask) b.depend(tied_of[static_cast<std::size_t>(mem)], o);
+      opt_of[static_cast<std::size_t>(mem)] = o;
+    }
+  }
+  for (std::size_t k = 0; k < groups.size(); ++k)
+    for (int mem : groups[k].members)
+      for (TaskId d : grads_done[k]) b.depend(d, opt_of[static_cast<std::size_t>(mem)]);
+  for (const ReductionGroup& g : groups) {
+    std::vector<TaskId> opt;
+    for (int mem : g.members) opt.push_back(opt_of[static_cast<std::size_t>(mem)]);
     strategy.after_optimizer(b, g, opt);
   }
 }

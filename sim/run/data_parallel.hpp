@@ -20,6 +20,7 @@
 ///   the flat parameter: the rate limiter's event), not merely started it.
 /// Gradients travel in training.reduce_dtype; ZeRO-3 gathers linear weights in fp8 under
 /// training.fp8_all_gather.
+#include <cstdint>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -29,9 +30,17 @@
 
 namespace ironlaw::run::detail {
 
+/// Which of a unit's parameters a reduction group reduces.
+enum class ParamPart : std::uint8_t {
+  all,      ///< every parameter (no separate expert group)
+  dense,    ///< all but the routed experts, over DP × CP
+  experts,  ///< the routed experts, over the ranks that hold the same experts (Layout::edp_group)
+};
+
 /// One gradient-reduction group as the strategies see it.
 struct ReductionGroup {
   std::vector<int> group;    ///< global ranks that hold the same parameters (DP × CP)
+  ParamPart part = ParamPart::all;
   std::vector<int> members;  ///< their simulated local indices
   std::vector<int> units;    ///< the units the representative holds, in the order backward completes them
   int last_microbatch = 0;   ///< the microbatch whose backward completes the gradients
@@ -64,15 +73,22 @@ class DataParallelStrategy {
   virtual std::vector<TaskId> reduce_gradients(StepBuilder& b, const ReductionGroup& g) const = 0;
   /// What follows the optimizer (ZeRO 1/2: the parameter all-gather). `optimizer`: its tasks.
   virtual void after_optimizer(StepBuilder&, const ReductionGroup&, const std::vector<TaskId>&) const {}
+  /// Whether the strategy reduces the routed experts over their own group (ParamPart): the
+  /// bucketed ones (ZeRO 0–2), as Megatron-core's DistributedDataParallel keeps the expert
+  /// parameters in buffers of their own, reduced over the expert-data-parallel group
+  /// (distributed_data_parallel.py expert_parallel_buffers). FSDP and DeepSpeed's BF16_Optimizer
+  /// reduce them with the rest over DP × CP (an overcount of their traffic).
+  virtual bool splits_experts() const { return false; }
 };
 
 /// The parameters unit `u` holds on one rank: 0 … layers−1 the layers, `layers` the embedding,
-/// layers+1 the head. O(1).
-double unit_params(const Costs& costs, int layers, int u);
+/// layers+1 the head; of them, `part`'s. O(1).
+double unit_params(const Costs& costs, int layers, int u, ParamPart part = ParamPart::all);
 /// Bytes a ZeRO-3 all-gather of unit `u` moves (and leaves gathered): a layer's linear weights
 /// at gathered_linear_bytes (1 under fp8 all-gather), its norm gains and the embedding and head
 /// at parameter_bytes. O(1).
-double unit_gather_bytes(const Costs& costs, const config::TrainingSpec& training, int layers, int u);
+double unit_gather_bytes(const Costs& costs, const config::TrainingSpec& training, int layers, int u,
+                         ParamPart part = ParamPart::all);
 
 /// The strategy of the scenario: DeepSpeed's BF16_Optimizer reduction under
 /// training.bf16_optimizer (ZeRO 0–2), else that of ZeRO stage parallel.zero (0–3); throws

@@ -68,6 +68,30 @@ int Layout::ep_group_index(int rank) const {
   return expert_folded ? (c[Dim::tp] + tp * c[Dim::dp]) / ep : c[Dim::dp] / ep;
 }
 
+std::vector<int> Layout::edp_group(int rank) const {
+  const Coord c = coord_of(rank);
+  std::vector<int> out;
+  if (expert_folded) {
+    const int place = (c[Dim::tp] + tp * c[Dim::dp]) % ep;
+    Coord x = c;
+    for (int q = place; q < tp * dp; q += ep) {
+      x[Dim::tp] = q % tp;
+      x[Dim::dp] = q / tp;
+      out.push_back(rank_of(x));
+    }
+  } else {
+    Coord x = c;
+    for (int d = c[Dim::dp] % ep; d < dp; d += ep)
+      for (int k = 0; k < cp; ++k) {
+        x[Dim::dp] = d;
+        x[Dim::cp] = k;
+        out.push_back(rank_of(x));
+      }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 int Layout::first_layer(int j) const {
   return std::accumulate(chunk_layers.begin(), chunk_layers.begin() + j, 0);
 }

@@ -60,6 +60,10 @@ struct Layout {
   /// index's DP ranks, and the number of such groups: for the symmetric mode, which starts the
   /// all-to-alls of the groups it does not simulate. O(1).
   int ep_group_index(int rank) const;
+  /// The ranks that hold the same routed experts as `rank` (Megatron-core's expert data-parallel
+  /// group): those of its stage and TP index (folded: of its stage) whose place in their EP group
+  /// is the same, over CP as well: DP·CP/EP ranks (folded: TP·DP/EP). In rank order. O(size).
+  std::vector<int> edp_group(int rank) const;
   int ep_groups() const { return expert_folded ? tp * dp / ep : dp / ep; }
   /// Number of model chunks = pp · virtual_stages.
   int chunks() const { return pp * virtual_stages; }

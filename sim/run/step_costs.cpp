@@ -199,6 +199,7 @@ Costs build_costs(const config::Scenario& s, const Layout& lay, const config::Tr
     if (s.model.experts > 1) one.dense_layers = workload::is_moe_layer(s.model, layer) ? 0 : 1;
     const auto p = workload::count_params(one);
     lc.linear_params = (p.attention + p.mlp - p.routed_experts + p.routed_experts / workload::expert_split(s.parallel)) / lay.tp;
+    lc.expert_params = p.routed_experts / workload::expert_split(s.parallel) / lay.tp;
     // The layer's norms: a two-layer model counts the final norm once as this one-layer model
     // does, so the difference is one layer's norm gains (and biases, MLA latent norms).
     config::ModelSpec two = one;

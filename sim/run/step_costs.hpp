@@ -236,6 +236,7 @@ struct LayerCosts {
   PartList input_grad, weight_grad;
   double params = 0;  // held by one rank: split over TP, routed experts over EP
   double linear_params = 0;  // the part of params in linear layers (not the norms)
+  double expert_params = 0;  // the part of linear_params in routed experts (reduced over their own DP group)
 };
 
 struct Costs {

@@ -184,3 +184,45 @@ TEST_CASE("expert_tp is refused where folding is not simulated", "[run][ep][conf
                                                     "parallel.sequence_parallel=true", "parallel.expert_tp=1"}),
                   InputError);
 }
+
+TEST_CASE("routed experts' gradients are reduced over the ranks that hold the same experts", "[run][ep][zero]") {
+  // Layout::edp_group by hand. Classic, DP 4 with EP 2 (TP 1): DP indices 0 and 2 hold the same
+  // experts, 1 and 3 the others. Folded (TP 2 × DP 2, EP 2): q = tp + 2·dp, same experts where
+  // q mod 2 agrees: (tp 0, dp 0) with (tp 0, dp 1).
+  const auto classic_s = config::load_scenario(kPipeline, {"model=tiny-moe.yaml", "parallel.pp=1", "parallel.dp=4",
+                                                           "parallel.ep=2", "training.global_batch_tokens=8 Ki"});
+  const run::Layout classic = run::resolve_layout(classic_s);
+  auto rank = [](const run::Layout& l, int tp, int dp) {
+    run::Coord c{};
+    c[run::Dim::tp] = tp;
+    c[run::Dim::dp] = dp;
+    return l.rank_of(c);
+  };
+  CHECK(classic.edp_group(rank(classic, 0, 2)) == std::vector<int>{rank(classic, 0, 0), rank(classic, 0, 2)});
+  CHECK(classic.edp_group(rank(classic, 0, 1)) == std::vector<int>{rank(classic, 0, 1), rank(classic, 0, 3)});
+  const run::Layout folded_l = run::resolve_layout(config::load_scenario(kPipeline, folded({"parallel.ep=2"})));
+  CHECK(folded_l.edp_group(rank(folded_l, 0, 1)) == std::vector<int>{rank(folded_l, 0, 0), rank(folded_l, 0, 1)});
+  // EP 4 = TP·DP: every rank alone with its experts.
+  const run::Layout alone = run::resolve_layout(config::load_scenario(kPipeline, folded()));
+  CHECK(alone.edp_group(rank(alone, 1, 1)).size() == 1);
+
+  // The classic run's gradient buckets (ZeRO 1, reduce-scattered): by hand tiny-moe's routed
+  // experts are 3 layers · 8 · 3 · 1,024 · 512 = 37,748,736 weights, 18,874,368 on a rank of EP 2,
+  // reduced in bf16 (2 B) over their group of 2: 37,748,736 B in "edp" buckets per rank; every
+  // other parameter in the "dp" buckets over all 4 ranks, but the final norm's 1,024 gains (the
+  // head unit holds the LM head alone, step_costs.hpp).
+  MemorySink sink;
+  const auto r = run::simulate(classic_s, sink, run::TraceLevel::op);
+  REQUIRE(r.step_time_s > 0);
+  double edp_bytes = 0, dp_bytes = 0;
+  for (const auto& e : sink.events) {
+    if (e.kind != EventKind::collective || e.rank != 0) continue;
+    const std::string& n = sink.names.at(e.name);
+    if (n.rfind("edp reduce_scatter", 0) == 0) edp_bytes += e.bytes;
+    if (n.rfind("dp reduce_scatter", 0) == 0) dp_bytes += e.bytes;
+  }
+  const double expert_bytes = 3.0 * 8 * 3 * 1024 * 512 / 2 * 2;
+  const auto p = workload::count_params(classic_s.model);
+  CHECK(edp_bytes == Approx(expert_bytes));
+  CHECK(dp_bytes == Approx((p.total() - p.routed_experts - 1024) * 2));
+}
