@@ -438,10 +438,8 @@ void build_data_parallel(StepBuilder& b, const DataParallelStrategy& strategy, c
     const Coord c = lay.coord_of(r);
     if (c[Dim::dp] != 0 || c[Dim::cp] != 0) continue;  // one representative per group
     ReductionGroup g;
-    // Gradients are reduced over the ranks that hold the same parameters: DP × CP. (Routed
-    // experts are reduced over the same group here, though only DP·CP/EP ranks hold the same
-    // experts — TP·DP/EP under MoE parallel folding, a single rank when EP = TP·DP: their
-    // traffic is overcounted, by the most there.)
+    // Gradients are reduced over the ranks that hold the same parameters: DP × CP (the routed
+    // experts, under strategies that split them, over their own group: below).
     g.group = lay.group(r, Dim::dp, Dim::cp);
     g.members = b.simulated(g.group);  // all, or replica 0's CP ranks
     const std::string tag = "dp" + std::to_string(r);
