@@ -19,7 +19,9 @@
 ///   unit's gather waits until the unit two before it has finished its pass (its reshard frees
 ///   the flat parameter: the rate limiter's event), not merely started it.
 /// Gradients travel in training.reduce_dtype; ZeRO-3 gathers linear weights in fp8 under
-/// training.fp8_all_gather.
+/// training.fp8_all_gather. Under ZeRO 0–2 a MoE model's routed experts form groups of their own
+/// (the ranks holding the same experts), reduced beside the dense groups on their own
+/// communicators.
 #include <cstdint>
 #include <memory>
 #include <utility>
@@ -39,8 +41,8 @@ enum class ParamPart : std::uint8_t {
 
 /// One gradient-reduction group as the strategies see it.
 struct ReductionGroup {
-  std::vector<int> group;    ///< global ranks that hold the same parameters (DP × CP)
-  ParamPart part = ParamPart::all;
+  std::vector<int> group;    ///< global ranks that hold the same parameters (DP × CP; experts: Layout::edp_group)
+  ParamPart part = ParamPart::all;  ///< which of the units' parameters it reduces
   std::vector<int> members;  ///< their simulated local indices
   std::vector<int> units;    ///< the units the representative holds, in the order backward completes them
   int last_microbatch = 0;   ///< the microbatch whose backward completes the gradients
