@@ -550,6 +550,15 @@ struct MemoryBreakdown {
 /// training.optimizer_dtype bf16 no master and 2 per state tensor (adam: 4).
 /// Mixed-precision Adam at ZeRO-0: 2 + 2 + 12 = 16 B/param exactly; ZeRO-3: 16/dp.
 MemoryBreakdown model_state_memory(double params_local, const config::TrainingSpec& training, int zero, int dp);
+/// The same for a rank holding `expert_local` routed-expert parameters among its `params_local`:
+/// the rest sharded over `dp` (the ZeRO ranks, dp × cp), the experts over the ranks that hold the
+/// same experts, expert_zero_ranks(parallel, dp) — Megatron-core's distributed optimizer and
+/// DeepSpeed shard expert parameters over the expert-data-parallel group.
+MemoryBreakdown model_state_memory(double params_local, double expert_local, const config::TrainingSpec& training,
+                                   const config::ParallelSpec& parallel, int dp);
+/// The ranks that hold the same routed experts, among `dp` ZeRO ranks (dp × cp): dp / ep, or
+/// tp · dp / ep under MoE parallel folding; at least 1.
+int expert_zero_ranks(const config::ParallelSpec& parallel, int dp);
 
 /// Activation bytes one transformer layer keeps for backward, per microbatch of `sequences`
 /// sequences, on one GPU: what autograd keeps per op of the actual layer, Korthikanti et al.

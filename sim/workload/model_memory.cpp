@@ -260,6 +260,24 @@ double backward_gradient_bytes(const config::ModelSpec& model, const config::Tra
   return tokens * bytes_per_element(training.precision) * (h / sp + std::max(mlp, attention));
 }
 
+int expert_zero_ranks(const config::ParallelSpec& parallel, int dp) {
+  const int holders = parallel.expert_folded() ? parallel.tp * dp : dp;
+  return std::max(1, holders / std::max(1, parallel.ep));
+}
+
+MemoryBreakdown model_state_memory(double params_local, double expert_local, const config::TrainingSpec& training,
+                                   const config::ParallelSpec& parallel, int dp) {
+  MemoryBreakdown m = model_state_memory(params_local - expert_local, training, parallel.zero, dp);
+  if (expert_local > 0) {
+    const MemoryBreakdown e =
+        model_state_memory(expert_local, training, parallel.zero, expert_zero_ranks(parallel, dp));
+    m.weights += e.weights;
+    m.gradients += e.gradients;
+    m.optimizer += e.optimizer;
+  }
+  return m;
+}
+
 MemoryBreakdown memory_per_gpu(const config::ModelSpec& model, const config::TrainingSpec& training,
                                const config::ParallelSpec& parallel, int dp, int in_flight_microbatches) {
   if (parallel.tp < 1 || parallel.pp < 1 || parallel.ep < 1) throw std::invalid_argument("tp, pp and ep must be >= 1");
@@ -268,7 +286,8 @@ MemoryBreakdown memory_per_gpu(const config::ModelSpec& model, const config::Tra
   const ParamCount p = count_params(model);
   const double params_local =
       (p.total() - p.routed_experts + p.routed_experts / expert_split(parallel)) / (parallel.tp * parallel.pp);
-  MemoryBreakdown m = model_state_memory(params_local, training, parallel.zero, dp);
+  const double expert_local = p.routed_experts / expert_split(parallel) / (parallel.tp * parallel.pp);
+  MemoryBreakdown m = model_state_memory(params_local, expert_local, training, parallel, dp);
 
   const double layers_local = std::ceil(static_cast<double>(model.layers) / parallel.pp);
   const double per_layer = activation_bytes_per_layer(model, training, parallel, parallel.microbatch_size);

@@ -100,7 +100,9 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
   const double last_params = stage.last ? (head + final_norm) / t : 0.0;
   const double root_params = first_params + last_params;
   const double params_local = layers_local * layer_params + root_params;
-  const MemoryBreakdown state = model_state_memory(params_local, training, parallel.zero, dp);
+  // The routed experts' share of them, sharded over the ranks that hold the same experts.
+  const double expert_local = layers_local * p.routed_experts / expert_split(parallel) / model.layers / t;
+  const MemoryBreakdown state = model_state_memory(params_local, expert_local, training, parallel, dp);
 
   const double activations = activation_bytes_per_layer(model, training, parallel, parallel.microbatch_size);
   const double recomputed = recomputed_activation_bytes(model, training, parallel, parallel.microbatch_size);
@@ -153,10 +155,11 @@ StepMemoryPeaks replay_step_memory(const config::ModelSpec& model, const config:
   }
   Replay r(rules);
   // Model state, held for good: per layer, then the root modules (embedding, final norm, LM head).
+  // (Per parameter, unsharded: the master copy and the moments.)
   const int optimizer_tensors =
       params_local > 0
-          ? std::max(1, static_cast<int>(std::lround(state.optimizer * (parallel.zero >= 1 ? dp : 1) / params_local /
-                                                   optimizer_state_bytes(training))))
+          ? std::max(1, static_cast<int>(std::lround(model_state_memory(params_local, training, 0, 1).optimizer /
+                                                   params_local / optimizer_state_bytes(training))))
           : 1;
   // torch.optim (the frameworks that run torch's own modules, training.framework eager or
   // compile) creates its state lazily, in the first step() (AdamW _init_group: exp_avg and

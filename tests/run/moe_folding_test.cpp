@@ -226,3 +226,26 @@ TEST_CASE("routed experts' gradients are reduced over the ranks that hold the sa
   CHECK(edp_bytes == Approx(expert_bytes));
   CHECK(dp_bytes == Approx((p.total() - p.routed_experts - 1024) * 2));
 }
+
+TEST_CASE("ZeRO shards the routed experts' state over the ranks that hold the same experts", "[workload][ep][memory]") {
+  // Megatron-core's distributed optimizer keeps the experts in buffers of their own, sharded
+  // over the expert-data-parallel group. Classic EP 2 on DP 4: 2 ranks hold the same experts;
+  // folded EP 4 on TP 2 × DP 2: 1; folded EP 2: 2.
+  const auto classic_s = config::load_scenario(kPipeline, {"model=tiny-moe.yaml", "parallel.pp=1", "parallel.dp=4",
+                                                           "parallel.ep=2", "training.global_batch_tokens=8 Ki"});
+  CHECK(workload::expert_zero_ranks(classic_s.parallel, 4) == 2);
+  CHECK(workload::expert_zero_ranks(config::load_scenario(kPipeline, folded()).parallel, 2) == 1);
+  CHECK(workload::expert_zero_ranks(config::load_scenario(kPipeline, folded({"parallel.ep=2"})).parallel, 2) == 2);
+  // By hand, ZeRO 1 with Adam in bf16 (fp32 master, m, v: 12 B per parameter, sharded): 1,000
+  // parameters of which 400 experts, dense over 4 ranks and experts over 2: optimizer
+  // 600 · 12 / 4 + 400 · 12 / 2 = 1,800 + 2,400 = 4,200 B; the weights whole (1,000 · 2 B).
+  config::TrainingSpec t = classic_s.training;
+  t.optimizer = "adam";
+  config::ParallelSpec p = classic_s.parallel;
+  p.zero = 1;
+  const auto m = workload::model_state_memory(1000, 400, t, p, 4);
+  CHECK(m.optimizer == Approx(4200));
+  CHECK(m.weights == Approx(2000));
+  // Without experts it is the plain count.
+  CHECK(workload::model_state_memory(1000, 0, t, p, 4).optimizer == Approx(3000));
+}
