@@ -840,7 +840,7 @@ std::vector<Op> logit_metric_ops(const config::ModelSpec& model, const config::T
 
 std::vector<Op> layer_recompute_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
                                     int sequences, int tp, int layer, int ep, bool sequence_parallel,
-                                   bool expert_folded) {
+                                    bool expert_folded) {
   const bool moe = is_moe_layer(model, layer);
   Microbatch mb = microbatch(model, training, sequences, tp, ep, sequence_parallel);
   mb.expert_folded = expert_folded && moe && tp > 1;
