@@ -130,31 +130,54 @@ ValidationRow oom_row(const std::string& label, const run::SimulationResult& r, 
 using Matches = std::function<bool(const config::Scenario&)>;
 using Predict = std::function<double(const config::Scenario&, const run::SimulationResult&)>;
 
-/// The row of one published figure (`label`, `published` in `unit`, from `source`; a duration
-/// when `duration`) against one step of the scenario at `path`, simulated untraced: a row
-/// "(no scenario)" without a prediction when the file is absent (the tests run a subset that
-/// way); std::logic_error "PATH does not match RUN" when `matches` refuses the loaded scenario
-/// (a drifted file would validate something else); oom_row when the layout does not fit; else
-/// `predict(scenario, result)`. Nothing is fitted per row.
-std::vector<ValidationRow> simulated_row(const std::string& label, double published, const std::string& unit,
-                                         const std::string& source, bool duration, const std::string& path,
-                                         const Matches& matches, const std::string& run, const Predict& predict) {
+/// One published figure: what it is, its value, where it comes from.
+struct Figure {
+  std::string label;
+  double published = 0;
+  std::string source;
+};
+
+/// The rows of published figures (`figures`, each in `unit`; durations when `duration`) that one
+/// configuration produced, against one step of the scenario at `path`, simulated untraced once
+/// for all of them: rows "(no scenario)" without a prediction when the file is absent (the tests
+/// run a subset that way); std::logic_error "PATH does not match RUN" when `matches` refuses the
+/// loaded scenario (a drifted file would validate something else); oom_row when the layout does
+/// not fit; else `predict(scenario, result)`. Nothing is fitted per row.
+std::vector<ValidationRow> simulated_rows(const std::vector<Figure>& figures, const std::string& unit, bool duration,
+                                          const std::string& path, const Matches& matches, const std::string& run,
+                                          const Predict& predict) {
+  std::vector<ValidationRow> rows;
   if (!std::filesystem::exists(path)) {
-    return {{label + " (no scenario)", published, std::numeric_limits<double>::quiet_NaN(), unit, source, duration}};
+    for (const auto& f : figures)
+      rows.push_back({f.label + " (no scenario)", f.published, std::numeric_limits<double>::quiet_NaN(), unit, f.source,
+                      duration});
+    return rows;
   }
   const config::Scenario s = config::load_scenario(path, {"run.steps=1"});
   if (!matches(s)) throw std::logic_error(path + " does not match " + run);
   NullSink sink;
   const auto r = run::simulate(s, sink, run::TraceLevel::none);
-  if (r.out_of_memory) return {oom_row(label, r, published, unit, source, duration)};
-  return {{label, published, predict(s, r), unit, source, duration}};
+  for (const auto& f : figures) {
+    rows.push_back(r.out_of_memory ? oom_row(f.label, r, f.published, unit, f.source, duration)
+                                   : ValidationRow{f.label, f.published, predict(s, r), unit, f.source, duration});
+  }
+  return rows;
 }
 
-/// The job `job` of one published row: simulated_row with these arguments when it runs (planning
-/// only stores them). `matches` and `predict` are kept in the job: they capture by value.
+/// The job `job` of published figures one configuration produced: simulated_rows with these
+/// arguments when it runs (planning only stores them). `matches` and `predict` are kept in the
+/// job: they capture by value.
+ValidationJob simulated_job(std::string job, std::vector<Figure> figures, std::string unit, bool duration,
+                            std::string path, Matches matches, std::string run, Predict predict) {
+  return {std::move(job), [=] { return simulated_rows(figures, unit, duration, path, matches, run, predict); }};
+}
+
+/// The job `job` of one published row (`label`, `published` in `unit`, from `source`; a duration
+/// when `duration`): the one-figure simulated_job.
 ValidationJob simulated_job(std::string job, std::string label, double published, std::string unit, std::string source,
                             bool duration, std::string path, Matches matches, std::string run, Predict predict) {
-  return {std::move(job), [=] { return simulated_row(label, published, unit, source, duration, path, matches, run, predict); }};
+  return simulated_job(std::move(job), {{std::move(label), published, std::move(source)}}, std::move(unit), duration,
+                       std::move(path), std::move(matches), std::move(run), std::move(predict));
 }
 
 /// The simulated step time [s]: the prediction of a published iteration time.
@@ -274,31 +297,18 @@ ValidationPlan megatron_moe_plan(const std::string& data_dir) {
                           "438 TFLOPS as of MCore v0.8, Reference Best Parallel Mapping; scenarios/validation/megatron-moe/";
   const std::string v09 = "NVIDIA/Megatron-LM megatron/core/transformer/moe/README.md at c230e0d7c2 (2024-11-21): "
                           "468 TFLOPS as of MCore v0.9, the same mapping; scenarios/validation/megatron-moe/";
-  plan.jobs.push_back({"mixtral-8x7b-64gpu", [path, base, v08, v09] {
-    const double nan = std::numeric_limits<double>::quiet_NaN();
-    std::vector<ValidationRow> rows{{base + ", MCore v0.8", 438, nan, "TFLOP/s", v08},
-                                    {base + ", MCore v0.9", 468, nan, "TFLOP/s", v09}};
-    if (!std::filesystem::exists(path)) {
-      for (auto& r : rows) r.label += " (no scenario)";
-      return rows;
-    }
-    const config::Scenario s = config::load_scenario(path, {"run.steps=1"});
-    if (!(s.model.layers == 32 && s.model.hidden == 4096 && s.model.experts == 8 && s.model.experts_per_token == 2 &&
-          s.parallel.tp == 1 && s.parallel.ep == 8 && s.parallel.pp == 4 && s.parallel.virtual_stages == 8 &&
-          s.gpus() == 64 && s.training.sequence_length == 4096 && s.training.global_batch_tokens == 256.0 * 4096)) {
-      throw std::logic_error(path + " does not match the Megatron-core MoE README's Mixtral 8x7B mapping");
-    }
-    NullSink sink;
-    const auto r = run::simulate(s, sink, run::TraceLevel::none);
-    for (auto& row : rows) {
-      if (r.out_of_memory) {
-        row = oom_row(row.label, r, row.published, row.unit, row.source, false);
-      } else {
-        row.predicted = megatron_core_iteration_flops(s, 256) / (r.step_time_s * r.gpus) / 1e12;
-      }
-    }
-    return rows;
-  }});
+  plan.jobs.push_back(simulated_job(
+      "mixtral-8x7b-64gpu", {{base + ", MCore v0.8", 438, v08}, {base + ", MCore v0.9", 468, v09}}, "TFLOP/s", false,
+      path,
+      [](const config::Scenario& s) {
+        return s.model.layers == 32 && s.model.hidden == 4096 && s.model.experts == 8 && s.model.experts_per_token == 2 &&
+               s.parallel.tp == 1 && s.parallel.ep == 8 && s.parallel.pp == 4 && s.parallel.virtual_stages == 8 &&
+               s.gpus() == 64 && s.training.sequence_length == 4096 && s.training.global_batch_tokens == 256.0 * 4096;
+      },
+      "the Megatron-core MoE README's Mixtral 8x7B mapping",
+      [](const config::Scenario& s, const run::SimulationResult& r) {
+        return megatron_core_iteration_flops(s, 256) / (r.step_time_s * r.gpus) / 1e12;
+      }));
   return plan;
 }
 
