@@ -81,23 +81,21 @@ struct PassTimes {
 };
 
 PassTimes layer_times(const config::Scenario& s, const config::TrainingSpec& per_rank, int sequences, int tp, int layer,
-                      int ep) {
+                      int ep, bool expert_folded) {
   const auto& dev = s.topology.device;
   const std::string& prec = s.training.precision;
   PassTimes t;
   // A steady microbatch (the first one of a step also casts the weights TE caches).
-  // The scenario's expert TP (MoE parallel folding) holds for every layout the planner tries.
-  const bool folded = s.parallel.expert_tp == 1 && tp > 1;
   const auto fwd =
-      workload::steady_microbatch(workload::layer_forward_ops(s.model, per_rank, sequences, tp, layer, ep, false, folded));
+      workload::steady_microbatch(workload::layer_forward_ops(s.model, per_rank, sequences, tp, layer, ep, false, expert_folded));
   t.forward = sum_time(fwd, dev, prec);
   for (const auto& op : fwd)
     if (op.role == workload::OpRole::attention_core) t.attention += workload::op_time(op, dev, prec).seconds();
-  const auto bwd = workload::layer_backward_ops(s.model, per_rank, sequences, tp, layer, ep, false, folded);
+  const auto bwd = workload::layer_backward_ops(s.model, per_rank, sequences, tp, layer, ep, false, expert_folded);
   t.backward = sum_time(bwd, dev, prec);
   for (const auto& op : bwd)
     if (op.role == workload::OpRole::weight_grad) t.weight_grad += workload::op_time(op, dev, prec).seconds();
-  t.recompute = sum_time(workload::layer_recompute_ops(s.model, per_rank, sequences, tp, layer, ep, false, folded), dev, prec);
+  t.recompute = sum_time(workload::layer_recompute_ops(s.model, per_rank, sequences, tp, layer, ep, false, expert_folded), dev, prec);
   return t;
 }
 
@@ -352,9 +350,9 @@ PlanPrediction predict_step(const config::Scenario& s) {
   const int chunk_layers = *std::max_element(lay.chunk_layers.begin(), lay.chunk_layers.end());
   const int stage_layers = chunk_layers * lay.virtual_stages;
   const bool moe = s.model.experts > 1;
-  PassTimes per_layer = layer_times(s, per_rank, seqs, lay.tp, 0, lay.ep);
+  PassTimes per_layer = layer_times(s, per_rank, seqs, lay.tp, 0, lay.ep, lay.expert_folded);
   if (moe && s.model.dense_layers < s.model.layers) {
-    const PassTimes moe_layer = layer_times(s, per_rank, seqs, lay.tp, s.model.dense_layers, lay.ep);
+    const PassTimes moe_layer = layer_times(s, per_rank, seqs, lay.tp, s.model.dense_layers, lay.ep, lay.expert_folded);
     const double share = static_cast<double>(s.model.layers - s.model.dense_layers) / s.model.layers;
     per_layer.forward += share * (moe_layer.forward - per_layer.forward);
     per_layer.backward += share * (moe_layer.backward - per_layer.backward);

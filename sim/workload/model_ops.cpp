@@ -86,13 +86,14 @@ struct Microbatch {
   bool wgrad_accumulates_fp32 = false;
   /// torch.autocast over fp32 parameters (TrainingSpec::autocast): every matmul weight cast per forward.
   bool autocast = false;
-  /// MoE parallel folding (parallel.expert_tp 1 with tp > 1): the MoE block routes this TP
-  /// rank's own t/tp sequence-parallel tokens to whole experts, with no TP collective.
+  /// MoE parallel folding (parallel.expert_tp 1 with tp > 1): a MoE layer routes this TP rank's
+  /// own t/tp sequence-parallel tokens to whole experts, with no TP collective (moe_forward; a
+  /// dense layer reads nothing of it).
   bool expert_folded = false;
 };
 
 Microbatch microbatch(const config::ModelSpec& model, const config::TrainingSpec& training, int sequences,
-                      int tp, int ep = 1, bool sequence_parallel = false) {
+                      int tp, int ep = 1, bool sequence_parallel = false, bool expert_folded = false) {
   if (sequences <= 0) throw std::invalid_argument("sequences per microbatch must be positive");
   if (tp <= 0) throw std::invalid_argument("tp must be positive");
   if (ep <= 0 || model.experts % ep != 0) {
@@ -110,6 +111,7 @@ Microbatch microbatch(const config::ModelSpec& model, const config::TrainingSpec
   mb.tp = tp;
   mb.ep = ep;
   mb.sp = sequence_parallel ? tp : 1;
+  mb.expert_folded = expert_folded && tp > 1;
   mb.flash = training.flash_attention;
   mb.unpad = training.flash_attention && training.attention_unpad;
   mb.attention_dropout = model.attention_dropout > 0;
@@ -761,8 +763,7 @@ std::vector<Op> layer_forward_ops(const config::ModelSpec& model, const config::
                                   int sequences, int tp, int layer, int ep, bool sequence_parallel,
                                   bool expert_folded) {
   const bool moe = is_moe_layer(model, layer);
-  Microbatch mb = microbatch(model, training, sequences, tp, ep, sequence_parallel);
-  mb.expert_folded = expert_folded && moe && tp > 1;
+  const Microbatch mb = microbatch(model, training, sequences, tp, ep, sequence_parallel, expert_folded);
   return with_recipe(forward_ops(mb, moe), mb);
 }
 
@@ -770,8 +771,7 @@ std::vector<Op> layer_backward_ops(const config::ModelSpec& model, const config:
                                    int sequences, int tp, int layer, int ep, bool sequence_parallel,
                                    bool expert_folded) {
   const bool moe = is_moe_layer(model, layer);
-  Microbatch mb = microbatch(model, training, sequences, tp, ep, sequence_parallel);
-  mb.expert_folded = expert_folded && moe && tp > 1;
+  const Microbatch mb = microbatch(model, training, sequences, tp, ep, sequence_parallel, expert_folded);
   return with_recipe(backward_of(forward_ops(mb, moe), mb), mb);
 }
 
@@ -842,8 +842,7 @@ std::vector<Op> layer_recompute_ops(const config::ModelSpec& model, const config
                                     int sequences, int tp, int layer, int ep, bool sequence_parallel,
                                     bool expert_folded) {
   const bool moe = is_moe_layer(model, layer);
-  Microbatch mb = microbatch(model, training, sequences, tp, ep, sequence_parallel);
-  mb.expert_folded = expert_folded && moe && tp > 1;
+  const Microbatch mb = microbatch(model, training, sequences, tp, ep, sequence_parallel, expert_folded);
   const std::string& policy = training.activation_checkpointing;
   // A recompute runs after the step's first forward: TE's cached fp8 weights serve it.
   // PyTorch model code on a dense layer without hidden dropout: the recompute ends at its last
