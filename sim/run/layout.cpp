@@ -47,12 +47,8 @@ std::vector<int> Layout::ep_group(int rank) const {
   Coord c = coord_of(rank);
   std::vector<int> out;
   if (expert_folded) {
-    const int block = (c[Dim::tp] + tp * c[Dim::dp]) / ep;
-    for (int q = block * ep; q < (block + 1) * ep; ++q) {
-      c[Dim::tp] = q % tp;
-      c[Dim::dp] = q / tp;
-      out.push_back(rank_of(c));
-    }
+    const int block = expert_index(c) / ep;
+    for (int q = block * ep; q < (block + 1) * ep; ++q) out.push_back(rank_of(at_expert_index(c, q)));
     return out;
   }
   const int block = c[Dim::dp] / ep;
@@ -65,20 +61,14 @@ std::vector<int> Layout::ep_group(int rank) const {
 
 int Layout::ep_group_index(int rank) const {
   const Coord c = coord_of(rank);
-  return expert_folded ? (c[Dim::tp] + tp * c[Dim::dp]) / ep : c[Dim::dp] / ep;
+  return expert_folded ? expert_index(c) / ep : c[Dim::dp] / ep;
 }
 
 std::vector<int> Layout::edp_group(int rank) const {
   const Coord c = coord_of(rank);
   std::vector<int> out;
   if (expert_folded) {
-    const int place = (c[Dim::tp] + tp * c[Dim::dp]) % ep;
-    Coord x = c;
-    for (int q = place; q < tp * dp; q += ep) {
-      x[Dim::tp] = q % tp;
-      x[Dim::dp] = q / tp;
-      out.push_back(rank_of(x));
-    }
+    for (int q = expert_index(c) % ep; q < tp * dp; q += ep) out.push_back(rank_of(at_expert_index(c, q)));
   } else {
     Coord x = c;
     for (int d = c[Dim::dp] % ep; d < dp; d += ep)

@@ -60,6 +60,14 @@ struct Layout {
   /// index's DP ranks, and the number of such groups: for the symmetric mode, which starts the
   /// all-to-alls of the groups it does not simulate. O(1).
   int ep_group_index(int rank) const;
+  /// Folded experts: a rank's index among its stage's TP × DP ranks, q = tp + TP · dp (TP
+  /// fastest), and the coordinate `c` moved to index q. O(1).
+  int expert_index(const Coord& c) const { return c[Dim::tp] + tp * c[Dim::dp]; }
+  Coord at_expert_index(Coord c, int q) const {
+    c[Dim::tp] = q % tp;
+    c[Dim::dp] = q / tp;
+    return c;
+  }
   /// The ranks that hold the same routed experts as `rank` (Megatron-core's expert data-parallel
   /// group): those of its stage and TP index (folded: of its stage) whose place in their EP group
   /// is the same, over CP as well: DP·CP/EP ranks (folded: TP·DP/EP). In rank order. O(size).

@@ -192,12 +192,9 @@ TaskId ExpertParallel::all_to_all(int local, const PassKey& key, int part) {
       // One replica (dp 0) is simulated: its TP ranks fall in the first `touched` groups of the
       // stage's TP × DP ranks; group b starts every group b' ≡ b (mod touched), each once.
       const int touched = (lay.tp - 1) / lay.ep + 1;
-      Coord c = lay.coord_of(rank);
-      for (int b = lay.ep_group_index(rank); b < lay.ep_groups(); b += touched) {
-        c[Dim::tp] = (b * lay.ep) % lay.tp;
-        c[Dim::dp] = (b * lay.ep) / lay.tp;
-        groups.push_back(lay.ep_group(lay.rank_of(c)));
-      }
+      const Coord c = lay.coord_of(rank);
+      for (int b = lay.ep_group_index(rank); b < lay.ep_groups(); b += touched)
+        groups.push_back(lay.ep_group(lay.rank_of(lay.at_expert_index(c, b * lay.ep))));
     } else {
       Coord c = lay.coord_of(rank);
       for (int block = 0; block < lay.dp / lay.ep; ++block) {
