@@ -520,36 +520,21 @@ void build_data_parallel(StepBuilder& b, const DataParallelStrategy& strategy, c
   for (const ReductionGroup& g : groups) grads_done.push_back(strategy.reduce_gradients(b, g));
   if (!deepspeed) tied_embedding_reduction(b, groups, group_of, grads_done, tied_of);
 
-  if (groups.size() == dense_groups) {
-    for (std::size_t k = 0; k < groups.size(); ++k) {
-      const ReductionGroup& g = groups[k];
-      // Optimizer over the parameters this rank owns, once its gradients are reduced.
-      std::vector<TaskId> opt;
-      for (int mem : g.members) {
-        const TaskId o = b.compute(mem, EventKind::optimizer, b.costs().optimizer, opt_name);
-        for (TaskId d : grads_done[k]) b.depend(d, o);
-        if (tied_of[static_cast<std::size_t>(mem)] != kNoTask) b.depend(tied_of[static_cast<std::size_t>(mem)], o);
-        opt.push_back(o);
-      }
-      strategy.after_optimizer(b, g, opt);
-    }
-    return;
-  }
-  // With expert groups a rank is in two groups: one optimizer, after both reductions.
+  // Optimizer over the parameters each rank owns, once its gradients are reduced: one per rank,
+  // made with its dense group, after that group's reduction and, with expert groups, theirs too.
   std::vector<TaskId> opt_of(b.ranks().size(), kNoTask);
-  for (std::size_t k = 0; k < dense_groups; ++k) {
-    for (int mem : groups[k].members) {
-      const TaskId o = b.compute(mem, EventKind::optimizer, b.costs().optimizer, opt_name);
-      if (tied_of[static_cast<std::size_t>(mem)] != kNoTask) b.depend(tied_of[static_cast<std::size_t>(mem)], o);
-      opt_of[static_cast<std::size_t>(mem)] = o;
-    }
-  }
-  for (std::size_t k = 0; k < groups.size(); ++k)
-    for (int mem : groups[k].members)
-      for (TaskId d : grads_done[k]) b.depend(d, opt_of[static_cast<std::size_t>(mem)]);
-  for (const ReductionGroup& g : groups) {
+  for (std::size_t k = 0; k < groups.size(); ++k) {
+    const ReductionGroup& g = groups[k];
     std::vector<TaskId> opt;
-    for (int mem : g.members) opt.push_back(opt_of[static_cast<std::size_t>(mem)]);
+    for (int mem : g.members) {
+      TaskId& o = opt_of[static_cast<std::size_t>(mem)];
+      if (k < dense_groups) {
+        o = b.compute(mem, EventKind::optimizer, b.costs().optimizer, opt_name);
+        if (tied_of[static_cast<std::size_t>(mem)] != kNoTask) b.depend(tied_of[static_cast<std::size_t>(mem)], o);
+      }
+      for (TaskId d : grads_done[k]) b.depend(d, o);
+      opt.push_back(o);
+    }
     strategy.after_optimizer(b, g, opt);
   }
 }
