@@ -574,6 +574,7 @@ void parse_training(Section s, TrainingSpec& t) {
   s.flag("compile_loss", t.compile_loss);
   s.flag("fused_cross_entropy", t.fused_cross_entropy);
   s.flag("cross_entropy_loss_fusion", t.cross_entropy_loss_fusion);
+  s.flag("moe_permute_fusion", t.moe_permute_fusion);
   s.flag("fused_mlp", t.fused_mlp);
   s.flag("fused_dropout_add_norm", t.fused_dropout_add_norm);
   s.integer("logit_metrics", t.logit_metrics, kNonNegative);

@@ -511,6 +511,15 @@ struct TrainingSpec {
   /// division, each a pass over the fp32 logits, and in backward an in-place scale and the cast
   /// of the gradient back to the training precision (megatron/core/tensor_parallel/cross_entropy.py).
   bool cross_entropy_loss_fusion = true;
+  /// MoE models: whether the token permutation around the expert all-to-alls runs as fused
+  /// kernels (true: Transformer Engine's moe_permute / moe_unpermute / moe_sort_chunks_by_index,
+  /// Megatron-core's --moe-permute-fusion, which Megatron-Bridge's MoE recipes set; also the
+  /// one-pass gather and weighted sum of other MoE code) or as Megatron-core 0.8-0.9's PyTorch ops
+  /// (false: megatron/core/transformer/moe/moe_utils.py permute / unpermute, the only form before
+  /// core 0.10): argsort and a row gather to dispatch; zeros, a scatter back into token order, the
+  /// product with the gates and the sum over each token's k rows to combine. Later cores' unfused
+  /// path (gates applied before a scatter_add) is not simulated. Megatron-style code only.
+  bool moe_permute_fusion = true;
   /// The MLP's GELU runs in the epilogue of its up-projection GEMM, and the GELU's gradient in the
   /// epilogue of the down projection's input-gradient GEMM (cuBLASLt's GELU_AUX_BIAS and
   /// DGELU_BGRAD epilogues: flash-attn's FusedMLP / fused_dense_lib, Apex's FusedDenseGeluDense),

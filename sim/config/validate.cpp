@@ -689,6 +689,13 @@ void validate_scenario(Scenario& sc, LoadState& st) {
               "fused or cuda_graphs (PyTorch model code's losses are fused_cross_entropy, compile_loss or "
               "F.cross_entropy); got framework " + t.framework);
   }
+  if (!t.moe_permute_fusion && st.ok({"training.moe_permute_fusion", "training.framework", "model.experts"}) &&
+      (m.experts <= 1 || (t.framework != "fused" && t.framework != "cuda_graphs"))) {
+    st.report("training.moe_permute_fusion",
+              "false is Megatron-core 0.8-0.9's unfused MoE token permutation: needs a MoE model (model.experts > 1) "
+              "and Megatron-style code, training.framework fused or cuda_graphs; got " + str(m.experts) +
+                  " expert(s), framework " + t.framework);
+  }
   if (t.fused_cross_entropy &&
       st.ok({"training.fused_cross_entropy", "training.framework", "parallel.tp", "training.compile_loss"}) &&
       ((t.framework != "eager" && t.framework != "compile") || p.tp > 1 || t.compile_loss)) {

@@ -182,12 +182,16 @@ struct Op {
 ///     (n = h, k = f/tp);
 ///   MoE layer: router (m = t, n = E, k = h; whole on every TP rank), router_topk (scores read
 ///     once), moe_permute (t·k token rows of h gathered in expert order), moe_dispatch,
+///     moe_sort_chunks (E/ep > 1 only: the received rows gathered into local-expert order),
 ///     mlp_up / mlp_act / mlp_down as grouped GEMMs over the local experts — batch = E/ep,
 ///     m = t·k·ep/E rows each: every expert gets exactly its share of the EP group's t·k·ep
 ///     token copies (perfect balance, an idealisation: real routers are uneven and the busiest
-///     expert sets the pace), widths f_e/tp —, moe_combine, moe_unpermute (t·k rows read,
-///     weighted and summed into t rows), shared_up / shared_act / shared_down (one FFN of
-///     width S·f_e over all t tokens, when S > 0);
+///     expert sets the pace), widths f_e/tp —, moe_unsort_chunks (E/ep > 1 only: back into
+///     source-rank order), moe_combine, moe_unpermute (t·k rows read, weighted and summed into t
+///     rows; under training.moe_permute_fusion false Megatron-core 0.8-0.9's three PyTorch passes
+///     moe_unpermute_scatter, moe_unpermute_weight, moe_unpermute_sum, and a three-kernel
+///     moe_permute), shared_up / shared_act / shared_down (one FFN of width S·f_e over all t
+///     tokens, when S > 0);
 /// hidden_dropout_mlp (hidden_dropout > 0 only), residual_mlp.
 /// "moe_dispatch" and "moe_combine" are markers: 0 FLOPs, 0 bytes, no GEMM, and op_time 0.
 /// They sit where the dispatch and combine all-to-alls go (moe_all_to_all_bytes): each

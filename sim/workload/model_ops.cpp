@@ -90,6 +90,9 @@ struct Microbatch {
   /// own t/tp sequence-parallel tokens to whole experts, with no TP collective (moe_forward; a
   /// dense layer reads nothing of it).
   bool expert_folded = false;
+  /// The MoE token permutation as fused kernels (TrainingSpec::moe_permute_fusion), else as
+  /// Megatron-core 0.8-0.9's PyTorch ops.
+  bool moe_permute_fusion = true;
 };
 
 Microbatch microbatch(const config::ModelSpec& model, const config::TrainingSpec& training, int sequences,
@@ -112,6 +115,7 @@ Microbatch microbatch(const config::ModelSpec& model, const config::TrainingSpec
   mb.ep = ep;
   mb.sp = sequence_parallel ? tp : 1;
   mb.expert_folded = expert_folded && tp > 1;
+  mb.moe_permute_fusion = training.moe_permute_fusion;
   mb.flash = training.flash_attention;
   mb.unpad = training.flash_attention && training.attention_unpad;
   mb.attention_dropout = model.attention_dropout > 0;
@@ -407,18 +411,92 @@ void moe_forward(const Microbatch& mb, std::vector<Op>& ops) {
   const double k = sh.experts_per_token;
   ops.push_back(gemm("router", t, sh.experts, h, 1, mb.bpe));
   ops.push_back(elementwise("router_topk", t * sh.experts, 1, 0, kSoftmaxFlops, mb.bpe));
-  ops.push_back(elementwise("moe_permute", t * k * h, 1, 1, 0, mb.bpe));
-  ops.push_back(marker("moe_dispatch", OpRole::expert_dispatch));
-  // The EP group's ep·t·k token copies spread evenly over its E experts; this GPU runs its E/ep.
+  // T: the t·k token copies this rank sends (and, balanced, receives); U: its t tokens.
+  const double copies = t * k * h;
+  const double rows = t * h;
   const double local_experts = sh.experts / mb.ep;
+  if (mb.moe_permute_fusion) {
+    // Transformer Engine's fused kernels (transformer_engine/pytorch/permutation.py): moe_permute
+    // gathers each token's row once per chosen expert (T read, T written); its backward,
+    // moe_permute_bwd, sums the k gradient rows of each token (T read, U written).
+    Op permute = elementwise("moe_permute", copies, 1, 1, 0, mb.bpe);
+    permute.backward_bytes = (copies + rows) * mb.bpe;
+    ops.push_back(permute);
+  } else {
+    // Megatron-core 0.8-0.9 moe_utils.permute: argsort of the t·k expert indices, their
+    // division by k, then the row gather (index_select; moe_gather, torch.gather, in 0.9):
+    // T read, T written. Backward (index_select_backward / moe_gather.backward): zeros of U,
+    // then scatter_add_ of the T gradient rows into them (U read and written).
+    Op permute = elementwise("moe_permute", copies, 1, 1, 0, mb.bpe);
+    permute.kernels = 3;
+    permute.backward_bytes = (copies + 3.0 * rows) * mb.bpe;
+    permute.backward_kernels = 2;
+    ops.push_back(permute);
+  }
+  ops.push_back(marker("moe_dispatch", OpRole::expert_dispatch));
+  // The all-to-all delivers the T rows ordered by source rank; with more than one local expert
+  // the grouped GEMM needs them ordered by expert: a row gather (Megatron-core's alltoall
+  // dispatcher "permutation 2", sort_chunks_by_idxs; TE's moe_sort_chunks_by_index when fused),
+  // and its inverse before the combine. Each backward is the inverse gather: the same bytes.
+  const bool sort_by_expert = local_experts > 1;
+  if (sort_by_expert) {
+    Op sort = elementwise("moe_sort_chunks", copies, 1, 1, 0, mb.bpe);
+    sort.backward_bytes = sort.bytes;
+    sort.backward_kernels = 1;
+    if (!mb.moe_permute_fusion) sort.kernels = 3;  // core 0.8-0.9: the same argsort-and-gather permute
+    ops.push_back(sort);
+  }
+  // The EP group's ep·t·k token copies spread evenly over its E experts; this GPU runs its E/ep.
   if (mb.expert_folded) {
     ffn(mb, "mlp", t * k * mb.ep / sh.experts, sh.moe_ffn, local_experts, ops, false);
   } else {
     ffn(mb, "mlp", t * k * mb.ep / sh.experts, sh.moe_ffn / mb.tp, local_experts, ops);
   }
+  if (sort_by_expert) {
+    Op unsort = elementwise("moe_unsort_chunks", copies, 1, 1, 0, mb.bpe);
+    unsort.backward_bytes = unsort.bytes;
+    unsort.backward_kernels = 1;
+    if (!mb.moe_permute_fusion) {
+      // core 0.8-0.9: unpermute without probabilities: zeros of T, then the scatter (T read and
+      // written); its backward the gather.
+      unsort.bytes = 3.0 * copies * mb.bpe;
+      unsort.kernels = 2;
+      unsort.backward_bytes = 2.0 * copies * mb.bpe;
+    }
+    ops.push_back(unsort);
+  }
   ops.push_back(marker("moe_combine", OpRole::expert_combine));
-  // Read the t·k expert outputs, scale each by its gate weight and sum per token: t rows written.
-  ops.push_back(elementwise("moe_unpermute", t * k * h, 1, 1.0 / k, 2, mb.bpe));
+  if (mb.moe_permute_fusion) {
+    // TE's moe_unpermute: read the T expert outputs, scale each by its gate weight and sum per
+    // token, U written. Backward (moe_unpermute_bwd): the U gradient and the saved T inputs read
+    // (the gates' gradients), the T input gradients written.
+    Op unpermute = elementwise("moe_unpermute", copies, 1, 1.0 / k, 2, mb.bpe);
+    unpermute.backward_bytes = (2.0 * copies + rows) * mb.bpe;
+    ops.push_back(unpermute);
+  } else {
+    // Megatron-core 0.8-0.9 moe_utils.unpermute with probabilities, as PyTorch ops: zeros of T
+    // and the scatter of the expert outputs back into token order (index_copy_; moe_scatter,
+    // scatter_add_, in 0.9): T written, then T read and written; backward the gather of the
+    // gradient (T read and written).
+    Op scatter = memory_pass("moe_unpermute_scatter", 3.0 * copies * mb.bpe, 2);
+    scatter.backward_bytes = 2.0 * copies * mb.bpe;
+    scatter.backward_kernels = 1;
+    ops.push_back(scatter);
+    // The product with the gates broadcast over h (T read, T written). Backward (MulBackward0):
+    // the expanded U gradient times the gates into T, the expanded gradient times the saved
+    // tokens into T and its sum over h for the gates' gradients: 2U + 2T read, 2T written.
+    Op weight = elementwise("moe_unpermute_weight", copies, 1, 1, 1, mb.bpe);
+    weight.backward_bytes = (2.0 * rows + 4.0 * copies) * mb.bpe;
+    weight.backward_kernels = 3;
+    ops.push_back(weight);
+    // The sum over each token's k rows (T read, U written). Its backward is an expand, a view
+    // that launches nothing: no bytes, no kernel (its adds are not counted: the pass is bound by
+    // its bytes, and a count would give the view a time).
+    Op sum = memory_pass("moe_unpermute_sum", (copies + rows) * mb.bpe, 1);
+    sum.backward_bytes = 0;
+    sum.backward_kernels = 0;
+    ops.push_back(sum);
+  }
   // Shared experts run as the dense MLP does, over the TP group, on every token (folded or not:
   // Megatron-core's SharedExpertMLP takes the dense layers' TP config).
   if (sh.shared_experts > 0) ffn(mb, "shared", mb.tokens, sh.shared_experts * sh.moe_ffn / mb.tp, 1, ops);
