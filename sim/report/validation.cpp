@@ -490,6 +490,48 @@ ValidationPlan torchtitan_2025_plan(const std::string& data_dir) {
   return plan;
 }
 
+/// torchao's float8 training benchmark (pytorch/ao torchao/float8/README.md "Training benchmarks",
+/// 8c81863ba, 2025-03-12; today docs/source/workflows/training.md): torchtitan 0.0.2's Llama 3 8B
+/// on one host of 8 H100, FSDP2, torch.compile, per-op SAC, batch 1 × 8,192 tokens, in bf16, Float8
+/// tensorwise with the fp8 all-gather, and Float8 rowwise (not simulated: no prediction): median
+/// tokens/s per GPU and peak memory (torchtitan's max reserved, GiB). Added out of sample in round
+/// 34: the rule (every row of the table) and the scenarios fixed before they were simulated, the
+/// first predictions recorded in the commit that added them.
+constexpr TorchtitanRow kTorchao[] = {
+    {"8b-8gpu-compile-bf16", "Llama 3 8B, 8 H100, FSDP, compile, bf16", 6150, 47.65},
+    {"8b-8gpu-compile-fp8-tensorwise", "Llama 3 8B, 8 H100, FSDP, compile, Float8 tensorwise", 7689.5, 47.77},
+    {"", "Llama 3 8B, 8 H100, FSDP, compile, Float8 rowwise", 6768, 47.79},
+};
+
+ValidationPlan torchao_plan(const std::string& data_dir) {
+  ValidationPlan plan{{"torchao-float8",
+                       "torchao's float8 training benchmark (torchao/float8/README.md, March 2025): torchtitan Llama 3 "
+                       "8B on 8 H100, FSDP2, compile, per-op SAC, batch 1 x 8,192: tokens/s per GPU and peak memory "
+                       "(reserved), out of sample; Float8 rowwise not simulated",
+                       {}, true},
+                      {}};
+  const std::string src = "pytorch/ao torchao/float8/README.md at 8c81863ba (2025-03-12), Training benchmarks; "
+                          "scenarios/validation/torchao/";
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (const auto& row : kTorchao) {
+    const std::string label = row.label;
+    if (std::string(row.file).empty()) {
+      plan.jobs.push_back({label, [row, label, src, nan] {
+                             const std::string why = " (not simulated)";
+                             return std::vector<ValidationRow>{
+                                 {label + " tokens/s" + why, row.tokens_per_gpu, nan, "tok/s/GPU", src},
+                                 {label + " memory" + why, row.memory_gib, nan, "GiB", src, false, true}};
+                           }});
+      continue;
+    }
+    const std::string path = data_dir + "/scenarios/validation/torchao/" + row.file + ".yaml";
+    plan.jobs.push_back({row.file, [row, path, src] {
+                           return torchtitan_rows(row.label, row.tokens_per_gpu, row.memory_gib, path, {}, src);
+                         }});
+  }
+  return plan;
+}
+
 /// Korthikanti et al., "Reducing Activation Recomputation in Large Transformer Models" (MLSys
 /// 2023, arXiv:2205.05198): end-to-end iteration time of GPT 22B to 1T on DGX A100 with TP 8 and
 /// data parallel 1, full recompute (plain TP) against selective recompute with sequence
@@ -1255,7 +1297,7 @@ std::vector<std::string> validation_case_names() {
   return {"seed003",    "nccl-h100",       "megatron-2021", "korthikanti-2022", "torchtitan",
           "bigscience", "bigscience-prequel", "mt-nlg", "nemo-h100", "torchtitan-2025", "mosaic-mpt", "mosaic-mpt-h100",
           "mosaic-mpt-a100-torch2", "flash-attn-gpt3", "flash-attn-gpt2", "llama1", "nemo-h100-2407", "olmo-core",
-          "megatron-2024", "megatron-moe"};
+          "megatron-2024", "megatron-moe", "torchao-float8"};
 }
 
 std::vector<std::string> validation_long_case_names() { return {"llama3-paper", "nemo-h100-long"}; }
@@ -1284,6 +1326,7 @@ ValidationPlan plan_validation(const std::string& name, const std::string& data_
   if (name == "olmo-core") return olmo_core_plan(data_dir);
   if (name == "megatron-moe") return megatron_moe_plan(data_dir);
   if (name == "megatron-2024") return megatron_2024_plan(data_dir);
+  if (name == "torchao-float8") return torchao_plan(data_dir);
   // A long case (validation_long_case_names): its 16,384-GPU 8K row costs minutes of CPU (see
   // llama3_paper_plan), beyond validate's two-minute budget, so only --case runs it.
   if (name == "llama3-paper") return llama3_paper_plan(data_dir);

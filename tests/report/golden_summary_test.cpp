@@ -260,6 +260,10 @@ TEST_CASE("the Megatron-core MoE validation scenario reproduces its golden summa
   check_goldens(shipped_scenarios("validation/megatron-moe", false));
 }
 
+TEST_CASE("the torchao float8 validation scenarios reproduce their golden summaries", "[golden][slow]") {
+  check_goldens(shipped_scenarios("validation/torchao", false));
+}
+
 TEST_CASE("the whole-run scenarios' steps reproduce their golden summaries", "[golden][slow]") {
   check_goldens(shipped_scenarios("runs", false));
 }

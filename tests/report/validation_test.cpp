@@ -212,6 +212,38 @@ TEST_CASE("the olmo-core case takes OLMo-core's throughput table", "[validation]
   CHECK(config::load_scenario(kRepo + "/scenarios/validation/olmo-core/llama-8b-bf16.yaml", {}).model.qk_norm == "none");
 }
 
+TEST_CASE("the torchao-float8 case takes torchao's H100 float8 training table", "[validation]") {
+  // pytorch/ao torchao/float8/README.md at 8c81863ba: 3 rows (bf16, tensorwise, rowwise), median
+  // tokens/s and peak memory [GiB] each. Without the scenarios every row is "(no scenario)"; the
+  // rowwise row is never simulated.
+  const fs::path dir = fs::temp_directory_path() / ("ironlaw-torchao-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto c = report::run_validation("torchao-float8", dir.string());
+  fs::remove_all(dir);
+  REQUIRE(c.rows.size() == 6);
+  const std::vector<double> published{6150, 47.65, 7689.5, 47.77, 6768, 47.79};
+  for (std::size_t i = 0; i < published.size(); ++i) {
+    INFO(c.rows[i].label);
+    CHECK(c.rows[i].published == published[i]);
+    CHECK(c.rows[i].unit == (i % 2 == 0 ? "tok/s/GPU" : "GiB"));
+    CHECK(std::isnan(c.rows[i].predicted));
+  }
+  CHECK(c.rows[4].label.find("rowwise tokens/s (not simulated)") != std::string::npos);
+  // The launcher's settings by hand: batch 1 of 8,192 tokens on each of the 8 GPUs, one microbatch,
+  // FSDP (ZeRO 3), per-op SAC, compile; Float8 with the fp8 all-gather only in the tensorwise row.
+  for (const std::string file : {"8b-8gpu-compile-bf16", "8b-8gpu-compile-fp8-tensorwise"}) {
+    INFO(file);
+    const auto s = config::load_scenario(kRepo + "/scenarios/validation/torchao/" + file + ".yaml", {"run.steps=1"});
+    CHECK(s.gpus() == 8);
+    CHECK(s.parallel.microbatch_size == 1);
+    CHECK(s.training.global_batch_tokens == 8.0 * 8192);
+    CHECK(s.parallel.zero == 3);
+    CHECK(s.training.activation_checkpointing == "op");
+    CHECK(s.training.framework == "compile");
+    CHECK(s.training.fp8_all_gather == (file != "8b-8gpu-compile-bf16"));
+  }
+}
+
 TEST_CASE("the megatron-2024 case takes the Megatron-LM README's H100 model table", "[validation]") {
   // NVIDIA/Megatron-LM README.md at f2e5db402c, images/model_table.png: 9 rows, teraFLOP/s per
   // GPU. Without the scenarios every row is "(no scenario)".
