@@ -625,6 +625,19 @@ struct TrainingSpec {
   /// 1 byte (NeMo's and Megatron-Bridge's fp8 precision recipes set it). Norms, embedding and LM
   /// head stay in the parameters' precision. Needs precision fp8.
   bool fp8_all_gather = false;
+  /// How the fp8 recipe scales its operands (precision fp8 only).
+  /// current (default): one scale per tensor from its absolute maximum, found in a pass of its
+  /// own before the cast (Transformer Engine's Float8CurrentScaling, NeMo's "FP8-CS"; torchao's
+  /// dynamic tensorwise Float8). delayed: one scale per tensor from the amax history of earlier
+  /// steps, the new amax recorded by the casting kernel itself (Transformer Engine's
+  /// DelayedScaling, NeMo's "FP8" before 2025): no amax pass. blockwise: DeepSeek-V3's
+  /// fine-grained quantisation (arXiv:2412.19437 §3.3; Transformer Engine's Float8BlockScaling,
+  /// Megatron-core --fp8-recipe blockwise): activations and gradients scaled per 1×128 tile,
+  /// weights per 128×128 block, each tile's scale found in the pass that casts it; every GEMM,
+  /// forward included, promotes its partial sums to fp32 on the CUDA cores every 128 elements
+  /// of K. delayed and blockwise are Transformer Engine's: Megatron-style code only (framework
+  /// fused or cuda_graphs).
+  std::string fp8_recipe = "current";
   /// PyTorch's caching allocator grows one segment per stream by mapping pages
   /// (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, as torchtitan's launch script sets)
   /// instead of reserving a segment per cudaMalloc (PyTorch's default).

@@ -653,6 +653,13 @@ void validate_scenario(Scenario& sc, LoadState& st) {
                     str(p.zero) + " and framework " + t.framework);
     }
   }
+  if (t.fp8_recipe != "current" && st.ok({"training.fp8_recipe", "training.precision", "training.framework"}) &&
+      (t.precision != "fp8" || (t.framework != "fused" && t.framework != "cuda_graphs"))) {
+    st.report("training.fp8_recipe",
+              t.fp8_recipe + " is a Transformer Engine fp8 recipe: needs training.precision fp8 and Megatron-style code, "
+              "training.framework fused or cuda_graphs (PyTorch model code's torchao Float8 scales dynamically per tensor: "
+              "current); got precision " + t.precision + ", framework " + t.framework);
+  }
   if (t.compile_loss && st.ok({"training.compile_loss", "training.framework", "parallel.tp"}) &&
       (t.framework != "compile" || p.tp > 1)) {
     st.report("training.compile_loss",

@@ -80,6 +80,17 @@ struct Microbatch {
   /// fp8 parameters of Megatron-style code (fp8_gathered_weights under framework fused or
   /// cuda_graphs): each weight's transpose is made once per step.
   bool fp8_weight_transpose = false;
+  /// Transformer Engine's fp8 linear layers (precision fp8 under Megatron-style code): each
+  /// operand cast once with its transposed copy (cast_transpose), the input's kept for the
+  /// weight gradient; torchao's Float8 (PyTorch model code) instead re-casts the saved input in
+  /// backward.
+  bool fp8_te = false;
+  /// The recipe finds each tensor's scale in an amax pass of its own (TrainingSpec::fp8_recipe
+  /// current); delayed scaling and blockwise tiles find it in the casting pass.
+  bool fp8_amax_pass = false;
+  /// The blockwise fp8 recipe (TrainingSpec::fp8_recipe): per-tile scales, every GEMM with the
+  /// split accumulator.
+  bool fp8_blockwise = false;
   /// The model code expands grouped K/V to every query head before SDPA (sdpa_expands_kv).
   bool expands_kv = false;
   /// Megatron's gradient_accumulation_fusion: the wgrad GEMM accumulates into the fp32 main_grad.
@@ -133,6 +144,9 @@ Microbatch microbatch(const config::ModelSpec& model, const config::TrainingSpec
   mb.fp8_gathered_weights = mb.fp8_linear && training.fp8_all_gather;
   mb.fp8_weight_cache = mb.fp8_linear && !mb.fp8_gathered_weights && fp8_weight_cache_bytes(training) > 0;
   mb.fp8_weight_transpose = mb.fp8_gathered_weights && !pytorch_model_code(training);
+  mb.fp8_te = mb.fp8_linear && !pytorch_model_code(training);
+  mb.fp8_amax_pass = mb.fp8_linear && training.fp8_recipe == "current";
+  mb.fp8_blockwise = mb.fp8_linear && training.fp8_recipe == "blockwise";
   mb.wgrad_accumulates_fp32 = training.gradient_accumulation_fusion;
   mb.autocast = training.autocast;
   return mb;
@@ -149,11 +163,22 @@ Op autocast_weight_cast(const std::string& gemm_name, double k, double n, double
   return cast;
 }
 
+/// Blockwise fp8 scales per element cast: one fp32 scale per 1×128 tile in each of the two
+/// directions written (row tiles and column tiles), 2 · 4 / 128 B.
+constexpr double kBlockScaleBytes = 2.0 * 4.0 / 128.0;
+
+/// Bytes per element of one Transformer Engine cast of a tensor in the training precision:
+/// the cast with its transposed copy (read bpe, write 1 + 1 B), after an amax pass (read bpe)
+/// under current scaling.
+double te_cast_bytes(const Microbatch& mb) { return mb.bpe + 2.0 + (mb.fp8_amax_pass ? mb.bpe : 0.0); }
+
 /// A linear layer (m×k)·(k×n): under the fp8 recipe its GEMM runs on fp8 operands (1 B each,
 /// output in the training precision), preceded by the casts of its input and weight: an amax
 /// reduction (read) and a scaled cast (read, write 1 B) of each, 5 B per bf16 element, as
 /// torchtitan's dynamic tensorwise Float8 does. Under fp8 all-gather the weight arrives in fp8
-/// (torchao casts the shard before FSDP gathers it): only the input is cast.
+/// (torchao casts the shard before FSDP gathers it): only the input is cast. Transformer
+/// Engine (Megatron-style code) casts each operand once with its transposed copy (te_cast_bytes);
+/// its blockwise recipe also times the forward GEMM with the split accumulator.
 void linear(std::vector<Op>& ops, const Microbatch& mb, std::string name, double m, double n, double k,
             double batch = 1, OpRole role = OpRole::plain) {
   if (mb.autocast) ops.push_back(autocast_weight_cast(name, k, n, batch, mb.bpe));
@@ -165,9 +190,21 @@ void linear(std::vector<Op>& ops, const Microbatch& mb, std::string name, double
   cast.name = name + "_cast";
   cast.fp8_cast = true;
   const double weight = mb.fp8_gathered_weights || mb.fp8_weight_cache ? 0.0 : k * n;
-  cast.bytes = batch * (m * k + weight) * (2.0 * mb.bpe + 1.0);
-  cast.flops = batch * (m * k + weight) * 2.0;
-  cast.kernels = weight > 0 ? 4 : 2;
+  if (mb.fp8_te) {
+    // Transformer Engine (module/linear.py: fp8_cast_transpose_fused; TE 2.x quantizers with
+    // row- and column-wise usage): one pass writes the fp8 copy this GEMM reads and the
+    // transposed copy the weight gradient will read, bpe + 2 B per element; current scaling
+    // first reads the tensor for its amax (bpe); blockwise tiles keep two fp32 scales per 128
+    // elements (per 128×128 weight block: negligible, not counted).
+    const double per = te_cast_bytes(mb);
+    cast.bytes = batch * (m * k * (per + (mb.fp8_blockwise ? kBlockScaleBytes : 0.0)) + weight * per);
+    cast.flops = batch * (m * k + weight) * 2.0;
+    cast.kernels = (weight > 0 ? 2 : 1) * (mb.fp8_amax_pass ? 2 : 1);
+  } else {
+    cast.bytes = batch * (m * k + weight) * (2.0 * mb.bpe + 1.0);
+    cast.flops = batch * (m * k + weight) * 2.0;
+    cast.kernels = weight > 0 ? 4 : 2;
+  }
   ops.push_back(cast);
   if (mb.fp8_weight_transpose) {
     // Megatron-core's fp8 parameters: the dgrad GEMM's transposed copy of each weight is made
@@ -181,19 +218,23 @@ void linear(std::vector<Op>& ops, const Microbatch& mb, std::string name, double
     ops.push_back(w);
   }
   if (mb.fp8_weight_cache) {
-    // Transformer Engine on the step's first microbatch: the weight's amax, its scaled cast and
-    // the transpose the dgrad GEMM takes (read bpe, read bpe, write 1; read 1, write 1), cached.
+    // Transformer Engine on the step's first microbatch: the weight cast with the transpose the
+    // dgrad GEMM takes (fp8_cast_transpose_fused: read bpe, write 1 + 1), after its amax pass
+    // under current scaling (read bpe), cached for the later microbatches.
     Op w;
     w.name = name + "_weight_cast";
     w.fp8_cast = true;
     w.first_microbatch_only = true;
-    w.bytes = batch * k * n * (2.0 * mb.bpe + 1.0 + 2.0);
+    w.bytes = batch * k * n * te_cast_bytes(mb);
     w.flops = batch * k * n * 2.0;
-    w.kernels = 3;
+    w.kernels = mb.fp8_amax_pass ? 2 : 1;
     ops.push_back(w);
   }
   Op g = gemm(std::move(name), m, n, k, batch, mb.bpe, role);
   g.dtype = "fp8";
+  // Blockwise scales change along K every 128 elements: the forward GEMM too promotes its
+  // partial sums to fp32 on the CUDA cores (DeepSeek-V3 §3.3.2, N_C = 128).
+  g.fp8_split_accumulator = mb.fp8_blockwise;
   g.bytes = batch * ((m * k + k * n) * 1.0 + m * n * mb.bpe);
   ops.push_back(g);
 }
@@ -615,9 +656,20 @@ std::vector<Op> backward_of(const std::vector<Op>& forward, const Microbatch& mb
         cast.name = f.name + "_bwd_cast";
         cast.fp8_cast = true;
         const double weight = mb.fp8_gathered_weights || mb.fp8_weight_cache ? 0.0 : f.k * f.n;
-        cast.bytes = f.batch * ((f.m * f.n + f.m * f.k) * (2.0 * mb.bpe + 1.0 + 2.0) + weight * (2.0 * mb.bpe + 1.0));
-        cast.flops = f.batch * (f.m * f.n + f.m * f.k + weight) * 2.0;
-        cast.kernels = 8;
+        if (mb.fp8_te) {
+          // Transformer Engine: only the output gradient is cast, with its transpose (dgrad reads
+          // one, wgrad the other: fp8_cast_transpose_bgrad_fused), after its amax pass under
+          // current scaling; the input's transposed copy was written in the forward and kept, the
+          // weight's transpose is cached or gathered.
+          const double per = te_cast_bytes(mb);
+          cast.bytes = f.batch * (f.m * f.n * (per + (mb.fp8_blockwise ? kBlockScaleBytes : 0.0)) + weight * per);
+          cast.flops = f.batch * (f.m * f.n + weight) * 2.0;
+          cast.kernels = (weight > 0 ? 2 : 1) * (mb.fp8_amax_pass ? 2 : 1);
+        } else {
+          cast.bytes = f.batch * ((f.m * f.n + f.m * f.k) * (2.0 * mb.bpe + 1.0 + 2.0) + weight * (2.0 * mb.bpe + 1.0));
+          cast.flops = f.batch * (f.m * f.n + f.m * f.k + weight) * 2.0;
+          cast.kernels = 8;
+        }
         ops.push_back(cast);
         for (Op* g : {&dgrad, &wgrad}) {
           g->dtype = "fp8";

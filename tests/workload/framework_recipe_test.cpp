@@ -263,20 +263,30 @@ TEST_CASE("Transformer Engine casts a weight to fp8 on the step's first microbat
   // weights once per step (TE Linear.forward is_first_microbatch: "caching of FP8-cast weights").
   const auto t = llama_training("fused", "fp8", "full");
   const auto ops = layer_forward_ops(llama3_8b(), t, 1, 1);
-  // qkv (h = 4,096 → n = 6,144): the input alone is cast per microbatch (5 B per element) ...
-  CHECK(find(ops, "qkv_cast").bytes == 8192.0 * 4096 * 5);
+  // qkv (h = 4,096 → n = 6,144): the input alone is cast per microbatch, with the transposed
+  // copy the weight gradient reads (TE module/linear.py fp8_cast_transpose_fused): under current
+  // scaling (the default recipe) amax 2, then cast 2 + 1 + 1 = 6 B per element ...
+  CHECK(find(ops, "qkv_cast").bytes == 8192.0 * 4096 * 6);
+  CHECK(find(ops, "qkv_cast").kernels == 2);
   CHECK_FALSE(find(ops, "qkv_cast").first_microbatch_only);
-  // ... the weight on the first microbatch: amax 2, cast 2 + 1, transpose 1 + 1 = 7 B per element.
+  // ... the weight on the first microbatch the same way: 6 B per element.
   const Op& w = find(ops, "qkv_weight_cast");
   CHECK(w.first_microbatch_only);
-  CHECK(w.bytes == 4096.0 * 6144 * 7);
+  CHECK(w.bytes == 4096.0 * 6144 * 6);
   // Later microbatches and the recompute run without it; the backward casts no weight (the
-  // transpose is cached): dY and X only, 7 B per element each (t·n + t·k).
+  // transpose is cached) and not the input (its transposed fp8 copy was kept): dY alone, amax and
+  // cast-transpose, 6 B per element (t·n).
   CHECK_FALSE(has(steady_microbatch(ops), "qkv_weight_cast"));
   CHECK(steady_microbatch(ops).size() + 4 == ops.size());  // qkv, attn_out, mlp_up (gate and up in one), mlp_down
   for (const Op& op : layer_recompute_ops(llama3_8b(), t, 1, 1)) CHECK_FALSE(op.first_microbatch_only);
   const auto back = layer_backward_ops(llama3_8b(), t, 1, 1);
-  CHECK(find(back, "qkv_bwd_cast").bytes == (8192.0 * 6144 + 8192.0 * 4096) * 7);
+  CHECK(find(back, "qkv_bwd_cast").bytes == 8192.0 * 6144 * 6);
+  // Delayed scaling (the amax history) has no amax pass: 4 B per element, one kernel each.
+  auto delayed = t;
+  delayed.fp8_recipe = "delayed";
+  CHECK(find(layer_forward_ops(llama3_8b(), delayed, 1, 1), "qkv_cast").bytes == 8192.0 * 4096 * 4);
+  CHECK(find(layer_forward_ops(llama3_8b(), delayed, 1, 1), "qkv_cast").kernels == 1);
+  CHECK(find(layer_backward_ops(llama3_8b(), delayed, 1, 1), "qkv_bwd_cast").bytes == 8192.0 * 6144 * 4);
   // The cache: the fp8 weight and its transpose, 2 B per linear parameter; none for PyTorch
   // model code (torchao casts per use) or fp8 parameters (they are the cache).
   CHECK(fp8_weight_cache_bytes(t) == 2);
@@ -293,7 +303,7 @@ TEST_CASE("Megatron's fp8 parameters need no weight cast, only a transpose once 
   auto t = llama_training("fused", "fp8");
   t.fp8_all_gather = true;
   const auto ops = layer_forward_ops(llama3_8b(), t, 1, 1);
-  CHECK(find(ops, "qkv_cast").bytes == 8192.0 * 4096 * 5);
+  CHECK(find(ops, "qkv_cast").bytes == 8192.0 * 4096 * 6);
   const Op& w = find(ops, "qkv_weight_transpose");
   CHECK(w.first_microbatch_only);
   CHECK(w.bytes == 4096.0 * 6144 * 2);
