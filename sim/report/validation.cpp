@@ -364,6 +364,16 @@ constexpr TorchtitanRow kTorchtitan[] = {
     {"tt-405b-512gpu-cp8", "Llama 3.1 405B, 512 GPUs, 4D, FSDP 1 x CP 8, seq 256K", 16, 84.9},
 };
 
+/// A torchtitan-style row pair without a prediction: tokens/s per GPU and, where `memory_gib` is
+/// finite, the peak reserved memory, each labelled with `why`.
+std::vector<ValidationRow> unpredicted_rows(const std::string& label, double tokens_per_gpu, double memory_gib,
+                                            const std::string& why, const std::string& src) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<ValidationRow> rows{{label + " tokens/s (" + why + ")", tokens_per_gpu, nan, "tok/s/GPU", src}};
+  if (std::isfinite(memory_gib)) rows.push_back({label + " memory (" + why + ")", memory_gib, nan, "GiB", src, false, true});
+  return rows;
+}
+
 /// The rows of one torchtitan scenario: tokens/s per GPU and, where `memory_gib` is finite, the
 /// peak reserved memory, against one step simulated untraced with `overrides`. A missing file,
 /// a layout the run layer refuses and a layout that does not fit predict NaN and say so.
@@ -372,11 +382,7 @@ std::vector<ValidationRow> torchtitan_rows(const std::string& label, double toke
                                            const std::string& src) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const bool with_memory = std::isfinite(memory_gib);
-  auto unpredicted = [&](const std::string& why) {
-    std::vector<ValidationRow> rows{{label + " tokens/s (" + why + ")", tokens_per_gpu, nan, "tok/s/GPU", src}};
-    if (with_memory) rows.push_back({label + " memory (" + why + ")", memory_gib, nan, "GiB", src, false, true});
-    return rows;
-  };
+  auto unpredicted = [&](const std::string& why) { return unpredicted_rows(label, tokens_per_gpu, memory_gib, why, src); };
   if (!std::filesystem::exists(path)) return unpredicted("no scenario");
   std::vector<std::string> sets{"run.steps=1"};
   sets.insert(sets.end(), overrides.begin(), overrides.end());
@@ -512,15 +518,10 @@ ValidationPlan torchao_plan(const std::string& data_dir) {
                       {}};
   const std::string src = "pytorch/ao torchao/float8/README.md at 8c81863ba (2025-03-12), Training benchmarks; "
                           "scenarios/validation/torchao/";
-  const double nan = std::numeric_limits<double>::quiet_NaN();
   for (const auto& row : kTorchao) {
-    const std::string label = row.label;
     if (std::string(row.file).empty()) {
-      plan.jobs.push_back({label, [row, label, src, nan] {
-                             const std::string why = " (not simulated)";
-                             return std::vector<ValidationRow>{
-                                 {label + " tokens/s" + why, row.tokens_per_gpu, nan, "tok/s/GPU", src},
-                                 {label + " memory" + why, row.memory_gib, nan, "GiB", src, false, true}};
+      plan.jobs.push_back({row.label, [row, src] {
+                             return unpredicted_rows(row.label, row.tokens_per_gpu, row.memory_gib, "not simulated", src);
                            }});
       continue;
     }

@@ -72,11 +72,7 @@ TEST_CASE("the blockwise GEMM model lands on DeepGEMM's published H800 rate", "[
   // ceiling, 1978.9 · 0.801 · 0.882 = 1,398 TFLOPS: 2.9 % above DeepGEMM's kernel, an independent
   // measurement of the same fine-grained recipe (1×128 / 128×128 scales, fp32 promotion every 128
   // of K) that the split-accumulator ratio, taken from cuBLAS, was not set from.
-  config::DeviceSpec d = h100_sxm();
-  d.max_gemm_shape_m = 6144;
-  d.max_gemm_shape_n = 17920;
-  d.max_gemm_shape_k = 2816;
-  d.gemm_k_fill = 256;
+  config::DeviceSpec d = h100_shaped();  // at its MAMF measurement's own 700 W: the burst clock
   d.fp8_split_accumulator_rate = 0.882;
   Op g;
   g.name = "gemm";

@@ -237,24 +237,6 @@ TEST_CASE("an fp8 GEMM with the split accumulator runs at the measured split/fas
 }
 
 
-namespace {
-
-// The H100 SXM profile with the per-shape and power mechanisms of topologies/h100-sxm.yaml:
-// the MAMF shape 6144 × 17920 × 2816 (stas00/ml-engineering), 256 of K of pipeline fill per
-// tile, 700 W limit (datasheet), 120 W static.
-config::DeviceSpec h100_shaped() {
-  config::DeviceSpec d = h100_sxm();
-  d.max_gemm_shape_m = 6144;
-  d.max_gemm_shape_n = 17920;
-  d.max_gemm_shape_k = 2816;
-  d.gemm_k_fill = 256;
-  d.power_limit_w = 700;
-  d.max_gemm_power_limit_w = 700;
-  d.static_power_w = 120;
-  return d;
-}
-
-}  // namespace
 
 TEST_CASE("the GEMM model reproduces the MAMF measurement at the shape it was measured at", "[workload][roofline]") {
   // stas00/ml-engineering: 792.1 TFLOP/s = 0.801 of 989.4 at 6144 × 17920 × 2816.

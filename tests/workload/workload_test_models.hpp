@@ -174,6 +174,21 @@ inline config::DeviceSpec h100_sxm() {
   return d;
 }
 
+/// The H100 SXM profile with the per-shape and power mechanisms of topologies/h100-sxm.yaml:
+/// the MAMF shape 6144 × 17920 × 2816 (stas00/ml-engineering), 256 of K of pipeline fill per
+/// tile, 700 W limit (datasheet), 120 W static.
+inline config::DeviceSpec h100_shaped() {
+  config::DeviceSpec d = h100_sxm();
+  d.max_gemm_shape_m = 6144;
+  d.max_gemm_shape_n = 17920;
+  d.max_gemm_shape_k = 2816;
+  d.gemm_k_fill = 256;
+  d.power_limit_w = 700;
+  d.max_gemm_power_limit_w = 700;
+  d.static_power_w = 120;
+  return d;
+}
+
 /// The op called `name` in `ops` (fails the test if there is none).
 inline const Op& find(const std::vector<Op>& ops, const std::string& name) {
   for (const Op& op : ops) {
