@@ -431,7 +431,8 @@ ValidationPlan torchtitan_plan(const std::string& data_dir) {
 ///   TP 8, full AC, local batch 16) and 8B on 64 GPUs (FSDP 8 × TP 8, per-op SAC, local batch
 ///   12), compile, each with vanilla TP and with AsyncTP (the same scenario with
 ///   parallel.async_tp=true), in bf16 and Float8 tensorwise; Float8 rowwise is not simulated
-///   (one fp8 recipe, tensorwise, is), so its rows carry no prediction;
+///   (training.fp8_recipe has the per-tensor and blockwise recipes, not rowwise), so its rows
+///   carry no prediction;
 /// - benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md (Trainy, June 2025): Llama 3.1 8B
 ///   with FSDP on 32 and 64 H200, compile + Float8 with fp8 all-gather, tokens/s and memory.
 struct TorchtitanTpRow {
