@@ -141,6 +141,13 @@ struct Op {
   /// (gemm_config_grad_input, gemm_config_grad_weight: use_fast_accum False) do; their forward
   /// GEMMs accumulate fast. Timed at the device's fp8_split_accumulator_rate.
   bool fp8_split_accumulator = false;
+  /// Transformer Engine's per-tensor fp8 under sequence parallelism: this GEMM's input (a
+  /// column-parallel layer) or its output gradient (a row-parallel layer) reaches it through the
+  /// sequence-parallel all-gather. The local 1/sp of the rows is cast before the gather, without
+  /// a transposed copy, and the backward transposes the gathered fp8 copy for the weight gradient
+  /// (TE module/linear.py: no fp8_cast_transpose_fused under sequence_parallel; base.py
+  /// grad_output_preprocess: "FP8 case with gather: unfused bgrad, cast, transpose").
+  bool fp8_sp_gathered = false;
   /// A weight's fp8 cast that Transformer Engine caches for the step's later microbatches
   /// (fp8_weight_cache_bytes): only a step's first microbatch runs it, and never a recompute.
   bool first_microbatch_only = false;

@@ -180,7 +180,7 @@ double te_cast_bytes(const Microbatch& mb) { return mb.bpe + 2.0 + (mb.fp8_amax_
 /// Engine (Megatron-style code) casts each operand once with its transposed copy (te_cast_bytes);
 /// its blockwise recipe also times the forward GEMM with the split accumulator.
 void linear(std::vector<Op>& ops, const Microbatch& mb, std::string name, double m, double n, double k,
-            double batch = 1, OpRole role = OpRole::plain) {
+            double batch = 1, OpRole role = OpRole::plain, bool sp_gathered = false) {
   if (mb.autocast) ops.push_back(autocast_weight_cast(name, k, n, batch, mb.bpe));
   if (!mb.fp8_linear) {
     ops.push_back(gemm(std::move(name), m, n, k, batch, mb.bpe, role));
@@ -190,7 +190,16 @@ void linear(std::vector<Op>& ops, const Microbatch& mb, std::string name, double
   cast.name = name + "_cast";
   cast.fp8_cast = true;
   const double weight = mb.fp8_gathered_weights || mb.fp8_weight_cache ? 0.0 : k * n;
-  if (mb.fp8_te) {
+  // Transformer Engine's per-tensor recipes under sequence parallelism: the input of a
+  // column-parallel layer is the all-gathered sequence; it is cast on this rank's 1/sp of the
+  // rows before the gather, without its transposed copy (Op::fp8_sp_gathered).
+  const bool sp_cast = mb.fp8_te && !mb.fp8_blockwise && sp_gathered && mb.sp > 1;
+  if (sp_cast && role == OpRole::tp_column_parallel) {
+    const double per = te_cast_bytes(mb) - 1.0;  // no transposed copy
+    cast.bytes = batch * (m / mb.sp * k * per + weight * te_cast_bytes(mb));
+    cast.flops = batch * (m / mb.sp * k + weight) * 2.0;
+    cast.kernels = (weight > 0 ? 2 : 1) * (mb.fp8_amax_pass ? 2 : 1);
+  } else if (mb.fp8_te) {
     // Transformer Engine (module/linear.py: fp8_cast_transpose_fused; TE 2.x quantizers with
     // row- and column-wise usage): one pass writes the fp8 copy this GEMM reads and the
     // transposed copy the weight gradient will read, bpe + 2 B per element; current scaling
@@ -235,6 +244,7 @@ void linear(std::vector<Op>& ops, const Microbatch& mb, std::string name, double
   // Blockwise scales change along K every 128 elements: the forward GEMM too promotes its
   // partial sums to fp32 on the CUDA cores (DeepSeek-V3 §3.3.2, N_C = 128).
   g.fp8_split_accumulator = mb.fp8_blockwise;
+  g.fp8_sp_gathered = sp_cast;  // column-parallel: the input; row-parallel: the output gradient
   g.bytes = batch * ((m * k + k * n) * 1.0 + m * n * mb.bpe);
   ops.push_back(g);
 }
@@ -373,7 +383,8 @@ void attention_projections(const Microbatch& mb, double norm_flops, std::vector<
   const double tp = mb.tp;
   if (!sh.mla) {
     // Column-parallel fused QKV projection: output a·d + 2·g·d features, split over tp.
-    linear(ops, mb, "qkv", t, (sh.heads + 2.0 * sh.kv_heads) * sh.head_dim / tp, h, 1, OpRole::tp_column_parallel);
+    linear(ops, mb, "qkv", t, (sh.heads + 2.0 * sh.kv_heads) * sh.head_dim / tp, h, 1, OpRole::tp_column_parallel,
+           true);
     return;
   }
   // MLA (DeepSeek-V3 report §2.1.1): low-rank query and joint key/value latents, replicated on
@@ -422,16 +433,19 @@ Op activation(const Microbatch& mb, const std::string& prefix, double elements) 
 
 /// One feed-forward block of width `width` (already divided over TP) over `rows` rows, run as
 /// `batch` equal problems: up (gate and up fused under swiglu), activation, down.
+/// `sp_gathered`: the block reads the sequence-parallel all-gather and its output gradient
+/// comes back through one (the dense MLP and the shared experts; not the routed experts, whose
+/// tokens arrive by the all-to-all).
 void ffn(const Microbatch& mb, const std::string& prefix, double rows, double width, double batch,
-         std::vector<Op>& ops, bool tensor_parallel = true) {
+         std::vector<Op>& ops, bool tensor_parallel = true, bool sp_gathered = false) {
   const Shape& sh = mb.sh;
   const double up_width = (sh.swiglu ? 2.0 : 1.0) * width;
   linear(ops, mb, prefix + "_up", rows, up_width, sh.hidden, batch,
-         tensor_parallel ? OpRole::tp_column_parallel : OpRole::plain);
+         tensor_parallel ? OpRole::tp_column_parallel : OpRole::plain, sp_gathered);
   // Fused MLP: the GELU (and, in backward, its gradient) runs in the GEMMs' epilogues.
   if (!mb.fused_mlp) ops.push_back(activation(mb, prefix, rows * batch * width));
   linear(ops, mb, prefix + "_down", rows, sh.hidden, width, batch,
-         tensor_parallel ? OpRole::tp_row_parallel : OpRole::plain);
+         tensor_parallel ? OpRole::tp_row_parallel : OpRole::plain, sp_gathered);
 }
 
 /// A marker op: where an all-to-all sits in the op list; no work of its own.
@@ -540,7 +554,7 @@ void moe_forward(const Microbatch& mb, std::vector<Op>& ops) {
   }
   // Shared experts run as the dense MLP does, over the TP group, on every token (folded or not:
   // Megatron-core's SharedExpertMLP takes the dense layers' TP config).
-  if (sh.shared_experts > 0) ffn(mb, "shared", mb.tokens, sh.shared_experts * sh.moe_ffn / mb.tp, 1, ops);
+  if (sh.shared_experts > 0) ffn(mb, "shared", mb.tokens, sh.shared_experts * sh.moe_ffn / mb.tp, 1, ops, true, true);
 }
 
 std::vector<Op> forward_ops(const Microbatch& mb, bool moe) {
@@ -595,7 +609,7 @@ std::vector<Op> forward_ops(const Microbatch& mb, bool moe) {
   for (Op& op : attention_core_forward(mb)) ops.push_back(std::move(op));
   // Row-parallel output projection: k = a·d_v / tp local features in, h out (partial sums that
   // the TP all-reduce — comm layer — adds up).
-  linear(ops, mb, "attn_out", t, h, sh.heads * sh.v_head_dim / tp, 1, OpRole::tp_row_parallel);
+  linear(ops, mb, "attn_out", t, h, sh.heads * sh.v_head_dim / tp, 1, OpRole::tp_row_parallel, true);
   if (!mb.fused_add_norm) {  // fused: in norm_mlp's kernel
     if (mb.hidden_dropout) ops.push_back(dropout("hidden_dropout_attn", outside, mb.bpe));
     ops.push_back(elementwise("residual_attn", outside, 2, 1, 1, mb.bpe));
@@ -605,7 +619,7 @@ std::vector<Op> forward_ops(const Microbatch& mb, bool moe) {
   if (moe) {
     moe_forward(mb, ops);
   } else {
-    ffn(mb, "mlp", t, sh.ffn / tp, 1, ops);
+    ffn(mb, "mlp", t, sh.ffn / tp, 1, ops, true, true);
   }
   if (!mb.fused_add_norm) {  // fused: in the next layer's norm_attn kernel (the last layer's: final_norm's)
     if (mb.hidden_dropout) ops.push_back(dropout("hidden_dropout_mlp", outside, mb.bpe));
@@ -656,7 +670,23 @@ std::vector<Op> backward_of(const std::vector<Op>& forward, const Microbatch& mb
         cast.name = f.name + "_bwd_cast";
         cast.fp8_cast = true;
         const double weight = mb.fp8_gathered_weights || mb.fp8_weight_cache ? 0.0 : f.k * f.n;
-        if (mb.fp8_te) {
+        if (f.fp8_sp_gathered && f.role == OpRole::tp_column_parallel) {
+          // Sequence parallelism, column-parallel layer: the output gradient (this rank's width,
+          // every row) cast with its transpose as without it, and the re-gathered fp8 input
+          // transposed for the weight gradient (read 1, write 1 B per gathered element).
+          const double per = te_cast_bytes(mb);
+          cast.bytes = f.batch * (f.m * f.n * per + f.m * f.k * 2.0 + weight * per);
+          cast.flops = f.batch * (f.m * f.n + weight) * 2.0;
+          cast.kernels = (weight > 0 ? 2 : 1) * (mb.fp8_amax_pass ? 2 : 1) + 1;
+        } else if (f.fp8_sp_gathered && f.role == OpRole::tp_row_parallel) {
+          // Sequence parallelism, row-parallel layer: the output gradient arrives sequence-
+          // sharded; its 1/sp of the rows is cast before the all-gather, then the gathered fp8
+          // copy is transposed for the weight gradient.
+          const double per = te_cast_bytes(mb) - 1.0;
+          cast.bytes = f.batch * (f.m / mb.sp * f.n * per + f.m * f.n * 2.0 + weight * te_cast_bytes(mb));
+          cast.flops = f.batch * (f.m / mb.sp * f.n + weight) * 2.0;
+          cast.kernels = (weight > 0 ? 2 : 1) * (mb.fp8_amax_pass ? 2 : 1) + 1;
+        } else if (mb.fp8_te) {
           // Transformer Engine: only the output gradient is cast, with its transpose (dgrad reads
           // one, wgrad the other: fp8_cast_transpose_bgrad_fused), after its amax pass under
           // current scaling; the input's transposed copy was written in the forward and kept, the

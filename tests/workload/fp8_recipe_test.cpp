@@ -62,6 +62,30 @@ TEST_CASE("blockwise fp8 casts each operand in one pass and promotes every GEMM'
         kTokens * 14336 * 4);
 }
 
+TEST_CASE("under sequence parallelism Transformer Engine casts the local rows before the gather", "[workload][precision]") {
+  // TE module/linear.py (v1.9): with sequence_parallel the input of a column-parallel layer is
+  // cast on this rank's rows alone (no fp8_cast_transpose_fused), all-gathered in fp8, and the
+  // gathered copy transposed in backward for the weight gradient; a row-parallel layer's output
+  // gradient likewise (base.py grad_output_preprocess: cast, gather, transpose). TP 8, current
+  // scaling (amax 2 + cast 2 + 1 = 5 B without the transposed copy, 6 B with it).
+  const auto t = te_fp8("current");
+  const auto fwd = layer_forward_ops(llama3_8b(), t, 1, 8, 0, 1, true);
+  const auto bwd = layer_backward_ops(llama3_8b(), t, 1, 8, 0, 1, true);
+  // qkv: 8,192 / 8 local rows of 4,096 cast; backward: dY (8,192 x 6,144 / 8) cast with its
+  // transpose, and the gathered fp8 input (8,192 x 4,096) transposed.
+  CHECK(find(fwd, "qkv_cast").bytes == kTokens / 8 * 4096 * 5);
+  CHECK(find(bwd, "qkv_bwd_cast").bytes == kTokens * 6144 / 8 * 6 + kTokens * 4096 * 2);
+  // attn_out: its input is local (every row, 4,096 / 8 columns): cast with its transpose as
+  // without sequence parallelism; backward: the local 1/8 of dY's rows cast, the gathered copy
+  // transposed.
+  CHECK(find(fwd, "attn_out_cast").bytes == kTokens * 4096 / 8 * 6);
+  CHECK(find(bwd, "attn_out_bwd_cast").bytes == kTokens / 8 * 4096 * 5 + kTokens * 4096 * 2);
+  // Without sequence parallelism the full rows are cast with their transposes and nothing more.
+  const auto plain = layer_forward_ops(llama3_8b(), t, 1, 8, 0, 1, false);
+  CHECK(find(plain, "qkv_cast").bytes == kTokens * 4096 * 6);
+  CHECK(find(layer_backward_ops(llama3_8b(), t, 1, 8, 0, 1, false), "qkv_bwd_cast").bytes == kTokens * 6144 / 8 * 6);
+}
+
 TEST_CASE("the blockwise GEMM model lands on DeepGEMM's published H800 rate", "[workload][precision][roofline]") {
   // deepseek-ai/DeepGEMM README (a6d97a1, 2025-02-25), normal GEMMs on H800 (the H100's tensor
   // throughput): M 4,096, N 7,168, K 16,384 at 1,358 TFLOPS, a benchmark burst at the boost
