@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -407,6 +408,25 @@ std::vector<ValidationRow> torchtitan_rows(const std::string& label, double toke
   return rows;
 }
 
+/// One job per row of `rows`: the scenario `dir` + file + ".yaml" simulated (torchtitan_rows),
+/// or, for a row without a file, its published figures listed as not simulated.
+void add_torchtitan_jobs(ValidationPlan& plan, std::span<const TorchtitanRow> rows, const std::string& dir,
+                         const std::string& src) {
+  for (const auto& row : rows) {
+    if (std::string(row.file).empty()) {
+      plan.jobs.push_back({row.label, [row, src] {
+                             return unpredicted_rows(row.label, row.tokens_per_gpu, row.memory_gib, "not simulated",
+                                                     src);
+                           }});
+      continue;
+    }
+    const std::string path = dir + row.file + ".yaml";
+    plan.jobs.push_back({row.file, [row, path, src] {
+                           return torchtitan_rows(row.label, row.tokens_per_gpu, row.memory_gib, path, {}, src);
+                         }});
+  }
+}
+
 ValidationPlan torchtitan_plan(const std::string& data_dir) {
   ValidationPlan plan{{"torchtitan",
                        "torchtitan Llama 3.1 on H100 96 GB / 500 W (Dec 2024 benchmark page): tokens/s per GPU and "
@@ -416,11 +436,7 @@ ValidationPlan torchtitan_plan(const std::string& data_dir) {
   const std::string src =
       "pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md (tables 1, 3, 5 also in "
       "../shared/reference/calibration.md; 2, 4, 6 read in the torchtitan repository)";
-  for (const auto& row : kTorchtitan) {
-    const std::string path = data_dir + "/scenarios/validation/" + row.file + ".yaml";
-    plan.jobs.push_back(
-        {row.file, [row, path, src] { return torchtitan_rows(row.label, row.tokens_per_gpu, row.memory_gib, path, {}, src); }});
-  }
+  add_torchtitan_jobs(plan, kTorchtitan, data_dir + "/scenarios/validation/", src);
   return plan;
 }
 
@@ -471,10 +487,11 @@ ValidationPlan torchtitan_2025_plan(const std::string& data_dir) {
     const std::string label = row.label;
     if (std::string(row.file).empty()) {
       plan.jobs.push_back({label, [row, label, tp_src, nan] {
-                             const std::string why = " (not simulated)";
-                             return std::vector<ValidationRow>{
-                                 {label + ", TP tokens/s" + why, row.vanilla_tp, nan, "tok/s/GPU", tp_src},
-                                 {label + ", AsyncTP tokens/s" + why, row.async_tp, nan, "tok/s/GPU", tp_src}};
+                             auto rows = unpredicted_rows(label + ", TP", row.vanilla_tp, nan, "not simulated", tp_src);
+                             const auto async =
+                                 unpredicted_rows(label + ", AsyncTP", row.async_tp, nan, "not simulated", tp_src);
+                             rows.insert(rows.end(), async.begin(), async.end());
+                             return rows;
                            }});
       continue;
     }
@@ -488,12 +505,7 @@ ValidationPlan torchtitan_2025_plan(const std::string& data_dir) {
   }
   const std::string h200_src = "pytorch/torchtitan benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md; "
                                "scenarios/validation/torchtitan-2025/";
-  for (const auto& row : kTorchtitanH200) {
-    const std::string path = dir + row.file + ".yaml";
-    plan.jobs.push_back({row.file, [row, path, h200_src] {
-                           return torchtitan_rows(row.label, row.tokens_per_gpu, row.memory_gib, path, {}, h200_src);
-                         }});
-  }
+  add_torchtitan_jobs(plan, kTorchtitanH200, dir, h200_src);
   return plan;
 }
 
@@ -519,18 +531,7 @@ ValidationPlan torchao_plan(const std::string& data_dir) {
                       {}};
   const std::string src = "pytorch/ao torchao/float8/README.md at 8c81863ba (2025-03-12), Training benchmarks; "
                           "scenarios/validation/torchao/";
-  for (const auto& row : kTorchao) {
-    if (std::string(row.file).empty()) {
-      plan.jobs.push_back({row.label, [row, src] {
-                             return unpredicted_rows(row.label, row.tokens_per_gpu, row.memory_gib, "not simulated", src);
-                           }});
-      continue;
-    }
-    const std::string path = data_dir + "/scenarios/validation/torchao/" + row.file + ".yaml";
-    plan.jobs.push_back({row.file, [row, path, src] {
-                           return torchtitan_rows(row.label, row.tokens_per_gpu, row.memory_gib, path, {}, src);
-                         }});
-  }
+  add_torchtitan_jobs(plan, kTorchao, data_dir + "/scenarios/validation/torchao/", src);
   return plan;
 }
 

@@ -194,20 +194,19 @@ void linear(std::vector<Op>& ops, const Microbatch& mb, std::string name, double
   // column-parallel layer is the all-gathered sequence; it is cast on this rank's 1/sp of the
   // rows before the gather, without its transposed copy (Op::fp8_sp_gathered).
   const bool sp_cast = mb.fp8_te && !mb.fp8_blockwise && sp_gathered && mb.sp > 1;
-  if (sp_cast && role == OpRole::tp_column_parallel) {
-    const double per = te_cast_bytes(mb) - 1.0;  // no transposed copy
-    cast.bytes = batch * (m / mb.sp * k * per + weight * te_cast_bytes(mb));
-    cast.flops = batch * (m / mb.sp * k + weight) * 2.0;
-    cast.kernels = (weight > 0 ? 2 : 1) * (mb.fp8_amax_pass ? 2 : 1);
-  } else if (mb.fp8_te) {
+  if (mb.fp8_te) {
     // Transformer Engine (module/linear.py: fp8_cast_transpose_fused; TE 2.x quantizers with
     // row- and column-wise usage): one pass writes the fp8 copy this GEMM reads and the
     // transposed copy the weight gradient will read, bpe + 2 B per element; current scaling
     // first reads the tensor for its amax (bpe); blockwise tiles keep two fp32 scales per 128
-    // elements (per 128×128 weight block: negligible, not counted).
+    // elements (per 128×128 weight block: negligible, not counted). A sequence-parallel
+    // column-parallel input: only the local rows, without the transposed copy.
     const double per = te_cast_bytes(mb);
-    cast.bytes = batch * (m * k * (per + (mb.fp8_blockwise ? kBlockScaleBytes : 0.0)) + weight * per);
-    cast.flops = batch * (m * k + weight) * 2.0;
+    const bool local = sp_cast && role == OpRole::tp_column_parallel;
+    const double input = local ? m / mb.sp * k : m * k;
+    const double input_per = local ? per - 1.0 : per + (mb.fp8_blockwise ? kBlockScaleBytes : 0.0);
+    cast.bytes = batch * (input * input_per + weight * per);
+    cast.flops = batch * (input + weight) * 2.0;
     cast.kernels = (weight > 0 ? 2 : 1) * (mb.fp8_amax_pass ? 2 : 1);
   } else {
     cast.bytes = batch * (m * k + weight) * (2.0 * mb.bpe + 1.0);
@@ -663,38 +662,32 @@ std::vector<Op> backward_of(const std::vector<Op>& forward, const Microbatch& mb
       Op dgrad = gemm(f.name + "_dgrad", f.m, f.k, f.n, f.batch, mb.bpe, dgrad_role);
       Op wgrad = gemm(f.name + "_wgrad", f.k, f.n, f.m, f.batch, mb.bpe, OpRole::weight_grad);
       if (f.dtype == "fp8") {
-        // Cast the output gradient, re-cast the kept input and the weight, and transpose the fp8
-        // copies the wgrad GEMM needs (Hopper fp8 GEMMs take K-major operands only): dY and X
-        // 5 B cast + 2 B transpose per element, W 5 B (none when FSDP gathered it in fp8).
+        // torchao (PyTorch model code, the branch below): cast the output gradient, re-cast the
+        // kept input and the weight, and transpose the fp8 copies the wgrad GEMM needs (Hopper
+        // fp8 GEMMs take K-major operands only): dY and X 5 B cast + 2 B transpose per element,
+        // W 5 B (none when FSDP gathered it in fp8). Transformer Engine: the first branch.
         Op cast;
         cast.name = f.name + "_bwd_cast";
         cast.fp8_cast = true;
         const double weight = mb.fp8_gathered_weights || mb.fp8_weight_cache ? 0.0 : f.k * f.n;
-        if (f.fp8_sp_gathered && f.role == OpRole::tp_column_parallel) {
-          // Sequence parallelism, column-parallel layer: the output gradient (this rank's width,
-          // every row) cast with its transpose as without it, and the re-gathered fp8 input
-          // transposed for the weight gradient (read 1, write 1 B per gathered element).
-          const double per = te_cast_bytes(mb);
-          cast.bytes = f.batch * (f.m * f.n * per + f.m * f.k * 2.0 + weight * per);
-          cast.flops = f.batch * (f.m * f.n + weight) * 2.0;
-          cast.kernels = (weight > 0 ? 2 : 1) * (mb.fp8_amax_pass ? 2 : 1) + 1;
-        } else if (f.fp8_sp_gathered && f.role == OpRole::tp_row_parallel) {
-          // Sequence parallelism, row-parallel layer: the output gradient arrives sequence-
-          // sharded; its 1/sp of the rows is cast before the all-gather, then the gathered fp8
-          // copy is transposed for the weight gradient.
-          const double per = te_cast_bytes(mb) - 1.0;
-          cast.bytes = f.batch * (f.m / mb.sp * f.n * per + f.m * f.n * 2.0 + weight * te_cast_bytes(mb));
-          cast.flops = f.batch * (f.m / mb.sp * f.n + weight) * 2.0;
-          cast.kernels = (weight > 0 ? 2 : 1) * (mb.fp8_amax_pass ? 2 : 1) + 1;
-        } else if (mb.fp8_te) {
+        if (mb.fp8_te) {
           // Transformer Engine: only the output gradient is cast, with its transpose (dgrad reads
           // one, wgrad the other: fp8_cast_transpose_bgrad_fused), after its amax pass under
           // current scaling; the input's transposed copy was written in the forward and kept, the
-          // weight's transpose is cached or gathered.
+          // weight's transpose is cached or gathered. Under sequence parallelism
+          // (Op::fp8_sp_gathered) a row-parallel layer's output gradient arrives by the
+          // all-gather: its local rows are cast without the copy and the gathered fp8 copy is
+          // transposed; a column-parallel layer's re-gathered fp8 input is transposed for the
+          // weight gradient (read 1, write 1 B per gathered element).
           const double per = te_cast_bytes(mb);
-          cast.bytes = f.batch * (f.m * f.n * (per + (mb.fp8_blockwise ? kBlockScaleBytes : 0.0)) + weight * per);
-          cast.flops = f.batch * (f.m * f.n + weight) * 2.0;
-          cast.kernels = (weight > 0 ? 2 : 1) * (mb.fp8_amax_pass ? 2 : 1);
+          const bool row_sp = f.fp8_sp_gathered && f.role == OpRole::tp_row_parallel;
+          const bool column_sp = f.fp8_sp_gathered && f.role == OpRole::tp_column_parallel;
+          const double grad = row_sp ? f.m / mb.sp * f.n : f.m * f.n;
+          const double grad_per = row_sp ? per - 1.0 : per + (mb.fp8_blockwise ? kBlockScaleBytes : 0.0);
+          const double transposed = row_sp ? f.m * f.n : column_sp ? f.m * f.k : 0.0;
+          cast.bytes = f.batch * (grad * grad_per + transposed * 2.0 + weight * per);
+          cast.flops = f.batch * (grad + weight) * 2.0;
+          cast.kernels = (weight > 0 ? 2 : 1) * (mb.fp8_amax_pass ? 2 : 1) + (transposed > 0 ? 1 : 0);
         } else {
           cast.bytes = f.batch * ((f.m * f.n + f.m * f.k) * (2.0 * mb.bpe + 1.0 + 2.0) + weight * (2.0 * mb.bpe + 1.0));
           cast.flops = f.batch * (f.m * f.n + f.m * f.k + weight) * 2.0;
