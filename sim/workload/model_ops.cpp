@@ -469,24 +469,21 @@ void moe_forward(const Microbatch& mb, std::vector<Op>& ops) {
   const double copies = t * k * h;
   const double rows = t * h;
   const double local_experts = sh.experts / mb.ep;
-  if (mb.moe_permute_fusion) {
-    // Transformer Engine's fused kernels (transformer_engine/pytorch/permutation.py): moe_permute
-    // gathers each token's row once per chosen expert (T read, T written); its backward,
-    // moe_permute_bwd, sums the k gradient rows of each token (T read, U written).
-    Op permute = elementwise("moe_permute", copies, 1, 1, 0, mb.bpe);
-    permute.backward_bytes = (copies + rows) * mb.bpe;
-    ops.push_back(permute);
-  } else {
+  // Each token's row gathered once per chosen expert: T read, T written. Transformer Engine's
+  // fused kernel (transformer_engine/pytorch/permutation.py moe_permute); its backward,
+  // moe_permute_bwd, sums the k gradient rows of each token (T read, U written).
+  Op permute = elementwise("moe_permute", copies, 1, 1, 0, mb.bpe);
+  permute.backward_bytes = (copies + rows) * mb.bpe;
+  if (!mb.moe_permute_fusion) {
     // Megatron-core 0.8-0.9 moe_utils.permute: argsort of the t·k expert indices, their
-    // division by k, then the row gather (index_select; moe_gather, torch.gather, in 0.9):
-    // T read, T written. Backward (index_select_backward / moe_gather.backward): zeros of U,
-    // then scatter_add_ of the T gradient rows into them (U read and written).
-    Op permute = elementwise("moe_permute", copies, 1, 1, 0, mb.bpe);
+    // division by k, then the row gather (index_select; moe_gather, torch.gather, in 0.9).
+    // Backward (index_select_backward / moe_gather.backward): zeros of U, then scatter_add_ of
+    // the T gradient rows into them (U read and written).
     permute.kernels = 3;
     permute.backward_bytes = (copies + 3.0 * rows) * mb.bpe;
     permute.backward_kernels = 2;
-    ops.push_back(permute);
   }
+  ops.push_back(permute);
   ops.push_back(marker("moe_dispatch", OpRole::expert_dispatch));
   // The all-to-all delivers the T rows ordered by source rank; with more than one local expert
   // the grouped GEMM needs them ordered by expert: a row gather (Megatron-core's alltoall
