@@ -19,6 +19,10 @@ std::string key_in(const std::string& prefix, const std::string& key) {
 
 std::string str(int v) { return std::to_string(v); }
 
+/// Megatron-style model code (training.framework fused or cuda_graphs): Megatron-core with
+/// Transformer Engine, as opposed to PyTorch model code (eager or compile).
+bool megatron_style(const TrainingSpec& t) { return t.framework == "fused" || t.framework == "cuda_graphs"; }
+
 /// "8.0e6" style numbers are accepted for counts, so whole-number checks are done on doubles.
 bool divides(double divisor, double value) {
   if (divisor <= 0 || !std::isfinite(value)) return false;
@@ -463,7 +467,7 @@ void validate_scenario(Scenario& sc, LoadState& st) {
     check_fused_tp("parallel.async_tp", "an inductor pass of torch.compile", t.framework == "compile", "compile");
   } else if (p.tp_comm_overlap && st.ok({"parallel.tp_comm_overlap"})) {
     check_fused_tp("parallel.tp_comm_overlap", "Transformer Engine's userbuffers under Megatron-core",
-                   t.framework == "fused" || t.framework == "cuda_graphs", "fused or cuda_graphs");
+                   megatron_style(t), "fused or cuda_graphs");
   }
   if (st.locations.count("parallel.tp_runtime") > 0 && st.ok({"parallel.tp", "parallel.tp_runtime"}) && p.tp == 1) {
     st.report("parallel.tp_runtime", "whose tensor-parallel layers needs tensor parallelism; expected parallel.tp > 1, got 1");
@@ -645,7 +649,7 @@ void validate_scenario(Scenario& sc, LoadState& st) {
   if (t.fp8_all_gather && st.ok({"training.fp8_all_gather", "training.precision", "parallel.zero", "training.framework"})) {
     // FSDP's fp8 all-gather (zero 3), or Megatron-core's fp8_param_gather under its distributed
     // optimizer (zero 1/2, Megatron-style code: framework fused or cuda_graphs).
-    const bool megatron = t.framework == "fused" || t.framework == "cuda_graphs";
+    const bool megatron = megatron_style(t);
     if (t.precision != "fp8" || !(p.zero == 3 || (megatron && (p.zero == 1 || p.zero == 2)))) {
       st.report("training.fp8_all_gather",
                 "gathers fp8 weights of ZeRO-3/FSDP, or of Megatron's distributed optimizer (zero 1 or 2 with "
@@ -654,7 +658,7 @@ void validate_scenario(Scenario& sc, LoadState& st) {
     }
   }
   if (t.fp8_recipe != "current" && st.ok({"training.fp8_recipe", "training.precision", "training.framework"}) &&
-      (t.precision != "fp8" || (t.framework != "fused" && t.framework != "cuda_graphs"))) {
+      (t.precision != "fp8" || !megatron_style(t))) {
     st.report("training.fp8_recipe",
               t.fp8_recipe + " is a Transformer Engine fp8 recipe: needs training.precision fp8 and Megatron-style code, "
               "training.framework fused or cuda_graphs (PyTorch model code's torchao Float8 scales dynamically per tensor: "
@@ -690,14 +694,14 @@ void validate_scenario(Scenario& sc, LoadState& st) {
                   " K/V heads for " + str(m.heads) + " heads, activation_checkpointing " + t.activation_checkpointing);
   }
   if (!t.cross_entropy_loss_fusion && st.ok({"training.cross_entropy_loss_fusion", "training.framework"}) &&
-      t.framework != "fused" && t.framework != "cuda_graphs") {
+      !megatron_style(t)) {
     st.report("training.cross_entropy_loss_fusion",
               "false is Megatron's unfused vocab_parallel_cross_entropy: needs Megatron-style code, training.framework "
               "fused or cuda_graphs (PyTorch model code's losses are fused_cross_entropy, compile_loss or "
               "F.cross_entropy); got framework " + t.framework);
   }
   if (!t.moe_permute_fusion && st.ok({"training.moe_permute_fusion", "training.framework", "model.experts"}) &&
-      (m.experts <= 1 || (t.framework != "fused" && t.framework != "cuda_graphs"))) {
+      (m.experts <= 1 || !megatron_style(t))) {
     st.report("training.moe_permute_fusion",
               "false is Megatron-core 0.8-0.9's unfused MoE token permutation: needs a MoE model (model.experts > 1) "
               "and Megatron-style code, training.framework fused or cuda_graphs; got " + str(m.experts) +
@@ -753,7 +757,7 @@ void validate_scenario(Scenario& sc, LoadState& st) {
       st.ok({"training.optimizer_dtype", "training.framework", "training.precision", "training.autocast",
              "training.bf16_optimizer"})) {
     std::string why;
-    if (t.framework != "fused" && t.framework != "cuda_graphs") {
+    if (!megatron_style(t)) {
       why = "Megatron-style model code (training.framework fused or cuda_graphs: PyTorch's optimizers are simulated "
             "with fp32 state), got " + t.framework;
     } else if (t.precision != "bf16" && t.precision != "fp8") {
@@ -821,7 +825,7 @@ void validate_scenario(Scenario& sc, LoadState& st) {
     if (p.zero != 1 && p.zero != 2) {
       st.report("parallel.overlap_param_gather", "overlaps the distributed optimizer's parameter all-gather; expected "
                                                  "parallel.zero 1 or 2, got " + str(p.zero));
-    } else if (t.framework != "fused" && t.framework != "cuda_graphs") {
+    } else if (!megatron_style(t)) {
       st.report("parallel.overlap_param_gather", "is Megatron-core's; expected training.framework: fused or "
                                                  "cuda_graphs, got " + t.framework);
     }
