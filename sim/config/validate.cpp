@@ -657,8 +657,12 @@ void validate_scenario(Scenario& sc, LoadState& st) {
                     str(p.zero) + " and framework " + t.framework);
     }
   }
-  if (t.fp8_recipe != "current" && st.ok({"training.fp8_recipe", "training.precision", "training.framework"}) &&
-      (t.precision != "fp8" || !megatron_style(t))) {
+  if (st.locations.count("training.fp8_recipe") > 0 && st.ok({"training.fp8_recipe", "training.precision"}) &&
+      t.precision != "fp8") {
+    st.report("training.fp8_recipe", "scales the operands of the fp8 linear layers: needs training.precision fp8, got "
+                                         "precision " + t.precision);
+  } else if (t.fp8_recipe != "current" && st.ok({"training.fp8_recipe", "training.precision", "training.framework"}) &&
+             !megatron_style(t)) {
     st.report("training.fp8_recipe",
               t.fp8_recipe + " is a Transformer Engine fp8 recipe: needs training.precision fp8 and Megatron-style code, "
               "training.framework fused or cuda_graphs (PyTorch model code's torchao Float8 scales dynamically per tensor: "

@@ -127,4 +127,7 @@ TEST_CASE("delayed and blockwise fp8 are refused outside Transformer Engine's co
   }
   CHECK_THROWS_WITH(config::load_scenario(scenario, {"training.fp8_recipe=rowwise"}),
                     Catch::Contains("training.fp8_recipe"));
+  // Named without fp8, even the default recipe would be accepted and ignored: refused.
+  CHECK_THROWS_WITH(config::load_scenario(scenario, {"training.fp8_recipe=current"}),
+                    Catch::Contains("training.fp8_recipe") && Catch::Contains("needs training.precision fp8"));
 }
