@@ -583,6 +583,15 @@ int expert_zero_ranks(const config::ParallelSpec& parallel, int dp);
 ///   split over TP: Q, K, V (grouped-query widths) and the attention output; flash: fp32
 ///     log-sum-exp per head; eager rotary: its fp32 inputs; MLP: GELU input and output, SwiGLU
 ///     gate, up and product (eager: + the SiLU output);
+///   a mixture-of-experts layer's block instead (Megatron-core's, Transformer Engine's grouped
+///     GEMMs and fused permutation): the router's fp32 softmax (4·E) and top-k indices and gates
+///     (12·k), and per routed copy (k per token, balanced over the EP group) the first grouped
+///     GEMM's input h, the activation's input 2·f_e (gated; f_e not), the second GEMM's input
+///     f_e and the combined rows h the unpermute keeps for the gates' gradients; folded
+///     (parallel.expert_tp 1) on the rank's t/tp tokens with whole experts, otherwise on every
+///     token with f_e/t; shared experts as a dense MLP of their width; the GEMM inputs and the
+///     shared experts' copy of the norm output in fp8 (1 B) under Transformer Engine's fp8.
+///     A MoE model's layers count as the mean over its dense and MoE layers;
 ///   unfused attention: per key the softmax output, mask and dropout output (5·a/t per key at
 ///     bpe 2), only under policy none.
 /// Policies: none; selective (Korthikanti: the s² terms recomputed); full: the layer input
@@ -635,8 +644,9 @@ double backward_gradient_bytes(const config::ModelSpec& model, const config::Tra
 /// `in_flight_microbatches` microbatches under the recompute policy.
 /// Parameters per GPU: (all but the routed experts + routed experts / ep) / (tp · pp) — an even
 /// split across stages (embedding and LM head are not placed on the first/last stage
-/// separately). Activations follow Korthikanti et al. for every layer, MoE layers included (the
-/// k·f_e-wide expert activations are not counted apart).
+/// separately). Activations follow Korthikanti et al. for every layer; a MoE layer's block keeps
+/// the router's softmax and the k token copies' grouped-GEMM inputs, activation input and
+/// combined rows (activation_bytes_per_layer), the mean over a MoE model's dense and MoE layers.
 /// Activations: activation_bytes_per_layer × ⌈layers / pp⌉ × in_flight_microbatches, plus the
 /// loss buffers of one microbatch (s·b·V/tp·loss_bytes_per_logit) and the LM head's kept input
 /// (head_input_bytes) of every microbatch in flight (the last stage's), with b =

@@ -76,9 +76,10 @@ bool norm_keeps_fp32_copies(const Shape& sh, const config::TrainingSpec& trainin
 }
 
 /// What autograd keeps of one layer with nothing recomputed, per token (Korthikanti et al. 2022
-/// §4.1 generalised to the layer's ops: grouped-query K/V, SwiGLU, RMSNorm, rotary).
+/// §4.1 generalised to the layer's ops: grouped-query K/V, SwiGLU, RMSNorm, rotary); `moe`: a
+/// mixture-of-experts layer (its MLP block as moe_forward runs it, below).
 LayerActivations kept_without_recompute(const Shape& sh, const config::TrainingSpec& training,
-                                        const config::ParallelSpec& parallel, bool attention_dropout) {
+                                        const config::ParallelSpec& parallel, bool attention_dropout, bool moe) {
   const double tp = parallel.tp;
   const double bpe = bytes_per_element(training.precision);
   const bool eager = training.framework == "eager";
@@ -87,7 +88,9 @@ LayerActivations kept_without_recompute(const Shape& sh, const config::TrainingS
   const double kv = sh.kv_heads * sh.head_dim / tp;
   const double v = sh.kv_heads * sh.v_head_dim / tp;
   const double o = sh.heads * sh.v_head_dim / tp;
-  const double f = (sh.is_moe_layer(0) ? sh.moe_ffn : sh.ffn) / tp;
+  const double f = sh.ffn / tp;
+  // Transformer Engine's fp8 linear layers keep the fp8 copy of their input (below).
+  const bool te_fp8 = training.precision == "fp8" && !pytorch_model_code(training);
   LayerActivations a;
   // Each norm keeps its input; PyTorch's eager RMSNorm as Llama-style code writes it (x.float(),
   // pow, mean, rsqrt, mul, type_as, mul by the gain) keeps the fp32 copy and the normalised
@@ -131,8 +134,37 @@ LayerActivations kept_without_recompute(const Shape& sh, const config::TrainingS
   }
   // MLP: GELU keeps its input and output (the down projection's input); SwiGLU the gate and up
   // outputs and their product (eager also the SiLU output).
-  a.split += sh.swiglu ? bpe * f * (eager ? 4.0 : 3.0) : bpe * 2.0 * f;
-  if (training.precision == "fp8" && !pytorch_model_code(training)) {
+  if (!moe) a.split += sh.swiglu ? bpe * f * (eager ? 4.0 : 3.0) : bpe * 2.0 * f;
+  if (moe) {
+    // A mixture-of-experts block as Megatron-core runs it (moe_forward's ops; transformer_engine
+    // pytorch/permutation.py and module/grouped_linear.py, megatron/core/transformer/moe): the
+    // router keeps its softmax (fp32, E per token: router.py computes it in float32) and the
+    // top-k indices (int64) and gates (fp32); the permutation only its row map; then every one
+    // of a token's k copies, on the rank that runs its expert (balanced: as many as it sends),
+    // keeps the first grouped GEMM's input (h), the activation's input (the first GEMM's output,
+    // 2 f_e gated), the second GEMM's input (f_e) and, for the unpermute's gate gradients, the
+    // second GEMM's output rows (h): k·(2h + 3 f_e) per token gated, k·(2h + 2 f_e) not, where
+    // the dense MLP keeps 3f (2f). The GEMM inputs are fp8 under Transformer Engine's fp8.
+    // Folded (expert_tp 1): the rank's own t/tp sequence-parallel tokens, whole experts;
+    // otherwise every token of the microbatch on every TP rank, each expert split over TP.
+    // The pre-MLP norm's output is the router's input (kept at bpe: the router is no fp8
+    // linear); shared experts keep what a dense MLP of their width keeps, split over TP.
+    const bool folded = parallel.expert_folded();
+    const double share = folded ? 1.0 / tp : 1.0;       // this rank's routed tokens per token
+    const double fe = folded ? sh.moe_ffn : sh.moe_ffn / tp;
+    const double in = te_fp8 ? 1.0 : bpe;
+    const double k = sh.experts_per_token;
+    const double per_copy = in * h + (sh.swiglu ? 2.0 : 1.0) * bpe * fe + in * fe + bpe * h;
+    // The router runs on the rank's sequence-parallel shard before any gather.
+    const double router_share = folded || parallel.sequence_parallel ? 1.0 / tp : 1.0;
+    a.split += share * k * per_copy + router_share * (4.0 * sh.experts + k * (4.0 + 8.0));
+    if (sh.shared_experts > 0) {
+      const double fs = sh.shared_experts * sh.moe_ffn / tp;
+      a.split += (sh.swiglu ? 2.0 : 1.0) * bpe * fs + in * fs;
+      if (te_fp8) a.replicated += 1.0 * h;  // the shared experts' fp8 copy of the norm output
+    }
+  }
+  if (te_fp8) {
     // Transformer Engine's fp8 linear layers keep the fp8 copy of their input that the
     // weight-gradient GEMM reads, not the higher-precision tensor (transformer_engine/pytorch/
     // module/linear.py _Linear.forward: saved_inputmat = inputmat, the quantized input, unless the
@@ -140,8 +172,10 @@ LayerActivations kept_without_recompute(const Shape& sh, const config::TrainingS
     // norm outputs and the down projection's input at 1 B instead of bpe, while the attention
     // output, which the attention kernel keeps for its own backward, gains the output
     // projection's fp8 copy. (torchao's Float8Linear keeps its high-precision input: this is TE's.)
-    a.replicated -= 2.0 * (bpe - 1.0) * h;
-    a.split -= (bpe - 1.0) * f;
+    // (A MoE block's norm output is the router's bf16 input instead, and its expert GEMMs'
+    // inputs are counted above.)
+    a.replicated -= (moe ? 1.0 : 2.0) * (bpe - 1.0) * h;
+    if (!moe) a.split -= (bpe - 1.0) * f;
     a.split += 1.0 * o;
   }
   return a;
@@ -166,10 +200,19 @@ double activation_bytes_per_layer(const config::ModelSpec& model, const config::
   const double h = sh.hidden;
   const std::string& policy = training.activation_checkpointing;
   if (policy == "full") return tokens * bpe * h / sp;  // the layer input only
-  const LayerActivations a = kept_without_recompute(sh, training, parallel, model.attention_dropout > 0);
+  // A mixture-of-experts model's layers are not alike: the mean over its dense and MoE layers
+  // (the step's replay takes one size for every layer of a stage).
+  const double moe_share = sh.experts > 1 ? sh.moe_layers / (sh.moe_layers + sh.dense_layers) : 0.0;
+  auto kept_per_token = [&](bool moe) {
+    const LayerActivations a = kept_without_recompute(sh, training, parallel, model.attention_dropout > 0, moe);
+    return a.replicated / sp + a.split;
+  };
+  const LayerActivations a = kept_without_recompute(sh, training, parallel, model.attention_dropout > 0, false);
   // Dropout keep masks (1 B per element): the attention and MLP block outputs.
   const double masks = model.hidden_dropout > 0 ? 2.0 * h : 0.0;
-  const double per_token = (a.replicated + masks) / sp + a.split;
+  const double kept = moe_share > 0 ? (1.0 - moe_share) * kept_per_token(false) + moe_share * kept_per_token(true)
+                                    : a.replicated / sp + a.split;
+  const double per_token = masks / sp + kept;
   const double scores = (policy == "none" && !training.flash_attention) ? a.scores * s_kv : 0.0;
   if (policy == "op") {
     // torchtitan's op-level policy: the layer input, the attention core's outputs and every
