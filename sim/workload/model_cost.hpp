@@ -628,7 +628,10 @@ double recomputed_activation_bytes(const config::ModelSpec& model, const config:
 ///     projection, whose input gradient is written beside the up projection's before autograd
 ///     adds them), max(h + f, 2f, f + h) with GELU;
 ///   attention: max(h + o, o + q + K/V as the core writes them (SDPA with expanded K/V: q + o),
-///     q + K/V + 2h).
+///     q + K/V + 2h);
+///   a MoE block: h (the block's output gradient) + the MLP's peak per routed copy, with f = f_e
+///     (f_e/tp unless folded), times k (÷tp folded: the rank's own tokens); shared experts as a
+///     dense MLP of their width; the heavier of a MoE model's dense and MoE layers.
 /// h is whole under TP: a row-parallel linear's backward all-gathers its output gradient under
 /// sequence parallelism (replicated without), a column-parallel linear's input gradient is a full
 /// partial sum before its reduce-scatter or all-reduce. Not counted: fp8 casts of gradients

@@ -282,7 +282,7 @@ double backward_gradient_bytes(const config::ModelSpec& model, const config::Tra
   // parallelism (it is replicated without), a column-parallel one's input gradient is a full
   // partial sum before its reduce-scatter or all-reduce. So h is whole, the TP-split widths are not.
   const double h = sh.hidden;
-  const double f = (sh.is_moe_layer(0) ? sh.moe_ffn : sh.ffn) / t;
+  const double f = sh.ffn / t;
   const double q = sh.heads * sh.head_dim / t;
   const double o = sh.heads * sh.v_head_dim / t;
   const double kv = (sh.kv_heads * sh.head_dim + sh.kv_heads * sh.v_head_dim) / t;
@@ -293,7 +293,24 @@ double backward_gradient_bytes(const config::ModelSpec& model, const config::Tra
   // the up projection's gradients from it (3f), the SiLU the gate's pre-activation gradient
   // beside the up projection's input gradient (2f + h); the gate projection writes its input
   // gradient beside the up projection's, before autograd adds them (f + 2h). GELU: h + f, 2f, f + h.
-  const double mlp = sh.swiglu ? std::max({h + f, 3.0 * f, 2.0 * f + h, f + 2.0 * h}) : std::max({h + f, 2.0 * f, f + h});
+  auto mlp_of = [&](double width) {
+    return sh.swiglu ? std::max({h + width, 3.0 * width, 2.0 * width + h, width + 2.0 * h})
+                     : std::max({h + width, 2.0 * width, width + h});
+  };
+  // A MoE block (moe_forward): the same order per routed copy, k copies per token on the rank
+  // that runs their experts (folded: its own t/tp tokens, whole experts; otherwise every token,
+  // each expert split over TP), beside the block's output gradient, which the unpermute's
+  // backward turns into the copies' gradients (k·h); shared experts run after the routed ones in
+  // backward. The peak of the heavier kind of layer counts.
+  double mlp = sh.dense_layers > 0 ? mlp_of(f) : 0.0;  // every layer when experts == 1
+  if (sh.moe_layers > 0) {
+    const bool folded = parallel.expert_folded();
+    const double share = folded ? 1.0 / t : 1.0;
+    const double fe = folded ? sh.moe_ffn : sh.moe_ffn / t;
+    const double routed = h + share * sh.experts_per_token * mlp_of(fe);
+    const double shared = sh.shared_experts > 0 ? h + mlp_of(sh.shared_experts * sh.moe_ffn / t) : 0.0;
+    mlp = std::max({mlp, routed, shared});
+  }
   // Attention: the output projection (h + o); the attention core's backward writes the Q, K and V
   // gradients from the output's (o + q + K/V); the Q, K and V projections, the last of which
   // writes its input gradient beside the one before it (q + grouped K/V + 2h).

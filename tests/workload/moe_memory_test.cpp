@@ -104,3 +104,21 @@ TEST_CASE("a MoE model's dense and MoE layers count as their mean, shared expert
   full.activation_checkpointing = "full";
   CHECK(activation_bytes_per_layer(m, full, p, 1) == 4096.0 * 8'192);
 }
+
+TEST_CASE("a MoE layer's backward holds the gradients of each token's k copies", "[workload][memory][moe]") {
+  // Mixtral-like, TP 1, bf16, per token in elements: the layer's output gradient h = 4,096
+  // beside the larger block peak. Dense SwiGLU of width 14,336: max(h + f, 3f, 2f + h, f + 2h)
+  // = 3f = 43,008 (Llama 3 8B: (4,096 + 43,008)·2 = 94,208 B). The MoE block: the block's
+  // output gradient h beside k = 2 copies' SwiGLU peak, 4,096 + 2·43,008 = 90,112; attention
+  // max(8,192, 10,240, 14,336) is smaller. (4,096 + 90,112)·2 = 188,416 B per token.
+  const config::TrainingSpec t = megatron_bf16(4096);
+  config::ParallelSpec p;
+  CHECK(backward_gradient_bytes(llama3_8b(), t, p, 1) == 4096.0 * 94'208);
+  CHECK(backward_gradient_bytes(mixtral_like(), t, p, 1) == 4096.0 * 188'416);
+  // Folded over TP 2 with sequence parallelism: the output gradient h/2 = 2,048 beside the
+  // rank's own half of the copies, 4,096 + 43,008 = 47,104: (2,048 + 47,104)·2 = 98,304 B.
+  p.tp = 2;
+  p.sequence_parallel = true;
+  p.expert_tp = 1;
+  CHECK(backward_gradient_bytes(mixtral_like(), t, p, 1) == 4096.0 * 98'304);
+}
