@@ -759,6 +759,14 @@ constexpr NemoRow kNemo[] = {
     // release's script sets as printed (the rule in its scenario's header).
     {"qwen3-235b-256gpu-fp8cs", "Qwen3 235B-A22B, 256 GPUs, TP 2 PP 8 VP 4 EP 32, FP8-CS", "Megatron-Bridge 25.11", 256, 2, 8,
      1, 4, 2048, 1, 4096, 1575, 32},
+    // Round 35, out of sample: the H100 MoE rows of the 26.02.01 and 26.04.01 tables whose model
+    // is simulated and whose layout the release's script sets as printed (the rule in their
+    // scenarios' headers); first predictions +66.2 % and -7.7 %, recorded in the commit that
+    // added them.
+    {"qwen3-30b-16gpu-fp8cs-2602", "Qwen3 30B-A3B, 16 GPUs, PP 2 VP 12 EP 8, FP8-CS", "Megatron-Bridge 26.02.01", 16, 1, 2,
+     1, 12, 1024, 1, 4096, 9058, 8},
+    {"qwen3-30b-16gpu-fp8cs-2604", "Qwen3 30B-A3B, 16 GPUs, EP 16, FP8-CS", "Megatron-Bridge 26.04.01", 16, 1, 1, 1, 1, 1024,
+     1, 4096, 8960, 16},
 };
 
 /// The long case nemo-h100-long (validation_long_case_names): rows of the same tables whose step

@@ -271,11 +271,11 @@ TEST_CASE("validate prints every case with published, predicted and error column
   CHECK(r.out.find("rows without a prediction") != std::string::npos);
   CHECK(r.out.find(" 0 rows without a prediction") == std::string::npos);
   // Jobs: seed003 1, nccl 2, megatron-2021 10, korthikanti-2022 8, torchtitan 18, bigscience 1,
-  // bigscience-prequel 21, mt-nlg 3, nemo-h100 6, torchtitan-2025 12, mosaic-mpt 66, mosaic-mpt-h100 38,
+  // bigscience-prequel 21, mt-nlg 3, nemo-h100 8, torchtitan-2025 12, mosaic-mpt 66, mosaic-mpt-h100 38,
   // mosaic-mpt-a100-torch2 9, flash-attn-gpt3 5, flash-attn-gpt2 3, llama1 4, nemo-h100-2407 12,
   // olmo-core 8, megatron-2024 9, megatron-moe 1 (two rows from one step); nemo-h100 6 since round 33;
-  // torchao-float8 3 (round 34).
-  CHECK(r.err.find("validate: 240/240 done") != std::string::npos);
+  // torchao-float8 3 (round 34); nemo-h100 8 since round 35.
+  CHECK(r.err.find("validate: 242/242 done") != std::string::npos);
   int headers = 0, rows = 0;
   bool in_case = false;
   for (const auto& line : lines_of(r.out)) {

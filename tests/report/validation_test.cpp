@@ -707,6 +707,14 @@ TEST_CASE("the NeMo H100 rows: tokens/s and model TFLOP/s agree under Megatron's
   CHECK(1575 * 12.0 * 94 * 4096 * 4096 * ((1 + 4.0 / 64 + 0.5) * 2 + 1536.0 / 4096 * 8 * 1.5 + 151936.0 / (2 * 94 * 4096)) /
             1e12 ==
         Approx(233).margin(1));
+  // The 26.02.01 and 26.04.01 Qwen3 30B-A3B rows (9,058 and 8,960 tokens/s; 208 and 206 TFLOP/s):
+  // 48 layers of hidden 2,048, 32 query heads of 128 (a·d/h = 2), 4 groups, 8 routed experts of
+  // 768 per token, vocabulary 151,936, sequence 4,096 (s/h = 2): 12·48·2048²·((1 + 4/32 + 1)·2 +
+  // 768/2048·8·1.5 + 151936/(2·48·2048)) = 2.4159e9 · 9.5228 = 23.006 GFLOP per token.
+  const double qwen3_30b = 12.0 * 48 * 2048 * 2048 * ((1 + 4.0 / 32 + 4096.0 / 2048 * 0.5) * 2 + 768.0 / 2048 * 8 * 1.5 +
+                                                      151936.0 / (2 * 48 * 2048));
+  CHECK(9058 * qwen3_30b / 1e12 == Approx(208).margin(1));
+  CHECK(8960 * qwen3_30b / 1e12 == Approx(206).margin(1));
   // The scenarios hold the tables' settings (and fit: no published layout is refused for memory).
   struct Row { const char* file; int gpus, tp, pp, cp, vp, gbs, mbs, seq; };
   const Row rows[] = {{"llama3-8b-8gpu-fp8cs", 8, 1, 1, 1, 1, 128, 1, 8192},
@@ -715,7 +723,9 @@ TEST_CASE("the NeMo H100 rows: tokens/s and model TFLOP/s agree under Megatron's
                       {"llama31-405b-1024gpu-fp8cs", 1024, 8, 8, 2, 8, 512, 1, 8192},
                       {"gpt3-175b-512gpu-fp8", 512, 4, 8, 1, 6, 2048, 2, 2048},
                       {"llama31-405b-1024gpu-fp8-gbs1536", 1024, 8, 8, 2, 8, 1536, 1, 8192},
-                      {"qwen3-235b-256gpu-fp8cs", 256, 2, 8, 1, 4, 2048, 1, 4096}};
+                      {"qwen3-235b-256gpu-fp8cs", 256, 2, 8, 1, 4, 2048, 1, 4096},
+                      {"qwen3-30b-16gpu-fp8cs-2602", 16, 1, 2, 1, 12, 1024, 1, 4096},
+                      {"qwen3-30b-16gpu-fp8cs-2604", 16, 1, 1, 1, 1, 1024, 1, 4096}};
   for (const auto& row : rows) {
     INFO(row.file);
     const auto s = config::load_scenario(kRepo + "/scenarios/validation/nemo/" + row.file + ".yaml", {"run.steps=1"});
@@ -732,7 +742,7 @@ TEST_CASE("the NeMo H100 rows: tokens/s and model TFLOP/s agree under Megatron's
   }
   // The GBS-1,536 row is a long case (192 microbatches per step: 70–90 CPU s): `validate --case
   // nemo-h100-long` runs it, a plain `validate` leaves it out.
-  CHECK(report::plan_validation("nemo-h100", kRepo).jobs.size() == 6);
+  CHECK(report::plan_validation("nemo-h100", kRepo).jobs.size() == 8);
   CHECK(report::plan_validation("nemo-h100-long", kRepo).jobs.size() == 1);
   const auto long_names = report::validation_long_case_names();
   CHECK(std::find(long_names.begin(), long_names.end(), "nemo-h100-long") != long_names.end());
