@@ -204,15 +204,15 @@ double activation_bytes_per_layer(const config::ModelSpec& model, const config::
   // (the step's replay takes one size for every layer of a stage).
   const double moe_share = sh.experts > 1 ? sh.moe_layers / (sh.moe_layers + sh.dense_layers) : 0.0;
   auto kept_per_token = [&](bool moe) {
-    const LayerActivations a = kept_without_recompute(sh, training, parallel, model.attention_dropout > 0, moe);
-    return a.replicated / sp + a.split;
+    const LayerActivations k = kept_without_recompute(sh, training, parallel, model.attention_dropout > 0, moe);
+    return k.replicated / sp + k.split;
   };
   const LayerActivations a = kept_without_recompute(sh, training, parallel, model.attention_dropout > 0, false);
   // Dropout keep masks (1 B per element): the attention and MLP block outputs.
   const double masks = model.hidden_dropout > 0 ? 2.0 * h : 0.0;
-  const double kept = moe_share > 0 ? (1.0 - moe_share) * kept_per_token(false) + moe_share * kept_per_token(true)
-                                    : a.replicated / sp + a.split;
-  const double per_token = masks / sp + kept;
+  const double dense = a.replicated / sp + a.split;
+  const double layer_mean = moe_share > 0 ? (1.0 - moe_share) * dense + moe_share * kept_per_token(true) : dense;
+  const double per_token = masks / sp + layer_mean;
   const double scores = (policy == "none" && !training.flash_attention) ? a.scores * s_kv : 0.0;
   if (policy == "op") {
     // torchtitan's op-level policy: the layer input, the attention core's outputs and every
