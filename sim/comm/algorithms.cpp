@@ -461,13 +461,18 @@ class AllToAllUnit final : public AlgorithmUnit {
   Time predict(const CollectiveCall& call) const override {
     const Costs k(call);
     const int n = call.size();
-    const double share = call.bytes / n;
+    // Messages per destination GPU, and per GPU of a remote node on the relay's network leg,
+    // deduplicated as all_to_all_sends deduplicates them.
+    const double to_gpu = call.bytes / n * all_to_all_distinct_share(call.route_targets, call.route_picks, n);
+    const bool relays = all_to_all_relays(call);
+    const double to_remote =
+        relays ? call.bytes / n * all_to_all_distinct_share(call.route_targets, call.route_picks, call.nodes()) : to_gpu;
     const bool spans = call.nodes() > 1;
     const double widest = static_cast<double>(k.widest);
-    const double nvlink_messages = all_to_all_relays(call) ? call.nodes() * (widest - 1) : widest - 1;
-    const double nvlink = k.widest > 1 ? nvlink_messages * share / k.intra.bandwidth : 0;
+    const double nvlink_messages = relays ? call.nodes() * (widest - 1) : widest - 1;
+    const double nvlink = k.widest > 1 ? nvlink_messages * to_gpu / k.intra.bandwidth : 0;
     const double per_gpu_net = k.inter.bandwidth * std::min(1.0, static_cast<double>(k.nics) / widest);
-    const double network = spans ? (n - widest) * share / per_gpu_net : 0;
+    const double network = spans ? (n - widest) * to_remote / per_gpu_net : 0;
     const double latency = std::max(spans ? k.inter.latency_s : 0.0, k.widest > 1 ? k.intra.latency_s : 0.0);
     return Time::from_seconds(k.launch + k.sigma + latency + std::max(nvlink, network));
   }

@@ -51,6 +51,11 @@ struct CollectiveCall {
   std::vector<std::vector<int>> groups;
   /// All-to-all: merge identical messages into weighted sends (comm/all_to_all.hpp).
   bool aggregate = true;
+  /// All-to-all of routed tokens, deduplicated as DeepEP sends them (comm/all_to_all.hpp):
+  /// `bytes` holds every token copy, each token choosing `route_picks` distinct targets of
+  /// `route_targets`, spread evenly over the ranks; 0 (the default): every copy a message.
+  int route_targets = 0;
+  int route_picks = 0;
 
   CollectiveCall(CollectiveOp o, const std::vector<int>& r, double b, const hardware::Cluster& c,
                  const engine::FlowNetwork& n);

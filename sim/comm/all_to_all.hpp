@@ -38,4 +38,14 @@ std::vector<DirectSend> all_to_all_sends(const CollectiveCall& call, bool aggreg
 /// Whether `call` relays its inter-node messages through the same-index GPU (layered()).
 bool all_to_all_relays(const CollectiveCall& call);
 
+/// Deduplicated dispatch (CollectiveCall::route_targets > 0: DeepSeek's DeepEP, whose kernels send
+/// a token once to each GPU that holds any of its experts, is_token_in_rank, and between nodes
+/// once to each node with the bitmap of its GPUs there, SourceMeta; Megatron-core's flex
+/// dispatcher "removes redundant tokens during cross-node communication"): each message of the
+/// copy-per-target all-to-all scaled by the expected share of the copies that remain. A token
+/// choosing k of E targets spread evenly over d destinations hits a given destination with
+/// probability 1 − C(E − E/d, k)/C(E, k), i.e. d·(1 − C(E − E/d, k)/C(E, k)) distinct ones where
+/// the copies count k: the factor is that over k, ≤ 1. O(k).
+double all_to_all_distinct_share(int targets, int picks, int destinations);
+
 }  // namespace ironlaw::comm

@@ -186,6 +186,8 @@ void Communicator::start(CollectiveOp op, const std::vector<int>& ranks, double 
   collective->set_registry(&live_);
   CollectiveCall call(op, ranks, bytes, cluster_, net_);
   call.aggregate = aggregate_all_to_all_;
+  call.route_targets = route_targets_;
+  call.route_picks = route_picks_;
   const AlgorithmUnit& unit = unit_for(call, algorithm);
   const Time launch = ranks.size() > 1 ? unit.build(call, *collective) : comm.launch_latency;
   sim_.schedule_in(launch, [collective] { collective->launch(); });
@@ -207,7 +209,9 @@ void Communicator::send(int src, int dst, double bytes, std::function<void()> on
 Time Communicator::predict(CollectiveOp op, const std::vector<int>& ranks, double bytes, Algorithm algorithm) const {
   check_ranks(ranks);
   if (ranks.size() == 1) return cluster_.topology().comm.launch_latency;
-  const CollectiveCall call(op, ranks, bytes, cluster_, net_);
+  CollectiveCall call(op, ranks, bytes, cluster_, net_);
+  call.route_targets = route_targets_;
+  call.route_picks = route_picks_;
   if (op == CollectiveOp::all_to_all) algorithm = Algorithm::all_to_all;
   if (algorithm == Algorithm::automatic) algorithm = choose_algorithm(call);
   const AlgorithmUnit& unit = algorithm_unit(algorithm);

@@ -266,6 +266,15 @@ class Communicator {
   /// aggregation: the same times, with more flows.
   void set_aggregate_all_to_all(bool aggregate) { aggregate_all_to_all_ = aggregate; }
 
+  /// Every all-to-all after this call moves routed tokens deduplicated as DeepEP does: each
+  /// token choosing `picks` distinct of `targets` targets spread evenly over the ranks
+  /// (CollectiveCall::route_targets; comm/all_to_all.hpp). 0, 0 (the default): one message per
+  /// copy, as NCCL's all-to-all of the permuted copies.
+  void set_all_to_all_routing(int targets, int picks) {
+    route_targets_ = targets;
+    route_picks_ = picks;
+  }
+
   /// Whether a connection's queue pairs on several routes run as one multi-route group
   /// (FlowNetwork::start_flow_routes) that splits into one flow group per route at the first
   /// re-solve where their rates would part — the same times as the separate groups, with one
@@ -288,6 +297,8 @@ class Communicator {
   bool fluid_rings_ = false;
   int flows_per_connection_ = 1;
   bool aggregate_all_to_all_ = true;
+  int route_targets_ = 0;
+  int route_picks_ = 0;
   bool merge_routes_ = true;
   mutable std::vector<char> seen_;  // check_ranks' scratch: one mark per GPU, all 0 between calls
   // The collectives launched and not finished (Collective::set_registry): they own themselves

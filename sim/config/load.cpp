@@ -515,6 +515,7 @@ void parse_parallel(Section s, ParallelSpec& p) {
   s.flag("tp_comm_overlap", p.tp_comm_overlap);
   s.flag("overlap_param_gather", p.overlap_param_gather);
   s.flag("moe_a2a_overlap", p.moe_a2a_overlap);
+  s.choice("moe_dispatcher", p.moe_dispatcher, {"alltoall", "deepep"});
   if (s.integer("fsdp_version", p.fsdp_version, kPositive) && p.fsdp_version > 2) {
     s.state().fail(s.full("fsdp_version"), "expected 1 or 2, got " + std::to_string(p.fsdp_version));
   }

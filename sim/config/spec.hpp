@@ -401,6 +401,12 @@ struct ParallelSpec {
   /// backward frees its own (the replay keeps the schedule's pass order), DualPipe's
   /// bidirectional schedule and its second copy of the weights.
   bool moe_a2a_overlap = false;
+  /// How the expert all-to-alls move tokens: "alltoall" (Megatron-core's alltoall dispatcher over
+  /// NCCL: every token copy, one per chosen expert, a message of its own) or "deepep" (DeepSeek's
+  /// DeepEP, Megatron-core's flex dispatcher with the deepep or hybridep backend: a token goes
+  /// once to each GPU that holds any of its experts and, between nodes, once to each node, then
+  /// over NVLink to its GPUs there; comm/all_to_all.hpp).
+  std::string moe_dispatcher = "alltoall";
   /// Which PyTorch FSDP runs ZeRO-3 under PyTorch model code: 2, fully_shard (torchtitan; the
   /// default), or 1, FullyShardedDataParallel with flat parameters (PyTorch 1.12-2.x: Composer,
   /// llm-foundry, Accelerate), with its rate limiter (limit_all_gathers=True: Composer's and

@@ -856,6 +856,11 @@ void validate_scenario(Scenario& sc, LoadState& st) {
                                              "expected parallel.pp_runtime megatron or torch");
     }
   }
+  if (p.moe_dispatcher == "deepep" && st.ok({"parallel.moe_dispatcher", "model.experts", "parallel.ep"}) &&
+      (m.experts <= 1 || p.ep <= 1)) {
+    st.report("parallel.moe_dispatcher", "deepep moves the tokens of expert parallelism: needs a MoE model (model.experts > 1) "
+                                         "and parallel.ep > 1; got " + str(m.experts) + " expert(s), ep " + str(p.ep));
+  }
   if (p.fsdp_version != 0 &&
       st.ok({"parallel.fsdp_version", "parallel.zero", "training.framework", "parallel.pp", "training.fp8_all_gather"})) {
     if (p.zero != 3 || (t.framework != "eager" && t.framework != "compile")) {

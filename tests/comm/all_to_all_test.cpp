@@ -5,9 +5,11 @@
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "comm/all_to_all.hpp"
+#include "config/load.hpp"
 #include "comm_world.hpp"
 
 using namespace ironlaw;
@@ -118,4 +120,67 @@ TEST_CASE("aggregated and per-message all-to-alls end within 1 ns, alone and bes
       CHECK(merged.records * (contended ? 1 : 4) < single.records);
     }
   }
+}
+
+TEST_CASE("a token choosing k of E experts reaches d·(1 − C(E − E/d, k)/C(E, k)) distinct destinations", "[comm][deepep]") {
+  // By hand: E = 8, k = 2 over d = 4 GPUs (2 experts each): a GPU is missed by both picks with
+  // C(6, 2)/C(8, 2) = 15/28, so 4·13/28 = 13/7 distinct GPUs per token against 2 copies: 13/14.
+  // Over d = 2 nodes (4 experts each): C(4, 2)/C(8, 2) = 6/28, 2·22/28 = 11/7 nodes: 11/14.
+  CHECK(comm::all_to_all_distinct_share(8, 2, 4) == Approx(13.0 / 14.0));
+  CHECK(comm::all_to_all_distinct_share(8, 2, 2) == Approx(11.0 / 14.0));
+  // One expert per destination: every pick a destination of its own, nothing to remove.
+  CHECK(comm::all_to_all_distinct_share(8, 2, 8) == Approx(1.0));
+  // Every pick on one destination: one copy of k.
+  CHECK(comm::all_to_all_distinct_share(8, 2, 1) == Approx(0.5));
+  // Qwen3 30B-A3B over 2 nodes: 8 of 128 experts, 64 per node: a node is missed with
+  // C(64, 8)/C(128, 8) = Π_{i<8} (64 − i)/(128 − i) = 0.003036, so 2·0.996964/8 = 0.24924.
+  CHECK(comm::all_to_all_distinct_share(128, 8, 2) == Approx(0.24924).epsilon(1e-4));
+  // Not routed (0 targets): every copy stays.
+  CHECK(comm::all_to_all_distinct_share(0, 0, 4) == 1.0);
+}
+
+TEST_CASE("DeepEP's dispatch sends each token once per GPU and, between nodes, once per node", "[comm][deepep]") {
+  // 2 nodes × 2 GPUs (ranks 0, 1, 8, 9), S = 400 MB per rank of token copies (E = 8 experts,
+  // top-2: 2 experts per GPU, 4 per node), S/n = 1e8 B per message before deduplication.
+  // Per destination GPU 1e8·13/14; per remote node's network message 1e8·11/14 (test above).
+  const auto spec = test::dgx_h100();
+  engine::Simulator sim;
+  engine::FlowNetwork net(sim);
+  hardware::Cluster cluster(spec, 2, net);
+  const std::vector<int> ranks{0, 1, 8, 9};
+  comm::CollectiveCall call(CollectiveOp::all_to_all, ranks, 4e8, cluster, net);
+  call.route_targets = 8;
+  call.route_picks = 2;
+  REQUIRE(comm::all_to_all_relays(call));
+  for (const auto& s : comm::all_to_all_sends(call)) {
+    INFO(s.src << " -> " << s.dst);
+    if (cluster.node_of(s.src) == cluster.node_of(s.dst)) {
+      CHECK(s.bytes == Approx(1e8 * 13.0 / 14.0));
+    } else {
+      CHECK(s.bytes == Approx(1e8 * 11.0 / 14.0));
+    }
+  }
+  // The relayed network leg binds as in the closed form above: GPU 0's group of weight 2 on NIC
+  // 0's 47 GB/s, 23.5 GB/s each: ⌈1e8·11/14 / 23.5e9 s⌉ = 3,343,466 ns, plus the path's 2,300,
+  // Λ = 8,400 and σ = 3,400 (its NVLink leg, 1e8·13/14 at 180 GB/s, 515,873 ns, ends first).
+  const std::int64_t expected = 8400 + 3400 + 3'343'466 + 2300;
+  test::CommWorld w(spec, 2);
+  w.comm.set_all_to_all_routing(8, 2);
+  Time end = Time::max();
+  w.comm.start(CollectiveOp::all_to_all, ranks, 4e8, Algorithm::automatic, [&] { end = w.sim.now(); });
+  w.sim.run();
+  CHECK(end.count_ns() == expected);
+  CHECK(w.comm.predict(CollectiveOp::all_to_all, ranks, 4e8, Algorithm::all_to_all).count_ns() ==
+        Approx(expected).epsilon(1e-4));
+}
+
+TEST_CASE("parallel.moe_dispatcher deepep is refused without experts or expert parallelism", "[config][deepep]") {
+  const std::string dense = IRONLAW_SOURCE_DIR "/scenarios/gpt2-ddp-1node.yaml";
+  CHECK_THROWS_WITH(config::load_scenario(dense, {"parallel.moe_dispatcher=deepep"}),
+                    Catch::Contains("parallel.moe_dispatcher") && Catch::Contains("needs a MoE model"));
+  const std::string moe = IRONLAW_SOURCE_DIR "/scenarios/validation/megatron-moe/mixtral-8x7b-64gpu.yaml";
+  CHECK_NOTHROW(config::load_scenario(moe, {"parallel.moe_dispatcher=deepep"}));
+  CHECK_THROWS_WITH(config::load_scenario(moe, {"parallel.moe_dispatcher=deepep", "parallel.ep=1"}),
+                    Catch::Contains("parallel.moe_dispatcher") && Catch::Contains("ep 1"));
+  CHECK_THROWS_WITH(config::load_scenario(moe, {"parallel.moe_dispatcher=nccl"}), Catch::Contains("parallel.moe_dispatcher"));
 }
