@@ -184,10 +184,7 @@ void Communicator::start(CollectiveOp op, const std::vector<int>& ranks, double 
   collective->set_fluid(fluid_rings_);
   collective->set_merge_routes(merge_routes_);
   collective->set_registry(&live_);
-  CollectiveCall call(op, ranks, bytes, cluster_, net_);
-  call.aggregate = aggregate_all_to_all_;
-  call.route_targets = route_targets_;
-  call.route_picks = route_picks_;
+  const CollectiveCall call = call_for(op, ranks, bytes);
   const AlgorithmUnit& unit = unit_for(call, algorithm);
   const Time launch = ranks.size() > 1 ? unit.build(call, *collective) : comm.launch_latency;
   sim_.schedule_in(launch, [collective] { collective->launch(); });
@@ -209,9 +206,7 @@ void Communicator::send(int src, int dst, double bytes, std::function<void()> on
 Time Communicator::predict(CollectiveOp op, const std::vector<int>& ranks, double bytes, Algorithm algorithm) const {
   check_ranks(ranks);
   if (ranks.size() == 1) return cluster_.topology().comm.launch_latency;
-  CollectiveCall call(op, ranks, bytes, cluster_, net_);
-  call.route_targets = route_targets_;
-  call.route_picks = route_picks_;
+  const CollectiveCall call = call_for(op, ranks, bytes);
   if (op == CollectiveOp::all_to_all) algorithm = Algorithm::all_to_all;
   if (algorithm == Algorithm::automatic) algorithm = choose_algorithm(call);
   const AlgorithmUnit& unit = algorithm_unit(algorithm);
@@ -220,7 +215,15 @@ Time Communicator::predict(CollectiveOp op, const std::vector<int>& ranks, doubl
 
 Algorithm Communicator::choose(CollectiveOp op, const std::vector<int>& ranks, double bytes) const {
   check_ranks(ranks);
-  return choose_algorithm(CollectiveCall(op, ranks, bytes, cluster_, net_));
+  return choose_algorithm(call_for(op, ranks, bytes));
+}
+
+CollectiveCall Communicator::call_for(CollectiveOp op, const std::vector<int>& ranks, double bytes) const {
+  CollectiveCall call(op, ranks, bytes, cluster_, net_);
+  call.aggregate = aggregate_all_to_all_;
+  call.route_targets = route_targets_;
+  call.route_picks = route_picks_;
+  return call;
 }
 
 }  // namespace ironlaw::comm

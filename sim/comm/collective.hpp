@@ -18,6 +18,8 @@
 
 namespace ironlaw::comm {
 
+struct CollectiveCall;  // comm/algorithms.hpp
+
 namespace detail {
 class RouteCache;
 class Collective;
@@ -288,6 +290,9 @@ class Communicator {
 
  private:
   void check_ranks(const std::vector<int>& ranks) const;
+  /// The call start, predict and choose hand the algorithms: this communicator's all-to-all
+  /// settings (aggregation, routing) on every one.
+  CollectiveCall call_for(CollectiveOp op, const std::vector<int>& ranks, double bytes) const;
 
   engine::Simulator& sim_;
   engine::FlowNetwork& net_;
