@@ -75,6 +75,19 @@ bool norm_keeps_fp32_copies(const Shape& sh, const config::TrainingSpec& trainin
   return training.framework == "eager" && sh.rmsnorm;
 }
 
+/// What one rank of a MoE block works on (moe_forward's split): folded (parallel.expert_tp 1)
+/// its own t/tp sequence-parallel tokens with whole experts, otherwise every token of the
+/// microbatch with each expert split over TP. `tokens` per token of the microbatch.
+struct ExpertShare {
+  double tokens = 1;  ///< the rank's routed tokens per token of the microbatch
+  double width = 0;   ///< an expert's FFN width on the rank
+};
+ExpertShare expert_share(const Shape& sh, const config::ParallelSpec& parallel) {
+  const double tp = parallel.tp;
+  if (parallel.expert_folded()) return {1.0 / tp, sh.moe_ffn};
+  return {1.0, sh.moe_ffn / tp};
+}
+
 /// What autograd keeps of one layer with nothing recomputed, per token (Korthikanti et al. 2022
 /// §4.1 generalised to the layer's ops: grouped-query K/V, SwiGLU, RMSNorm, rotary); `moe`: a
 /// mixture-of-experts layer (its MLP block as moe_forward runs it, below).
@@ -149,15 +162,13 @@ LayerActivations kept_without_recompute(const Shape& sh, const config::TrainingS
     // otherwise every token of the microbatch on every TP rank, each expert split over TP.
     // The pre-MLP norm's output is the router's input (kept at bpe: the router is no fp8
     // linear); shared experts keep what a dense MLP of their width keeps, split over TP.
-    const bool folded = parallel.expert_folded();
-    const double share = folded ? 1.0 / tp : 1.0;       // this rank's routed tokens per token
-    const double fe = folded ? sh.moe_ffn : sh.moe_ffn / tp;
+    const ExpertShare e = expert_share(sh, parallel);
     const double in = te_fp8 ? 1.0 : bpe;
     const double k = sh.experts_per_token;
-    const double per_copy = in * h + (sh.swiglu ? 2.0 : 1.0) * bpe * fe + in * fe + bpe * h;
+    const double per_copy = in * h + (sh.swiglu ? 2.0 : 1.0) * bpe * e.width + in * e.width + bpe * h;
     // The router runs on the rank's sequence-parallel shard before any gather.
-    const double router_share = folded || parallel.sequence_parallel ? 1.0 / tp : 1.0;
-    a.split += share * k * per_copy + router_share * (4.0 * sh.experts + k * (4.0 + 8.0));
+    const double router_share = parallel.expert_folded() || parallel.sequence_parallel ? 1.0 / tp : 1.0;
+    a.split += e.tokens * k * per_copy + router_share * (4.0 * sh.experts + k * (4.0 + 8.0));
     if (sh.shared_experts > 0) {
       const double fs = sh.shared_experts * sh.moe_ffn / tp;
       a.split += (sh.swiglu ? 2.0 : 1.0) * bpe * fs + in * fs;
@@ -203,15 +214,14 @@ double activation_bytes_per_layer(const config::ModelSpec& model, const config::
   // A mixture-of-experts model's layers are not alike: the mean over its dense and MoE layers
   // (the step's replay takes one size for every layer of a stage).
   const double moe_share = sh.experts > 1 ? sh.moe_layers / (sh.moe_layers + sh.dense_layers) : 0.0;
-  auto kept_per_token = [&](bool moe) {
-    const LayerActivations k = kept_without_recompute(sh, training, parallel, model.attention_dropout > 0, moe);
-    return k.replicated / sp + k.split;
-  };
   const LayerActivations a = kept_without_recompute(sh, training, parallel, model.attention_dropout > 0, false);
+  double layer_mean = a.replicated / sp + a.split;
+  if (moe_share > 0) {
+    const LayerActivations m = kept_without_recompute(sh, training, parallel, model.attention_dropout > 0, true);
+    layer_mean = (1.0 - moe_share) * layer_mean + moe_share * (m.replicated / sp + m.split);
+  }
   // Dropout keep masks (1 B per element): the attention and MLP block outputs.
   const double masks = model.hidden_dropout > 0 ? 2.0 * h : 0.0;
-  const double dense = a.replicated / sp + a.split;
-  const double layer_mean = moe_share > 0 ? (1.0 - moe_share) * dense + moe_share * kept_per_token(true) : dense;
   const double per_token = masks / sp + layer_mean;
   const double scores = (policy == "none" && !training.flash_attention) ? a.scores * s_kv : 0.0;
   if (policy == "op") {
@@ -304,10 +314,8 @@ double backward_gradient_bytes(const config::ModelSpec& model, const config::Tra
   // backward. The peak of the heavier kind of layer counts.
   double mlp = sh.dense_layers > 0 ? mlp_of(f) : 0.0;  // every layer when experts == 1
   if (sh.moe_layers > 0) {
-    const bool folded = parallel.expert_folded();
-    const double share = folded ? 1.0 / t : 1.0;
-    const double fe = folded ? sh.moe_ffn : sh.moe_ffn / t;
-    const double routed = h + share * sh.experts_per_token * mlp_of(fe);
+    const ExpertShare e = expert_share(sh, parallel);
+    const double routed = h + e.tokens * sh.experts_per_token * mlp_of(e.width);
     const double shared = sh.shared_experts > 0 ? h + mlp_of(sh.shared_experts * sh.moe_ffn / t) : 0.0;
     mlp = std::max({mlp, routed, shared});
   }
