@@ -75,19 +75,6 @@ bool norm_keeps_fp32_copies(const Shape& sh, const config::TrainingSpec& trainin
   return training.framework == "eager" && sh.rmsnorm;
 }
 
-/// What one rank of a MoE block works on (moe_forward's split): folded (parallel.expert_tp 1)
-/// its own t/tp sequence-parallel tokens with whole experts, otherwise every token of the
-/// microbatch with each expert split over TP. `tokens` per token of the microbatch.
-struct ExpertShare {
-  double tokens = 1;  ///< the rank's routed tokens per token of the microbatch
-  double width = 0;   ///< an expert's FFN width on the rank
-};
-ExpertShare expert_share(const Shape& sh, const config::ParallelSpec& parallel) {
-  const double tp = parallel.tp;
-  if (parallel.expert_folded()) return {1.0 / tp, sh.moe_ffn};
-  return {1.0, sh.moe_ffn / tp};
-}
-
 /// What autograd keeps of one layer with nothing recomputed, per token (Korthikanti et al. 2022
 /// §4.1 generalised to the layer's ops: grouped-query K/V, SwiGLU, RMSNorm, rotary); `moe`: a
 /// mixture-of-experts layer (its MLP block as moe_forward runs it, below).
@@ -162,7 +149,7 @@ LayerActivations kept_without_recompute(const Shape& sh, const config::TrainingS
     // otherwise every token of the microbatch on every TP rank, each expert split over TP.
     // The pre-MLP norm's output is the router's input (kept at bpe: the router is no fp8
     // linear); shared experts keep what a dense MLP of their width keeps, split over TP.
-    const ExpertShare e = expert_share(sh, parallel);
+    const ExpertShare e = expert_share(sh, parallel.tp, parallel.expert_folded());
     const double in = te_fp8 ? 1.0 : bpe;
     const double k = sh.experts_per_token;
     const double per_copy = in * h + (sh.swiglu ? 2.0 : 1.0) * bpe * e.width + in * e.width + bpe * h;
@@ -314,7 +301,7 @@ double backward_gradient_bytes(const config::ModelSpec& model, const config::Tra
   // backward. The peak of the heavier kind of layer counts.
   double mlp = sh.dense_layers > 0 ? mlp_of(f) : 0.0;  // every layer when experts == 1
   if (sh.moe_layers > 0) {
-    const ExpertShare e = expert_share(sh, parallel);
+    const ExpertShare e = expert_share(sh, parallel.tp, parallel.expert_folded());
     const double routed = h + e.tokens * sh.experts_per_token * mlp_of(e.width);
     const double shared = sh.shared_experts > 0 ? h + mlp_of(sh.shared_experts * sh.moe_ffn / t) : 0.0;
     mlp = std::max({mlp, routed, shared});

@@ -460,7 +460,8 @@ void moe_forward(const Microbatch& mb, std::vector<Op>& ops) {
   const Shape& sh = mb.sh;
   // Folded (expert TP 1): this TP rank's own sequence-parallel tokens; otherwise every token
   // of the microbatch, each expert split over the TP group as the dense MLP is.
-  const double t = mb.expert_folded ? mb.tokens / mb.tp : mb.tokens;
+  const ExpertShare e = expert_share(sh, mb.tp, mb.expert_folded);
+  const double t = mb.tokens * e.tokens;
   const double h = sh.hidden;
   const double k = sh.experts_per_token;
   ops.push_back(gemm("router", t, sh.experts, h, 1, mb.bpe));
@@ -498,11 +499,7 @@ void moe_forward(const Microbatch& mb, std::vector<Op>& ops) {
     ops.push_back(sort);
   }
   // The EP group's ep·t·k token copies spread evenly over its E experts; this GPU runs its E/ep.
-  if (mb.expert_folded) {
-    ffn(mb, "mlp", t * k * mb.ep / sh.experts, sh.moe_ffn, local_experts, ops, false);
-  } else {
-    ffn(mb, "mlp", t * k * mb.ep / sh.experts, sh.moe_ffn / mb.tp, local_experts, ops);
-  }
+  ffn(mb, "mlp", t * k * mb.ep / sh.experts, e.width, local_experts, ops, !mb.expert_folded);
   if (sort_by_expert) {
     Op unsort = elementwise("moe_unsort_chunks", copies, 1, 1, 0, mb.bpe);
     unsort.backward_bytes = unsort.bytes;

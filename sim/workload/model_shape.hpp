@@ -44,6 +44,17 @@ struct Shape {
   bool is_moe_layer(int layer) const { return experts > 1 && layer >= dense_layers; }
 };
 
+/// What one rank of a MoE block works on: folded (parallel.expert_tp 1 with tp > 1) its own t/tp
+/// sequence-parallel tokens with whole experts, otherwise every token of the microbatch with each
+/// expert split over the TP group as the dense MLP is.
+struct ExpertShare {
+  double tokens = 1;  ///< the rank's routed tokens per token of the microbatch
+  double width = 0;   ///< an expert's FFN width on the rank
+};
+inline ExpertShare expert_share(const Shape& sh, double tp, bool folded) {
+  return folded ? ExpertShare{1.0 / tp, sh.moe_ffn} : ExpertShare{1.0, sh.moe_ffn / tp};
+}
+
 /// Reads and checks `model` (positive sizes, heads dividing hidden unless head_dim or MLA gives
 /// the head dimension, consistent MoE and MLA keys, known enum strings).
 Shape shape_of(const config::ModelSpec& model);
