@@ -207,6 +207,7 @@ void parse_device(Section s, DeviceSpec& d) {
     s.state().fail(s.full("power_limit_w"), "power_limit_w and max_gemm_power_limit_w must both exceed static_power_w");
   }
   s.duration("kernel_launch_overhead", d.kernel_launch_overhead, kHardwareLatency);
+  s.duration("library_gemm_call", d.library_gemm_call, kOptionalHardwareLatency);
   {
     Section dispatch = s.section("framework_dispatch");
     for (const char* framework : {"eager", "fused", "compile", "cuda_graphs"}) {
@@ -576,6 +577,7 @@ void parse_training(Section s, TrainingSpec& t) {
   s.flag("fused_cross_entropy", t.fused_cross_entropy);
   s.flag("cross_entropy_loss_fusion", t.cross_entropy_loss_fusion);
   s.flag("moe_permute_fusion", t.moe_permute_fusion);
+  s.choice("moe_expert_gemm", t.moe_expert_gemm, {"auto", "per_expert", "grouped"});
   s.flag("fused_mlp", t.fused_mlp);
   s.flag("fused_dropout_add_norm", t.fused_dropout_add_norm);
   s.integer("logit_metrics", t.logit_metrics, kNonNegative);

@@ -133,6 +133,10 @@ struct DeviceSpec {
   /// cuda_graphs): the framework's per-op dispatch plus the launch itself. The GPU runs kernels
   /// as they are queued and idles when the host has not yet issued the next one.
   std::map<std::string, Time> framework_dispatch;
+  /// Host time of one cuBLASLt GEMM call that a library issues from its own loop after the
+  /// framework's call (Transformer Engine's multi-stream grouped GEMM, one call per local expert:
+  /// descriptor set-up, heuristic query, launch); zero = kernel_launch_overhead.
+  Time library_gemm_call;
   double host_to_device_bandwidth = 0;        ///< pinned H2D copy [B/s]
   /// Images per second the GPU's hardware JPEG decoder (NVJPG) decodes; 0 = none, and then
   /// data.loader.decode_device gpu is refused.
@@ -526,6 +530,18 @@ struct TrainingSpec {
   /// product with the gates and the sum over each token's k rows to combine. Later cores' unfused
   /// path (gates applied before a scatter_add) is not simulated. Megatron-style code only.
   bool moe_permute_fusion = true;
+  /// MoE models: how the local experts' GEMMs run. per_expert: Transformer Engine's
+  /// GroupedLinear, what Megatron-core's --moe-grouped-gemm runs with TE (TEGroupedMLP): one
+  /// cuBLAS GEMM per local expert, issued from TE's C++ loop over its compute streams
+  /// (common/gemm/cublaslt_gemm.cu nvte_multi_stream_cublas_gemm, TE 1.9 … 2.18), and under fp8
+  /// each expert's input and output gradient quantized on its own (pytorch/csrc/extensions/
+  /// cast.cpp split_quantize: a fused multi-tensor kernel for delayed scaling only). grouped: one
+  /// grouped-GEMM kernel for all local experts and one quantization pass (DeepGEMM, the
+  /// grouped_gemm library of Megatron's legacy GroupedMLP, torch._grouped_mm). auto (default):
+  /// per_expert for Megatron-style code (framework fused or cuda_graphs), grouped for PyTorch
+  /// model code (torchtitan's MoE runs torch._grouped_mm). The GPU time of the experts' GEMMs is
+  /// the same either way; the host's launches differ (workload::HostQueue).
+  std::string moe_expert_gemm = "auto";
   /// The MLP's GELU runs in the epilogue of its up-projection GEMM, and the GELU's gradient in the
   /// epilogue of the down projection's input-gradient GEMM (cuBLASLt's GELU_AUX_BIAS and
   /// DGELU_BGRAD epilogues: flash-attn's FusedMLP / fused_dense_lib, Apex's FusedDenseGeluDense),

@@ -86,6 +86,7 @@ const std::vector<KeyBound>& key_bounds() {
       {"device.clock_power_exponent", 1, 10, false, "the exponent of the clock in dynamic power, 1 to 10"},
       {"device.sustained_gemm_clock", 0.1, 1, false, "a settled clock of 10 % to 100 % of the benchmark's"},
       {"device.kernel_launch_overhead", 0, 1, false, "at most 1 s per kernel"},
+      {"device.library_gemm_call", 0, 1, false, "at most 1 s per call"},
       {"framework_dispatch.eager", 0, 1, false, "at most 1 s per kernel"},
       {"framework_dispatch.fused", 0, 1, false, "at most 1 s per kernel"},
       {"framework_dispatch.compile", 0, 1, false, "at most 1 s per kernel"},
@@ -710,6 +711,11 @@ void validate_scenario(Scenario& sc, LoadState& st) {
               "false is Megatron-core 0.8-0.9's unfused MoE token permutation: needs a MoE model (model.experts > 1) "
               "and Megatron-style code, training.framework fused or cuda_graphs; got " + str(m.experts) +
                   " expert(s), framework " + t.framework);
+  }
+  if (t.moe_expert_gemm != "auto" && st.ok({"training.moe_expert_gemm", "model.experts"}) && m.experts <= 1) {
+    st.report("training.moe_expert_gemm", t.moe_expert_gemm +
+                                               " is how a MoE layer's local experts run their GEMMs: needs a MoE model "
+                                               "(model.experts > 1); got " + str(m.experts) + " expert(s)");
   }
   if (t.fused_cross_entropy &&
       st.ok({"training.fused_cross_entropy", "training.framework", "parallel.tp", "training.compile_loss"}) &&

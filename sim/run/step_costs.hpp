@@ -106,13 +106,18 @@ class OpTimer {
   OpTimer(const config::DeviceSpec& device, std::string precision, const std::string& framework, RecordSink& sink,
           bool launch_blocking = false)
       : device_(device), precision_(std::move(precision)), dispatch_(workload::host_dispatch_cost(device, framework)),
+        launch_(framework == "cuda_graphs" ? dispatch_ : device.kernel_launch_overhead),
+        gemm_call_(framework == "cuda_graphs"                 ? dispatch_
+                   : device.library_gemm_call > Time::zero() ? device.library_gemm_call
+                                                             : device.kernel_launch_overhead),
         launch_blocking_(launch_blocking), sink_(sink) {}
 
   void add(TimedOps& t, const workload::Op& op) { add(t, op, workload::op_time(op, device_, precision_)); }
   /// `op` with the execution time `execution` (a kernel timed as part of a larger one).
   void add(TimedOps& t, const workload::Op& op, Time execution) {
     if (t.ops.empty()) t.queue = workload::HostQueue(dispatch_, launch_blocking_);
-    const Time d = t.queue.push(execution, op.kernels, op.host_syncs);
+    const Time d =
+        t.queue.push(execution, op.kernels, op.host_syncs, op.library_kernels, op.is_gemm() ? gemm_call_ : launch_);
     if (execution > Time::zero() && workload::memory_time(op, device_) >= execution) t.memory_bound += execution;
     t.host_wait += d - execution;
     t.ops.push_back(op);
@@ -216,6 +221,11 @@ class OpTimer {
   const config::DeviceSpec& device_;
   std::string precision_;
   Time dispatch_;
+  // A kernel a library issues from its own loop (Op::library_kernels): a bare launch, or a
+  // cuBLASLt GEMM call (device library_gemm_call); a CUDA graph replays them as every other
+  // kernel, at the framework's dispatch.
+  Time launch_;
+  Time gemm_call_;
   bool launch_blocking_ = false;
   RecordSink& sink_;
   std::map<std::string, std::uint32_t> names_;

@@ -133,6 +133,12 @@ struct Op {
   std::string dtype;
   /// Kernels the op launches (eager PyTorch runs an RMSNorm as 8); each pays the launch overhead.
   int kernels = 1;
+  /// Of `kernels`, those a library's C++ code issues in a loop after the op's one framework call
+  /// (Transformer Engine's GroupedLinear: one cuBLAS GEMM and one quantization per local expert,
+  /// common/gemm/cublaslt_gemm.cu nvte_multi_stream_cublas_gemm, pytorch/csrc/extensions/cast.cpp
+  /// split_quantize): each costs the device's bare kernel_launch_overhead on the host, not the
+  /// framework's per-op dispatch (HostQueue::push). At most kernels − 1.
+  int library_kernels = 0;
   /// An fp8 cast (amax and scaled cast of a GEMM's operands) whose backward belongs to the GEMM.
   bool fp8_cast = false;
   /// An fp8 GEMM that promotes its partial sums out of the tensor cores' accumulator into fp32
@@ -457,7 +463,9 @@ Time host_dispatch_cost(const config::DeviceSpec& device, const std::string& fra
 /// host_syncs) makes the host wait, before each of its kernels 1 … syncs (after the first, which
 /// computes the value), until the GPU has ended every kernel issued so far: H_i = max(H_(i−1),
 /// E_(i−1)) + c for those, so the queue the host had built up ahead of the GPU drains and the
-/// GPU idles c at each. O(k) per push.
+/// GPU idles c at each. Of an op's kernels, the last `library_kernels` (Op::library_kernels) are
+/// issued by the library's own loop after the op's framework call: each costs the library's
+/// call l instead of c (a bare launch, or a cuBLASLt GEMM call: OpTimer picks l). O(k) per push.
 class HostQueue {
  public:
   explicit HostQueue(Time dispatch_cost, bool blocking = false) : cost_(dispatch_cost), blocking_(blocking) {}
@@ -465,8 +473,9 @@ class HostQueue {
   /// nothing to do, execution 0 and the marker ops, issues none) that run `execution` on the
   /// GPU. Returns the time the GPU spends on it from the end of the previous op: its execution
   /// plus any idle gap waiting for the host. `syncs` (< kernels; more are clamped): the op's
-  /// reads of device values, as above.
-  Time push(Time execution, int kernels, int syncs = 0);
+  /// reads of device values, as above. `library_kernels` (< kernels; more are clamped): the
+  /// kernels issued at `library_cost` each.
+  Time push(Time execution, int kernels, int syncs = 0, int library_kernels = 0, Time library_cost = Time::zero());
   /// When the GPU has finished every queued kernel, from the queue's start.
   Time gpu_end() const { return gpu_; }
   /// When the host has issued every queued kernel, from the queue's start.

@@ -104,6 +104,9 @@ struct Microbatch {
   /// The MoE token permutation as fused kernels (TrainingSpec::moe_permute_fusion), else as
   /// Megatron-core 0.8-0.9's PyTorch ops.
   bool moe_permute_fusion = true;
+  /// A MoE layer's local experts run as Transformer Engine's GroupedLinear (TrainingSpec::
+  /// moe_expert_gemm per_expert): a batched GEMM op is one GEMM and one quantization per expert.
+  bool per_expert_kernels = false;
 };
 
 Microbatch microbatch(const config::ModelSpec& model, const config::TrainingSpec& training, int sequences,
@@ -127,6 +130,8 @@ Microbatch microbatch(const config::ModelSpec& model, const config::TrainingSpec
   mb.sp = sequence_parallel ? tp : 1;
   mb.expert_folded = expert_folded && tp > 1;
   mb.moe_permute_fusion = training.moe_permute_fusion;
+  mb.per_expert_kernels = training.moe_expert_gemm == "per_expert" ||
+                          (training.moe_expert_gemm == "auto" && !pytorch_model_code(training));
   mb.flash = training.flash_attention;
   mb.unpad = training.flash_attention && training.attention_unpad;
   mb.attention_dropout = model.attention_dropout > 0;
@@ -172,6 +177,25 @@ constexpr double kBlockScaleBytes = 2.0 * 4.0 / 128.0;
 /// under current scaling.
 double te_cast_bytes(const Microbatch& mb) { return mb.bpe + 2.0 + (mb.fp8_amax_pass ? mb.bpe : 0.0); }
 
+/// Kernels of one Transformer Engine quantization of a tensor: current scaling zeroes the amax,
+/// reduces the tensor into it, computes the scale, then casts (TE 2.x pytorch/csrc/quantizer.cpp
+/// Float8CurrentScalingQuantizer::quantize_impl; common/recipe/current_scaling.cu
+/// zero_amax_kernel, compute_scale_from_amax_kernel): 4; delayed scaling and blockwise tiles cast
+/// in one kernel that updates the amax or computes the tiles' scales: 1. The kernels after the
+/// first are issued by TE's C++ code (Op::library_kernels).
+int te_quantize_kernels(const Microbatch& mb) { return mb.fp8_amax_pass ? 4 : 1; }
+
+/// The kernels of an op over `batch` equal problems (a batched GEMM or its quantization),
+/// `per_problem` of them per problem: under TE's GroupedLinear (Microbatch::per_expert_kernels)
+/// every local expert's own, else one set for the whole batch (a grouped kernel). `library`: the
+/// kernels after the first are issued by the library's C++ code in one framework call (Op::
+/// library_kernels).
+void set_kernels(Op& op, const Microbatch& mb, double batch, int per_problem, bool library) {
+  const int groups = mb.per_expert_kernels ? std::max(1, static_cast<int>(batch)) : 1;
+  op.kernels = groups * per_problem;
+  op.library_kernels = library ? op.kernels - 1 : 0;
+}
+
 /// A linear layer (m×k)·(k×n): under the fp8 recipe its GEMM runs on fp8 operands (1 B each,
 /// output in the training precision), preceded by the casts of its input and weight: an amax
 /// reduction (read) and a scaled cast (read, write 1 B) of each, 5 B per bf16 element, as
@@ -184,6 +208,7 @@ void linear(std::vector<Op>& ops, const Microbatch& mb, std::string name, double
   if (mb.autocast) ops.push_back(autocast_weight_cast(name, k, n, batch, mb.bpe));
   if (!mb.fp8_linear) {
     ops.push_back(gemm(std::move(name), m, n, k, batch, mb.bpe, role));
+    set_kernels(ops.back(), mb, batch, 1, true);
     return;
   }
   Op cast;
@@ -207,11 +232,11 @@ void linear(std::vector<Op>& ops, const Microbatch& mb, std::string name, double
     const double input_per = local ? per - 1.0 : per + (mb.fp8_blockwise ? kBlockScaleBytes : 0.0);
     cast.bytes = batch * (input * input_per + weight * per);
     cast.flops = batch * (input + weight) * 2.0;
-    cast.kernels = (weight > 0 ? 2 : 1) * (mb.fp8_amax_pass ? 2 : 1);
+    set_kernels(cast, mb, batch, (weight > 0 ? 2 : 1) * te_quantize_kernels(mb), true);
   } else {
     cast.bytes = batch * (m * k + weight) * (2.0 * mb.bpe + 1.0);
     cast.flops = batch * (m * k + weight) * 2.0;
-    cast.kernels = weight > 0 ? 4 : 2;
+    set_kernels(cast, mb, batch, weight > 0 ? 4 : 2, false);
   }
   ops.push_back(cast);
   if (mb.fp8_weight_transpose) {
@@ -222,7 +247,7 @@ void linear(std::vector<Op>& ops, const Microbatch& mb, std::string name, double
     w.fp8_cast = true;
     w.first_microbatch_only = true;
     w.bytes = batch * k * n * 2.0;
-    w.kernels = 1;
+    set_kernels(w, mb, batch, 1, true);
     ops.push_back(w);
   }
   if (mb.fp8_weight_cache) {
@@ -235,10 +260,11 @@ void linear(std::vector<Op>& ops, const Microbatch& mb, std::string name, double
     w.first_microbatch_only = true;
     w.bytes = batch * k * n * te_cast_bytes(mb);
     w.flops = batch * k * n * 2.0;
-    w.kernels = mb.fp8_amax_pass ? 2 : 1;
+    set_kernels(w, mb, batch, te_quantize_kernels(mb), true);
     ops.push_back(w);
   }
   Op g = gemm(std::move(name), m, n, k, batch, mb.bpe, role);
+  set_kernels(g, mb, batch, 1, true);
   g.dtype = "fp8";
   // Blockwise scales change along K every 128 elements: the forward GEMM too promotes its
   // partial sums to fp32 on the CUDA cores (DeepSeek-V3 §3.3.2, N_C = 128).
@@ -681,11 +707,12 @@ std::vector<Op> backward_of(const std::vector<Op>& forward, const Microbatch& mb
           const double transposed = row_sp ? f.m * f.n : column_sp ? f.m * f.k : 0.0;
           cast.bytes = f.batch * (grad * grad_per + transposed * 2.0 + weight * per);
           cast.flops = f.batch * (grad + weight) * 2.0;
-          cast.kernels = (weight > 0 ? 2 : 1) * (mb.fp8_amax_pass ? 2 : 1) + (transposed > 0 ? 1 : 0);
+          set_kernels(cast, mb, f.batch, (weight > 0 ? 2 : 1) * te_quantize_kernels(mb) + (transposed > 0 ? 1 : 0),
+                      true);
         } else {
           cast.bytes = f.batch * ((f.m * f.n + f.m * f.k) * (2.0 * mb.bpe + 1.0 + 2.0) + weight * (2.0 * mb.bpe + 1.0));
           cast.flops = f.batch * (f.m * f.n + f.m * f.k + weight) * 2.0;
-          cast.kernels = 8;
+          set_kernels(cast, mb, f.batch, 8, false);
         }
         ops.push_back(cast);
         for (Op* g : {&dgrad, &wgrad}) {
@@ -697,6 +724,10 @@ std::vector<Op> backward_of(const std::vector<Op>& forward, const Microbatch& mb
       // Megatron's gradient_accumulation_fusion: the wgrad GEMM's epilogue reads and writes the
       // fp32 main_grad (beta = 1) instead of writing a fresh gradient in the training precision.
       if (mb.wgrad_accumulates_fp32) wgrad.bytes += wgrad.batch * wgrad.m * wgrad.n * (8.0 - mb.bpe);
+      for (Op* g : {&dgrad, &wgrad}) {
+        g->kernels = f.kernels;
+        g->library_kernels = f.library_kernels;
+      }
       ops.push_back(dgrad);
       ops.push_back(wgrad);
     } else if (f.name == "repeat_kv") {

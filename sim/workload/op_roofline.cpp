@@ -232,17 +232,18 @@ Time host_dispatch_cost(const config::DeviceSpec& device, const std::string& fra
   return it != device.framework_dispatch.end() ? it->second : device.kernel_launch_overhead;
 }
 
-Time HostQueue::push(Time execution, int kernels, int syncs) {
+Time HostQueue::push(Time execution, int kernels, int syncs, int library_kernels, Time library_cost) {
   if (execution <= Time::zero()) return Time::zero();
   const Time before = gpu_;
   const std::int64_t k = std::max(1, kernels);
   const std::int64_t waits = std::clamp<std::int64_t>(syncs, 0, k - 1);
+  const std::int64_t framework_calls = k - std::clamp<std::int64_t>(library_kernels, 0, k - 1);
   const Time share = Time::ns(execution.count_ns() / k);
   for (std::int64_t i = 0; i < k; ++i) {
     // The previous launch returned when its kernel ended; or the host reads back a value the
     // kernels issued so far compute (kernels 1 … waits of this op).
     if (blocking_ || (i >= 1 && i <= waits)) host_ = std::max(host_, gpu_);
-    host_ += cost_;
+    host_ += i < framework_calls ? cost_ : library_cost;
     const Time run = i + 1 == k ? execution - share * (k - 1) : share;
     gpu_ = std::max(gpu_, host_) + run;
   }

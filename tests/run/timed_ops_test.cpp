@@ -54,3 +54,38 @@ TEST_CASE("a run of ops knows its memory-bound execution and its host waits", "[
   CHECK(u.memory_bound == Time::from_seconds(10e-6));
   CHECK(u.total == u.memory_bound + u.host_wait);
 }
+
+TEST_CASE("the op timer charges a library GEMM the device's library_gemm_call and a library launch "
+          "kernel_launch_overhead",
+          "[run][host]") {
+  auto d = config::load_scenario(IRONLAW_SOURCE_DIR "/scenarios/validation/tt-8b-8gpu-eager.yaml").topology.device;
+  d.framework_dispatch["fused"] = Time::us(7);
+  d.kernel_launch_overhead = Time::us(4);
+  d.library_gemm_call = Time::us(25);
+  NullSink sink;
+  run::detail::OpTimer timer(d, "bf16", "fused", sink);
+  // Three GEMM calls of 1 us (two from the library): 7, 32, 57 issued → 58 us.
+  workload::Op gemm;
+  gemm.name = "expert_gemm";
+  gemm.m = gemm.n = gemm.k = 1;
+  gemm.kernels = 3;
+  gemm.library_kernels = 2;
+  run::detail::TimedOps g;
+  timer.add(g, gemm, Time::us(3));
+  CHECK(g.total == Time::us(58));
+  // Three quantization kernels of 1 us (two from the library): 7, 11, 15 → 16 us.
+  workload::Op cast;
+  cast.name = "expert_cast";
+  cast.bytes = 1;
+  cast.kernels = 3;
+  cast.library_kernels = 2;
+  run::detail::TimedOps c;
+  timer.add(c, cast, Time::us(3));
+  CHECK(c.total == Time::us(16));
+  // Under CUDA graphs every kernel replays at the graph's cost, the library's too.
+  d.framework_dispatch["cuda_graphs"] = Time::ns(500);
+  run::detail::OpTimer graphs(d, "bf16", "cuda_graphs", sink);
+  run::detail::TimedOps r;
+  graphs.add(r, gemm, Time::us(3));
+  CHECK(r.total == Time::ns(500) + Time::us(3));
+}
