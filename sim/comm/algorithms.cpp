@@ -296,8 +296,24 @@ double ring_seconds(const CollectiveCall& call, const Costs& k, const config::Co
                              s / (static_cast<double>(k.channels) * n) / per_channel);
 }
 
+/// The latency of the NVLink hops of NCCL's flat ring that the hierarchical stand-in does not
+/// step through [s]. NCCL's ring visits every GPU of a node before it crosses to the next, so a
+/// reduce-scatter or all-gather over `nodes` × `local` ranks makes n − 1 hops, nodes − 1 of them
+/// over the network, and an all-reduce twice as many; its latency is base + (hops − network
+/// hops)·intra + network hops·inter (NVIDIA/nccl src/graph/tuning.cc ncclTopoTuneModel: nsteps,
+/// nInterSteps). The hierarchical phases step through local − 1 NVLink hops per intra-node phase
+/// and every network hop, so the flat ring's remaining (nodes − 1)·(local − 1) NVLink hops per
+/// pass (two passes for an all-reduce) are paid here, once per call, as the pipeline's fill.
+double flat_ring_hop_latency(const CollectiveCall& call, const Costs& k, const config::CommSpec::Protocol& p) {
+  const int nodes = call.nodes();
+  const int local = static_cast<int>(call.groups.front().size());
+  const double hops = (reduces_all(call) ? 2.0 : 1.0) * (nodes - 1) * (local - 1);
+  return hops * (p.nvlink_step_latency.seconds() + k.intra.latency_s);
+}
+
 /// Hierarchical time under `p` [s]: its base latency, intra-node phases at the NVLink step
-/// latency, the inter-node phase at the network's.
+/// latency, the inter-node phase at the network's, and the NVLink hops of the flat ring it
+/// stands in for (flat_ring_hop_latency).
 double hierarchical_seconds(const CollectiveCall& call, const Costs& k, const config::CommSpec::Protocol& p) {
   const auto& comm = call.cluster.topology().comm;
   const int nodes = call.nodes();
@@ -319,7 +335,7 @@ double hierarchical_seconds(const CollectiveCall& call, const Costs& k, const co
     sum += ph;
     longest = std::max(longest, ph);
   }
-  return p.base_latency.seconds() + sum + (slices - 1) * longest;
+  return p.base_latency.seconds() + flat_ring_hop_latency(call, k, p) + sum + (slices - 1) * longest;
 }
 
 class RingUnit final : public AlgorithmUnit {
@@ -355,7 +371,7 @@ class HierarchicalUnit final : public AlgorithmUnit {
     const auto p = fastest_protocol(call, [&](const auto& q) { return hierarchical_seconds(call, k, q); }).first;
     build_hierarchical(out, call.op, call.groups, call.bytes * p.wire_bytes_per_byte, call.cluster,
                        p.nvlink_step_latency, p.net_step_latency);
-    return p.base_latency;
+    return p.base_latency + Time::from_seconds(flat_ring_hop_latency(call, k, p));
   }
 };
 

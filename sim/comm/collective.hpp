@@ -186,7 +186,10 @@ NvlsChunks nvls_chunks(const config::CommSpec& comm, int channels, double bytes,
 ///   loading every NIC with the same bytes with ≈ g× fewer flows. Simulated on 16 DGX H100
 ///   nodes the flat ring is at most ≈ 5 % faster (all_gather/reduce_scatter ≥ 1 GB, all_reduce
 ///   ≈ 512 MiB) but starts 2.2× the flows and takes 3–4× the simulation time, so it runs only
-///   when asked for.
+///   when asked for. The stand-in pays the flat ring's latency: the (nodes − 1)·(g − 1) NVLink
+///   hops per pass that its phases do not step through (NCCL tuning.cc: nsteps − nInterSteps
+///   NVLink steps) are added once per call (algorithms.cpp flat_ring_hop_latency); until round
+///   36 it charged only g − 1 per phase, so a ring over 64 nodes of 8 missed 441 of its 448.
 ///
 /// Many collectives may run at once on one FlowNetwork; links they share slow them all.
 class Communicator {

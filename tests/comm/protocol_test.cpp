@@ -63,20 +63,25 @@ TEST_CASE("a small hierarchical all-reduce on 16 nodes runs LL and pays LL's bas
   // 16 DGX H100 under one leaf (nodes_per_leaf 16, so every inter-node hop is GPU → PCIe → NIC
   // → leaf → NIC → PCIe → GPU: 4 × 250 + 2 × 500 + 300 = 2,300 ns, 47 GB/s), S = 8 KiB, one
   // channel so one slice (8 KiB < 16 × 8 × 512 KiB). Phases: NVLink reduce-scatter (7 steps of
-  // S/8), network all-reduce over the 16 nodes (30 steps of S/128), NVLink all-gather (7 steps).
+  // S/8), network all-reduce over the 16 nodes (30 steps of S/128), NVLink all-gather (7 steps),
+  // plus the NVLink hops of NCCL's flat ring the phases do not step through: 2 × 15 × 7 = 210
+  // (tuning.cc: 2·(128 − 1) − 2·(16 − 1) = 224 NVLink steps, of which the phases step through
+  // 7 + 7 = 14; flat_ring_hop_latency), at the protocol's NVLink step latency plus the 1,000 ns
+  // path each.
   //   LL (2 wire bytes per byte):
   //     NVLink step 600 + 1,000 + ⌈2,048 B / 360 GB/s = 5.7⌉ = 1,606; network step
-  //     2,700 + 2,300 + ⌈128 B / 47 GB/s = 2.7⌉ = 5,003:
-  //     6,600 + 7 × 1,606 + 30 × 5,003 + 7 × 1,606 = 179,174 ns (180,974 when every call paid
-  //     Simple's 8,400).
-  //   LL128 (×128/120): 14,000 + 14 × (1,900 + 1,000 + 4) + 30 × (4,000 + 2,300 + 2) = 243,716.
-  //   Simple: 8,400 + 14 × (3,400 + 1,000 + 3) + 30 × (14,000 + 2,300 + 2) = 559,102.
+  //     2,700 + 2,300 + ⌈128 B / 47 GB/s = 2.7⌉ = 5,003; hop 600 + 1,000 = 1,600:
+  //     6,600 + 210 × 1,600 + 7 × 1,606 + 30 × 5,003 + 7 × 1,606 = 515,174 ns (179,174 before
+  //     the flat ring's hops were charged).
+  //   LL128 (×128/120): 14,000 + 210 × 2,900 + 14 × (1,900 + 1,000 + 4) + 30 × (4,000 + 2,300 + 2)
+  //     = 852,716.
+  //   Simple: 8,400 + 210 × 4,400 + 14 × (3,400 + 1,000 + 3) + 30 × (14,000 + 2,300 + 2) = 1,483,102.
   // NCCL's own ring model for these constants is the same shape: baseLat + Σ steps × hwLat.
   auto t = with_protocols();
   t.fabric.nodes_per_leaf = 16;
   test::CommWorld w(t, 16);
-  const std::int64_t expected = kBaseLL + 7 * 1606 + 30 * 5003 + 7 * 1606;
-  CHECK(expected == 179'174);
+  const std::int64_t expected = kBaseLL + 210 * 1600 + 7 * 1606 + 30 * 5003 + 7 * 1606;
+  CHECK(expected == 515'174);
   CHECK(w.time(CollectiveOp::all_reduce, iota(0, 128), 8192, Algorithm::hierarchical) == expected);
   CHECK(w.comm.predict(CollectiveOp::all_reduce, iota(0, 128), 8192, Algorithm::hierarchical).count_ns() ==
         Approx(expected).epsilon(1e-4));
