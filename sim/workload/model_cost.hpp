@@ -136,8 +136,9 @@ struct Op {
   /// Of `kernels`, those a library's C++ code issues in a loop after the op's one framework call
   /// (Transformer Engine's GroupedLinear: one cuBLAS GEMM and one quantization per local expert,
   /// common/gemm/cublaslt_gemm.cu nvte_multi_stream_cublas_gemm, pytorch/csrc/extensions/cast.cpp
-  /// split_quantize): each costs the device's bare kernel_launch_overhead on the host, not the
-  /// framework's per-op dispatch (HostQueue::push). At most kernels − 1.
+  /// split_quantize): each costs the library's call on the host, not the framework's per-op
+  /// dispatch — a GEMM the device's library_gemm_call, any other kernel its bare
+  /// kernel_launch_overhead (run::detail::OpTimer, HostQueue::push). At most kernels − 1.
   int library_kernels = 0;
   /// An fp8 cast (amax and scaled cast of a GEMM's operands) whose backward belongs to the GEMM.
   bool fp8_cast = false;
