@@ -494,6 +494,10 @@ struct TrainingSpec {
   /// (torch.compile per transformer block, as torchtitan applies it: fused passes in the
   /// blocks, the loss eager unless compile_loss).
   std::string framework = "fused";
+  /// Megatron-style model code (framework fused or cuda_graphs: Megatron-core with Transformer
+  /// Engine), as opposed to PyTorch model code (eager or compile, as torchtitan runs it). The one
+  /// definition of that split: config validation asks it, workload::pytorch_model_code negates it.
+  bool megatron_style() const { return framework == "fused" || framework == "cuda_graphs"; }
   /// CUDA_LAUNCH_BLOCKING=1 in the job's environment: every kernel launch returns only once the
   /// kernel has finished, so the host thread issues kernel i only after kernel i − 1 ended and
   /// cannot queue ahead (workload::HostQueue): each kernel then costs its dispatch in series.

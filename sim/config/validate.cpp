@@ -19,10 +19,6 @@ std::string key_in(const std::string& prefix, const std::string& key) {
 
 std::string str(int v) { return std::to_string(v); }
 
-/// Megatron-style model code (training.framework fused or cuda_graphs): Megatron-core with
-/// Transformer Engine, as opposed to PyTorch model code (eager or compile).
-bool megatron_style(const TrainingSpec& t) { return t.framework == "fused" || t.framework == "cuda_graphs"; }
-
 /// "8.0e6" style numbers are accepted for counts, so whole-number checks are done on doubles.
 bool divides(double divisor, double value) {
   if (divisor <= 0 || !std::isfinite(value)) return false;
@@ -468,7 +464,7 @@ void validate_scenario(Scenario& sc, LoadState& st) {
     check_fused_tp("parallel.async_tp", "an inductor pass of torch.compile", t.framework == "compile", "compile");
   } else if (p.tp_comm_overlap && st.ok({"parallel.tp_comm_overlap"})) {
     check_fused_tp("parallel.tp_comm_overlap", "Transformer Engine's userbuffers under Megatron-core",
-                   megatron_style(t), "fused or cuda_graphs");
+                   t.megatron_style(), "fused or cuda_graphs");
   }
   if (st.locations.count("parallel.tp_runtime") > 0 && st.ok({"parallel.tp", "parallel.tp_runtime"}) && p.tp == 1) {
     st.report("parallel.tp_runtime", "whose tensor-parallel layers needs tensor parallelism; expected parallel.tp > 1, got 1");
@@ -650,7 +646,7 @@ void validate_scenario(Scenario& sc, LoadState& st) {
   if (t.fp8_all_gather && st.ok({"training.fp8_all_gather", "training.precision", "parallel.zero", "training.framework"})) {
     // FSDP's fp8 all-gather (zero 3), or Megatron-core's fp8_param_gather under its distributed
     // optimizer (zero 1/2, Megatron-style code: framework fused or cuda_graphs).
-    const bool megatron = megatron_style(t);
+    const bool megatron = t.megatron_style();
     if (t.precision != "fp8" || !(p.zero == 3 || (megatron && (p.zero == 1 || p.zero == 2)))) {
       st.report("training.fp8_all_gather",
                 "gathers fp8 weights of ZeRO-3/FSDP, or of Megatron's distributed optimizer (zero 1 or 2 with "
@@ -663,7 +659,7 @@ void validate_scenario(Scenario& sc, LoadState& st) {
     st.report("training.fp8_recipe", "scales the operands of the fp8 linear layers: needs training.precision fp8, got "
                                          "precision " + t.precision);
   } else if (t.fp8_recipe != "current" && st.ok({"training.fp8_recipe", "training.precision", "training.framework"}) &&
-             !megatron_style(t)) {
+             !t.megatron_style()) {
     st.report("training.fp8_recipe",
               t.fp8_recipe + " is a Transformer Engine fp8 recipe: needs training.precision fp8 and Megatron-style code, "
               "training.framework fused or cuda_graphs (PyTorch model code's torchao Float8 scales dynamically per tensor: "
@@ -677,7 +673,7 @@ void validate_scenario(Scenario& sc, LoadState& st) {
                   str(p.tp));
   }
   if (!t.optimizer_impl.empty() && st.ok({"training.optimizer_impl", "training.optimizer", "training.framework"}) &&
-      (t.optimizer != "adam" || (t.framework != "eager" && t.framework != "compile"))) {
+      (t.optimizer != "adam" || t.megatron_style())) {
     st.report("training.optimizer_impl",
               "is how PyTorch model code runs Adam: needs training.optimizer adam and framework eager or compile "
               "(Megatron-style code runs a fused Adam; the other optimizers' kernels are not simulated); got " +
@@ -699,14 +695,14 @@ void validate_scenario(Scenario& sc, LoadState& st) {
                   " K/V heads for " + str(m.heads) + " heads, activation_checkpointing " + t.activation_checkpointing);
   }
   if (!t.cross_entropy_loss_fusion && st.ok({"training.cross_entropy_loss_fusion", "training.framework"}) &&
-      !megatron_style(t)) {
+      !t.megatron_style()) {
     st.report("training.cross_entropy_loss_fusion",
               "false is Megatron's unfused vocab_parallel_cross_entropy: needs Megatron-style code, training.framework "
               "fused or cuda_graphs (PyTorch model code's losses are fused_cross_entropy, compile_loss or "
               "F.cross_entropy); got framework " + t.framework);
   }
   if (!t.moe_permute_fusion && st.ok({"training.moe_permute_fusion", "training.framework", "model.experts"}) &&
-      (m.experts <= 1 || !megatron_style(t))) {
+      (m.experts <= 1 || !t.megatron_style())) {
     st.report("training.moe_permute_fusion",
               "false is Megatron-core 0.8-0.9's unfused MoE token permutation: needs a MoE model (model.experts > 1) "
               "and Megatron-style code, training.framework fused or cuda_graphs; got " + str(m.experts) +
@@ -719,7 +715,7 @@ void validate_scenario(Scenario& sc, LoadState& st) {
   }
   if (t.fused_cross_entropy &&
       st.ok({"training.fused_cross_entropy", "training.framework", "parallel.tp", "training.compile_loss"}) &&
-      ((t.framework != "eager" && t.framework != "compile") || p.tp > 1 || t.compile_loss)) {
+      (t.megatron_style() || p.tp > 1 || t.compile_loss)) {
     st.report("training.fused_cross_entropy",
               "is flash-attn's fused cross-entropy under PyTorch model code: needs training.framework eager or compile, "
               "parallel.tp 1 (its tensor-parallel form is not simulated) and no training.compile_loss; got framework " +
@@ -745,7 +741,7 @@ void validate_scenario(Scenario& sc, LoadState& st) {
                   str(m.experts) + " expert(s), activation_checkpointing " + t.activation_checkpointing);
   }
   if (t.logit_metrics > 0 && st.ok({"training.logit_metrics", "parallel.pp", "parallel.tp", "training.framework"}) &&
-      (p.pp > 1 || p.tp > 1 || (t.framework != "eager" && t.framework != "compile"))) {
+      (p.pp > 1 || p.tp > 1 || t.megatron_style())) {
     st.report("training.logit_metrics",
               "are a PyTorch training loop's (Composer's) metrics on a microbatch's whole logits after its whole "
               "backward: needs training.framework eager or compile, parallel.pp 1 and parallel.tp 1 (not simulated "
@@ -767,7 +763,7 @@ void validate_scenario(Scenario& sc, LoadState& st) {
       st.ok({"training.optimizer_dtype", "training.framework", "training.precision", "training.autocast",
              "training.bf16_optimizer"})) {
     std::string why;
-    if (!megatron_style(t)) {
+    if (!t.megatron_style()) {
       why = "Megatron-style model code (training.framework fused or cuda_graphs: PyTorch's optimizers are simulated "
             "with fp32 state), got " + t.framework;
     } else if (t.precision != "bf16" && t.precision != "fp8") {
@@ -835,7 +831,7 @@ void validate_scenario(Scenario& sc, LoadState& st) {
     if (p.zero != 1 && p.zero != 2) {
       st.report("parallel.overlap_param_gather", "overlaps the distributed optimizer's parameter all-gather; expected "
                                                  "parallel.zero 1 or 2, got " + str(p.zero));
-    } else if (!megatron_style(t)) {
+    } else if (!t.megatron_style()) {
       st.report("parallel.overlap_param_gather", "is Megatron-core's; expected training.framework: fused or "
                                                  "cuda_graphs, got " + t.framework);
     }
@@ -869,7 +865,7 @@ void validate_scenario(Scenario& sc, LoadState& st) {
   }
   if (p.fsdp_version != 0 &&
       st.ok({"parallel.fsdp_version", "parallel.zero", "training.framework", "parallel.pp", "training.fp8_all_gather"})) {
-    if (p.zero != 3 || (t.framework != "eager" && t.framework != "compile")) {
+    if (p.zero != 3 || t.megatron_style()) {
       st.report("parallel.fsdp_version", "picks PyTorch's FSDP for ZeRO-3: needs parallel.zero 3 and training.framework "
                                          "eager or compile, got zero " + str(p.zero) + " and framework " + t.framework);
     } else if (p.fsdp1() && p.pp > 1) {
@@ -882,7 +878,7 @@ void validate_scenario(Scenario& sc, LoadState& st) {
   }
   if (!p.reshard_after_forward &&
       st.ok({"parallel.reshard_after_forward", "parallel.zero", "training.framework", "parallel.pp"})) {
-    if (p.zero != 3 || (t.framework != "eager" && t.framework != "compile")) {
+    if (p.zero != 3 || t.megatron_style()) {
       st.report("parallel.reshard_after_forward", "false is PyTorch FSDP's SHARD_GRAD_OP: needs parallel.zero 3 and "
                                                   "training.framework eager or compile, got zero " + str(p.zero) +
                                                   " and framework " + t.framework);

@@ -106,10 +106,8 @@ class OpTimer {
   OpTimer(const config::DeviceSpec& device, std::string precision, const std::string& framework, RecordSink& sink,
           bool launch_blocking = false)
       : device_(device), precision_(std::move(precision)), dispatch_(workload::host_dispatch_cost(device, framework)),
-        launch_(framework == "cuda_graphs" ? dispatch_ : device.kernel_launch_overhead),
-        gemm_call_(framework == "cuda_graphs"                 ? dispatch_
-                   : device.library_gemm_call > Time::zero() ? device.library_gemm_call
-                                                             : device.kernel_launch_overhead),
+        launch_(library_call(device, framework, dispatch_, false)),
+        gemm_call_(library_call(device, framework, dispatch_, true)),
         launch_blocking_(launch_blocking), sink_(sink) {}
 
   void add(TimedOps& t, const workload::Op& op) { add(t, op, workload::op_time(op, device_, precision_)); }
@@ -218,12 +216,18 @@ class OpTimer {
   /// `op` as a fused part over `tp` ranks (Part::fused).
   Part fused_part(const workload::Op& op, int tp);
 
+  /// The host time of a kernel a library issues from its own loop (Op::library_kernels): a bare
+  /// launch, or for a GEMM a cuBLASLt call (device library_gemm_call, else the bare launch); a
+  /// CUDA graph replays them as every other kernel, at the framework's `dispatch`.
+  static Time library_call(const config::DeviceSpec& device, const std::string& framework, Time dispatch,
+                           bool gemm) {
+    if (framework == "cuda_graphs") return dispatch;
+    return gemm && device.library_gemm_call > Time::zero() ? device.library_gemm_call : device.kernel_launch_overhead;
+  }
+
   const config::DeviceSpec& device_;
   std::string precision_;
   Time dispatch_;
-  // A kernel a library issues from its own loop (Op::library_kernels): a bare launch, or a
-  // cuBLASLt GEMM call (device library_gemm_call); a CUDA graph replays them as every other
-  // kernel, at the framework's dispatch.
   Time launch_;
   Time gemm_call_;
   bool launch_blocking_ = false;

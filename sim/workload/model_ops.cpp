@@ -131,7 +131,7 @@ Microbatch microbatch(const config::ModelSpec& model, const config::TrainingSpec
   mb.expert_folded = expert_folded && tp > 1;
   mb.moe_permute_fusion = training.moe_permute_fusion;
   mb.per_expert_kernels = training.moe_expert_gemm == "per_expert" ||
-                          (training.moe_expert_gemm == "auto" && !pytorch_model_code(training));
+                          (training.moe_expert_gemm == "auto" && training.megatron_style());
   mb.flash = training.flash_attention;
   mb.unpad = training.flash_attention && training.attention_unpad;
   mb.attention_dropout = model.attention_dropout > 0;
@@ -1178,9 +1178,7 @@ double fp8_weight_cache_bytes(const config::TrainingSpec& training) {
   return training.precision == "fp8" && !training.fp8_all_gather && !pytorch_model_code(training) ? 2.0 : 0.0;
 }
 
-bool pytorch_model_code(const config::TrainingSpec& training) {
-  return training.framework == "eager" || training.framework == "compile";
-}
+bool pytorch_model_code(const config::TrainingSpec& training) { return !training.megatron_style(); }
 
 bool sdpa_expands_kv(const config::TrainingSpec& training) { return pytorch_model_code(training); }
 
