@@ -32,7 +32,7 @@ namespace {
 
 /// What a 6ND calculator would claim at 100 % of peak, for one step.
 struct Baselines {
-  double six_n_s = 0;          ///< 6·N·tokens / (GPUs × peak)
+  double six_n_s = 0;          ///< 6·N·tokens / (GPUs × peak), N as mfu_6nd counts it (metrics.hpp)
   double six_n_attention_s = 0;///< (6·N + attention) · tokens / (GPUs × peak), PaLM attention term
 };
 
@@ -47,7 +47,7 @@ Baselines baselines(const config::Scenario& s, const run::SimulationResult& r) {
   }
   const auto fpt = workload::flops_per_token(s.model, s.training.sequence_length);
   b.six_n_s = r.model_flops_6n_per_step / denom;
-  b.six_n_attention_s = (fpt.six_n + fpt.attention_palm) * r.tokens_per_step / denom;
+  b.six_n_attention_s = (fpt.six_n_active + fpt.attention_palm) * r.tokens_per_step / denom;
   return b;
 }
 

@@ -5,7 +5,11 @@
 ///   model FLOPs per token 6·N + 12·L·H·Q·T (N = parameters in matmuls, L layers, H heads of
 ///   dimension Q, T sequence length), × tokens per step, ÷ (dense peak FLOP/s of the training
 ///   precision × GPUs × step time).
-/// - mfu_6nd: the same with 6·N only (N = all parameters; the seed 003 / GPT-3 convention).
+/// - mfu_6nd: the same with 6·N only (the seed 003 / GPT-3 convention), N the parameters a token
+///   passes through: all of a dense model's, the activated ones of a mixture of experts (shared
+///   and top-k routed experts, attention, embeddings). With all of a MoE model's parameters the
+///   count exceeds what any GPU can do (seed 000: 6 x 14.8T x 671B over DeepSeek-V3's H800-hours
+///   is 205 %); explain's waterfall shows that naive count and the correction as its first bars.
 /// - HFU: model FLOPs plus the FLOPs of activation recomputation, same denominator.
 /// - busbw: see comm::bus_factor (nccl-tests doc/PERFORMANCE.md).
 #include <string>

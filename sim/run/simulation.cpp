@@ -135,7 +135,7 @@ SimulationResult simulate_memory(const config::Scenario& s) {
     res.memory = workload::memory_per_gpu(s.model, per_rank, s.parallel, zero_ranks, static_cast<int>(std::ceil(in_flight)));
     const auto fpt = workload::flops_per_token(s.model, s.training.sequence_length);
     res.model_flops_per_step = fpt.palm * lay.tokens_per_step;
-    res.model_flops_6n_per_step = fpt.six_n * lay.tokens_per_step;
+    res.model_flops_6n_per_step = fpt.six_n_active * lay.tokens_per_step;  // metrics.hpp: N a token passes through
   }
   res.memory_reserved = res.memory.total();
   const auto& rules = s.topology.device.memory_allocator;
