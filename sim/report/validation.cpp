@@ -747,6 +747,7 @@ struct NemoRow {
   int gpus, tp, pp, cp, vp, gbs, mbs, seq;
   double tokens_per_gpu;   ///< published tokens/s per GPU
   int ep = 1;              ///< expert parallelism (MoE rows)
+  const char* precision = "fp8";  ///< training.precision the row's scenario must set
 };
 
 constexpr NemoRow kNemo[] = {
@@ -810,23 +811,24 @@ constexpr const char* kNemoSummaries =
     " performance summary, DGX-H100 (NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md, "
     "performance-summary-archive.md; docs.nvidia.com/nemo-framework performance_summary); scenarios/validation/nemo/";
 
+constexpr const char* kNemoDescription =
+    "NVIDIA NeMo / Megatron-Bridge performance summaries, pre-training on DGX-H100 (Megatron-core + "
+    "Transformer Engine): tokens/s per GPU, out of sample";
+
 template <std::size_t N>
 ValidationPlan nemo_rows_plan(const std::string& data_dir, const char* name, const NemoRow (&rows)[N],
-                              const char* where = kNemoSummaries) {
-  ValidationPlan plan{{name,
-                       "NVIDIA NeMo / Megatron-Bridge performance summaries, pre-training on DGX-H100 (Megatron-core + "
-                       "Transformer Engine): tokens/s per GPU, out of sample",
-                       {}, true},
-                      {}};
+                              const char* where = kNemoSummaries, const char* description = kNemoDescription,
+                              const char* folder = "nemo") {
+  ValidationPlan plan{{name, description, {}, true}, {}};
   for (const auto& row : rows) {
-    const std::string path = data_dir + "/scenarios/validation/nemo/" + row.file + ".yaml";
+    const std::string path = data_dir + "/scenarios/validation/" + folder + "/" + row.file + ".yaml";
     plan.jobs.push_back(simulated_job(
         row.file, row.label, row.tokens_per_gpu, "tok/s/GPU", std::string(row.source) + where, false, path,
         [row](const config::Scenario& s) {
           const double seq = s.training.sequence_length;
           return s.gpus() == row.gpus && s.parallel.tp == row.tp && s.parallel.pp == row.pp && s.parallel.cp == row.cp &&
                  s.parallel.virtual_stages == row.vp && seq == row.seq && s.training.global_batch_tokens / seq == row.gbs &&
-                 s.parallel.microbatch_size == row.mbs && s.parallel.ep == row.ep && s.training.precision == "fp8" &&
+                 s.parallel.microbatch_size == row.mbs && s.parallel.ep == row.ep && s.training.precision == row.precision &&
                  s.training.framework == "fused";
         },
         std::string("the NeMo row ") + row.file, tokens_per_gpu_second));
@@ -843,6 +845,28 @@ ValidationPlan nemo_2407_plan(const std::string& data_dir) {
 }
 ValidationPlan nemo_long_plan(const std::string& data_dir) {
   return nemo_rows_plan(data_dir, "nemo-h100-long", kNemoLong);
+}
+
+/// Megatron-Bridge's model verification cards (NVIDIA-NeMo/Megatron-Bridge
+/// examples/model_verification_cards/*/card.yaml): each card's pretrain_performance item is a
+/// verified run of a named performance recipe at a named commit, with its step time and tokens/s
+/// per GPU over steps 41-50. Added out of sample in round 37, the rule fixed before any scenario
+/// was written or simulated (every H100 pretrain_performance item at 067f987df, 2026-08-22, whose
+/// model ironlaw simulates: the scenario's header lists those not taken and why); the first
+/// prediction in the commit that added it. Each a scenario under scenarios/validation/mbridge-cards/.
+constexpr NemoRow kMbridgeCards[] = {
+    {"qwen3-30b-16gpu-bf16-card", "Qwen3 30B-A3B, 16 GPUs, EP 16, BF16, EP overlap", "Megatron-Bridge 3a9559f01283", 16, 1,
+     1, 1, 1, 1024, 1, 4096, 13011.378, 16, "bf16"},
+};
+
+ValidationPlan mbridge_cards_plan(const std::string& data_dir) {
+  return nemo_rows_plan(data_dir, "mbridge-cards", kMbridgeCards,
+                        " model verification card, pretrain_performance on H100 (NVIDIA-NeMo/Megatron-Bridge "
+                        "examples/model_verification_cards/qwen3-30b-a3b/card.yaml at 067f987df); "
+                        "scenarios/validation/mbridge-cards/",
+                        "NVIDIA Megatron-Bridge model verification cards, verified performance-recipe runs on H100 "
+                        "(Megatron-core + Transformer Engine): tokens/s per GPU, out of sample",
+                        "mbridge-cards");
 }
 
 
@@ -1308,7 +1332,7 @@ std::vector<std::string> validation_case_names() {
   return {"seed003",    "nccl-h100",       "megatron-2021", "korthikanti-2022", "torchtitan",
           "bigscience", "bigscience-prequel", "mt-nlg", "nemo-h100", "torchtitan-2025", "mosaic-mpt", "mosaic-mpt-h100",
           "mosaic-mpt-a100-torch2", "flash-attn-gpt3", "flash-attn-gpt2", "llama1", "nemo-h100-2407", "olmo-core",
-          "megatron-2024", "megatron-moe", "torchao-float8"};
+          "megatron-2024", "megatron-moe", "torchao-float8", "mbridge-cards"};
 }
 
 std::vector<std::string> validation_long_case_names() { return {"llama3-paper", "nemo-h100-long"}; }
@@ -1338,6 +1362,7 @@ ValidationPlan plan_validation(const std::string& name, const std::string& data_
   if (name == "megatron-moe") return megatron_moe_plan(data_dir);
   if (name == "megatron-2024") return megatron_2024_plan(data_dir);
   if (name == "torchao-float8") return torchao_plan(data_dir);
+  if (name == "mbridge-cards") return mbridge_cards_plan(data_dir);
   // A long case (validation_long_case_names): its 16,384-GPU 8K row costs minutes of CPU (see
   // llama3_paper_plan), beyond validate's two-minute budget, so only --case runs it.
   if (name == "llama3-paper") return llama3_paper_plan(data_dir);

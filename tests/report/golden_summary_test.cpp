@@ -220,6 +220,10 @@ TEST_CASE("the NeMo / Megatron-Bridge H100 validation scenarios reproduce their 
   check_goldens(shipped_scenarios("validation/nemo", false));
 }
 
+TEST_CASE("the Megatron-Bridge model-card validation scenarios reproduce their golden summaries", "[golden][slow]") {
+  check_goldens(shipped_scenarios("validation/mbridge-cards", false));
+}
+
 TEST_CASE("the torchtitan 2025 validation scenarios reproduce their golden summaries", "[golden][slow]") {
   check_goldens(shipped_scenarios("validation/torchtitan-2025", false));
 }

@@ -934,3 +934,38 @@ TEST_CASE("the bigscience-prequel case runs its 21 rows, each against its own sc
     CHECK(std::isfinite(rows[0].predicted));
   }
 }
+
+TEST_CASE("the mbridge-cards row: the card's three figures agree, and the scenario is the recipe it names",
+          "[validation][nemo]") {
+  // The Qwen3-30B-A3B card's pretrain_performance.H100 (Megatron-Bridge 067f987df): steps 41-50 at
+  // 20,147.290 ms, 299.352 model TFLOP/s and 13,011.378 tokens/s per GPU. By hand: 1,024 sequences of
+  // 4,096 tokens over 16 GPUs in 20.14729 s is 262,144 / 20.14729 = 13,011.4 tokens/s per GPU, and
+  // Megatron's count for this model, 23.006 GFLOP per token (the nemo-h100 Qwen3 30B-A3B rows'
+  // case above: 12·48·2048²·((1 + 4/32 + 1)·2 + 768/2048·8·1.5 + 151936/(2·48·2048))), gives
+  // 13,011.378 · 23.006e9 = 299.35 TFLOP/s.
+  CHECK(1024.0 * 4096 / 16 / 20.14729 == Approx(13011.378).margin(0.5));
+  const double qwen3_30b = 12.0 * 48 * 2048 * 2048 * ((1 + 4.0 / 32 + 4096.0 / 2048 * 0.5) * 2 + 768.0 / 2048 * 8 * 1.5 +
+                                                      151936.0 / (2 * 48 * 2048));
+  CHECK(13011.378 * qwen3_30b / 1e12 == Approx(299.352).margin(0.05));
+  // qwen3_30b_a3b_pretrain_16gpu_h100_bf16_config at 3a9559f01283: TP 1, PP 1, CP 1, EP 16, GBS
+  // 1,024, MBS 1, sequence 4,096, BF16 with bf16 gradient reduction, no recompute, the distributed
+  // optimizer, the flex dispatcher (hybridep) and expert-parallel communication overlap.
+  const auto s = config::load_scenario(kRepo + "/scenarios/validation/mbridge-cards/qwen3-30b-16gpu-bf16-card.yaml",
+                                       {"run.steps=1"});
+  CHECK(s.gpus() == 16);
+  CHECK(s.parallel.tp == 1);
+  CHECK(s.parallel.pp == 1);
+  CHECK(s.parallel.cp == 1);
+  CHECK(s.parallel.ep == 16);
+  CHECK(s.parallel.microbatch_size == 1);
+  CHECK(s.training.global_batch_tokens == 1024.0 * 4096);
+  CHECK(s.training.sequence_length == 4096);
+  CHECK(s.training.precision == "bf16");
+  CHECK(s.training.reduce_dtype == "bf16");
+  CHECK(s.training.activation_checkpointing == "none");
+  CHECK(s.parallel.zero == 1);
+  CHECK(s.parallel.moe_dispatcher == "deepep");
+  CHECK(s.parallel.moe_a2a_overlap);
+  CHECK_FALSE(run::simulate_memory(s).out_of_memory);
+  CHECK(report::plan_validation("mbridge-cards", kRepo).jobs.size() == 1);
+}
