@@ -517,6 +517,7 @@ void parse_parallel(Section s, ParallelSpec& p) {
   s.flag("overlap_param_gather", p.overlap_param_gather);
   s.flag("moe_a2a_overlap", p.moe_a2a_overlap);
   s.choice("moe_dispatcher", p.moe_dispatcher, {"alltoall", "deepep"});
+  s.integer("moe_dispatcher_sms", p.moe_dispatcher_sms, kPositive);
   if (s.integer("fsdp_version", p.fsdp_version, kPositive) && p.fsdp_version > 2) {
     s.state().fail(s.full("fsdp_version"), "expected 1 or 2, got " + std::to_string(p.fsdp_version));
   }

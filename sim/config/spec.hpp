@@ -411,6 +411,17 @@ struct ParallelSpec {
   /// once to each GPU that holds any of its experts and, between nodes, once to each node, then
   /// over NVLink to its GPUs there; comm/all_to_all.hpp).
   std::string moe_dispatcher = "alltoall";
+  /// SMs the deepep dispatcher's dispatch and combine kernels run on, taken from the computation
+  /// beside them while they run (run/gpu_sms.hpp) as an NCCL collective's channels are:
+  /// Megatron-core's moe_flex_dispatcher_num_sms (formerly moe_deepep_num_sms /
+  /// moe_hybridep_num_sms), which recipes set (Megatron-Bridge's Qwen3 30B-A3B H100 recipes: 16 or
+  /// 32). 0: DeepEP's own default, kDeepEpDefaultSms. Only with moe_dispatcher deepep.
+  int moe_dispatcher_sms = 0;
+  /// DeepEP's default SMs for its normal (dispatch and combine) kernels: deep_ep/buffer.py
+  /// `Buffer.num_sms = 20`, the "historical default 20" of Megatron-core's moe_deepep_num_sms
+  /// (transformer_config.py, core_v0.19.0).
+  static constexpr int kDeepEpDefaultSms = 20;
+  int dispatcher_sms() const { return moe_dispatcher_sms > 0 ? moe_dispatcher_sms : kDeepEpDefaultSms; }
   /// Which PyTorch FSDP runs ZeRO-3 under PyTorch model code: 2, fully_shard (torchtitan; the
   /// default), or 1, FullyShardedDataParallel with flat parameters (PyTorch 1.12-2.x: Composer,
   /// llm-foundry, Accelerate), with its rate limiter (limit_all_gathers=True: Composer's and

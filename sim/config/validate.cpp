@@ -146,6 +146,7 @@ const std::vector<KeyBound>& key_bounds() {
       {"parallel.virtual_stages", 1, 1024, false, "model chunks per pipeline rank"},
       {"parallel.microbatch_group_size", 0, 1e7, true, "microbatches per group, 0: pp"},
       {"parallel.microbatch_size", 1, 1e7, false, "sequences per microbatch"},
+      {"parallel.moe_dispatcher_sms", 1, 1024, false, "SMs of the deepep dispatcher's kernels"},
       {"parallel.bucket_size", 1, 1e13, false, "1 B to 10 TB per gradient bucket"},
       {"training.sequence_length", 1, 1e8, false, "tokens per sequence"},
       {"training.global_batch_tokens", 1, 1e12, false, "tokens per step"},
@@ -862,6 +863,17 @@ void validate_scenario(Scenario& sc, LoadState& st) {
       (m.experts <= 1 || p.ep <= 1)) {
     st.report("parallel.moe_dispatcher", "deepep moves the tokens of expert parallelism: needs a MoE model (model.experts > 1) "
                                          "and parallel.ep > 1; got " + str(m.experts) + " expert(s), ep " + str(p.ep));
+  }
+  if (p.moe_dispatcher_sms > 0 && st.ok({"parallel.moe_dispatcher_sms", "parallel.moe_dispatcher"})) {
+    if (p.moe_dispatcher != "deepep") {
+      st.report("parallel.moe_dispatcher_sms", "sets the SMs of the deepep dispatcher's kernels: needs parallel.moe_dispatcher "
+                                               "deepep (the alltoall dispatcher's NCCL kernels take the topology's "
+                                               "comm.kernel_sms), got " + p.moe_dispatcher);
+    } else if (sc.topology.device.sm_count > 0 && p.moe_dispatcher_sms >= sc.topology.device.sm_count) {
+      st.report("parallel.moe_dispatcher_sms", "must leave SMs to the computation beside the dispatcher: at most " +
+                                               str(sc.topology.device.sm_count - 1) + " of the device's " +
+                                               str(sc.topology.device.sm_count) + ", got " + str(p.moe_dispatcher_sms));
+    }
   }
   if (p.fsdp_version != 0 &&
       st.ok({"parallel.fsdp_version", "parallel.zero", "training.framework", "parallel.pp", "training.fp8_all_gather"})) {

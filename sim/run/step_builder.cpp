@@ -172,8 +172,9 @@ TaskId StepBuilder::collective(comm::CollectiveOp op, std::vector<int> group, do
 }
 
 TaskId StepBuilder::collectives(comm::CollectiveOp op, std::vector<std::vector<int>> groups, double bytes,
-                                std::uint32_t name, const std::vector<int>& participants) {
-  const TaskId id = graph_.add_task([this, op, groups = std::move(groups), bytes](TaskGraph& g, TaskId self) {
+                                std::uint32_t name, const std::vector<int>& participants, int kernel_sms_given) {
+  const TaskId id = graph_.add_task([this, op, groups = std::move(groups), bytes, kernel_sms_given](TaskGraph& g,
+                                                                                                     TaskId self) {
     // The groups are instances of one collective (the same size and bytes): one rate for all,
     // from the first group's forecast, which its floor reuses.
     double hbm = 0.0;
@@ -181,7 +182,7 @@ TaskId StepBuilder::collectives(comm::CollectiveOp op, std::vector<std::vector<i
     if (!groups.empty()) {
       const Forecast f = forecast(w_.comm, op, groups.front(), bytes);
       hbm = hbm_rate(op, groups.front(), bytes, f);
-      sms = kernel_sms(spans_nodes(groups.front()));
+      sms = kernel_sms_given >= 0 ? kernel_sms_given : kernel_sms(spans_nodes(groups.front()));
       raise_cpu_floor(w_.comm, w_.sim, op, groups.front(), bytes, &f);
     }
     comm_begin(self, hbm, sms);

@@ -150,8 +150,9 @@ class StepBuilder {
   TaskId collective(comm::CollectiveOp op, std::vector<int> group, double bytes, std::uint32_t name,
                     const std::vector<int>& participants, StreamId stream);
   /// The same collective over several groups at once (each its own instance); done when all are.
+  /// Its kernels hold `kernel_sms` SMs on each member (-1: the communicator's, kernel_sms()).
   TaskId collectives(comm::CollectiveOp op, std::vector<std::vector<int>> groups, double bytes, std::uint32_t name,
-                     const std::vector<int>& participants);
+                     const std::vector<int>& participants, int kernel_sms = -1);
   /// A point-to-point send of `bytes` from global rank `src` to `dst`, over the cluster route,
   /// after the collective library's launch latency.
   TaskId send(int src, int dst, double bytes, std::uint32_t name, const std::vector<int>& participants);

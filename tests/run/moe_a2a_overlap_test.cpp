@@ -116,3 +116,44 @@ TEST_CASE("moe_a2a_overlap with an interleaved pipeline runs every pass and hide
   CHECK(compute_beside_all_to_alls(on_sink) > 0);
   CHECK(on.exposed_comm_s < 0.5 * off.exposed_comm_s);
 }
+
+TEST_CASE("the deepep dispatcher's kernels hold the SMs they are given beside the overlapped computation",
+          "[run][ep][sms]") {
+  // Megatron-core's moe_flex_dispatcher_num_sms (parallel.moe_dispatcher_sms): DeepEP's dispatch
+  // and combine kernels run on that many SMs, so the pass computed beside them runs on the rest.
+  // On this 128-SM node a computation beside a dispatcher of 1 SM runs at 127/128 of its speed,
+  // beside one of 65 at 63/128: for each stretch of time t the two overlap, the second run owes
+  // (127 − 63)/128 · t = t/2 more kernel time once the all-to-all has ended (the all-to-all itself
+  // moves the same bytes at the same link rate, whatever its SMs).
+  auto with = [](int sms) {
+    auto o = moe(true);
+    o.push_back("parallel.moe_dispatcher=deepep");
+    o.push_back("parallel.moe_dispatcher_sms=" + std::to_string(sms));
+    return o;
+  };
+  MemorySink one_sink, many_sink;
+  const auto one = run::simulate(config::load_scenario(kPipeline, with(1)), one_sink, run::TraceLevel::op);
+  const auto many = run::simulate(config::load_scenario(kPipeline, with(65)), many_sink, run::TraceLevel::op);
+  const double beside_s = compute_beside_all_to_alls(one_sink) * 1e-9;
+  REQUIRE(beside_s > 0);
+  CHECK(many.compute_s - one.compute_s == Approx(0.5 * beside_s).epsilon(0.05));
+  CHECK(many.model_flops_per_step == Approx(one.model_flops_per_step));
+  // Unset, DeepEP's own default: deep_ep/buffer.py Buffer.num_sms = 20.
+  const auto unset = config::load_scenario(kPipeline, with(1));
+  CHECK(config::ParallelSpec{}.dispatcher_sms() == 20);
+  CHECK(unset.parallel.dispatcher_sms() == 1);
+}
+
+TEST_CASE("parallel.moe_dispatcher_sms is refused where no deepep kernels run or no SM would be left", "[run][ep][config]") {
+  auto alltoall = moe(true);
+  alltoall.push_back("parallel.moe_dispatcher_sms=32");  // NCCL's all-to-all takes its channels
+  CHECK_THROWS_AS(config::load_scenario(kPipeline, alltoall), InputError);
+  auto all_sms = moe(true);
+  all_sms.push_back("parallel.moe_dispatcher=deepep");
+  all_sms.push_back("parallel.moe_dispatcher_sms=128");  // the ideal node's GPU has 128
+  CHECK_THROWS_AS(config::load_scenario(kPipeline, all_sms), InputError);
+  all_sms.back() = "parallel.moe_dispatcher_sms=127";
+  CHECK_NOTHROW(config::load_scenario(kPipeline, all_sms));
+  all_sms.back() = "parallel.moe_dispatcher_sms=0";
+  CHECK_THROWS_AS(config::load_scenario(kPipeline, all_sms), InputError);
+}
