@@ -265,6 +265,7 @@ TEST_CASE("validate prints every case with published, predicted and error column
   CHECK(r.out.find("case megatron-2024:") != std::string::npos);
   CHECK(r.out.find("case megatron-moe:") != std::string::npos);
   CHECK(r.out.find("case torchao-float8:") != std::string::npos);
+  CHECK(r.out.find("case mbridge-cards:") != std::string::npos);
   CHECK(r.out.find("median |error|") != std::string::npos);
   // The rows without a scenario here have no prediction: counted apart from the median.
   CHECK(r.out.find("beyond the bounds: ") != std::string::npos);
@@ -274,8 +275,8 @@ TEST_CASE("validate prints every case with published, predicted and error column
   // bigscience-prequel 21, mt-nlg 3, nemo-h100 8, torchtitan-2025 12, mosaic-mpt 66, mosaic-mpt-h100 38,
   // mosaic-mpt-a100-torch2 9, flash-attn-gpt3 5, flash-attn-gpt2 3, llama1 4, nemo-h100-2407 12,
   // olmo-core 8, megatron-2024 9, megatron-moe 1 (two rows from one step); nemo-h100 6 since round 33;
-  // torchao-float8 3 (round 34); nemo-h100 8 since round 35.
-  CHECK(r.err.find("validate: 242/242 done") != std::string::npos);
+  // torchao-float8 3 (round 34); nemo-h100 8 since round 35; mbridge-cards 1 (round 37).
+  CHECK(r.err.find("validate: 243/243 done") != std::string::npos);
   int headers = 0, rows = 0;
   bool in_case = false;
   for (const auto& line : lines_of(r.out)) {
@@ -301,7 +302,7 @@ TEST_CASE("validate prints every case with published, predicted and error column
     CHECK(error_pct == Approx(100 * (predicted - published) / published).margin(0.006));
     ++rows;
   }
-  CHECK(headers == 21);  // seed003, nccl-h100, megatron-2021, korthikanti-2022, bigscience, bigscience-prequel, mt-nlg, nemo-h100, torchtitan-2025, mosaic-mpt, mosaic-mpt-h100, mosaic-mpt-a100-torch2, flash-attn-gpt3, flash-attn-gpt2, llama1, nemo-h100-2407, olmo-core, megatron-2024, megatron-moe and torchao-float8 (no scenario here), torchtitan
+  CHECK(headers == 22);  // seed003, nccl-h100, megatron-2021, korthikanti-2022, bigscience, bigscience-prequel, mt-nlg, nemo-h100, torchtitan-2025, mosaic-mpt, mosaic-mpt-h100, mosaic-mpt-a100-torch2, flash-attn-gpt3, flash-attn-gpt2, llama1, nemo-h100-2407, olmo-core, megatron-2024, megatron-moe, torchao-float8 and mbridge-cards (no scenario here), torchtitan
   CHECK(rows == 8 + 3 + 1 + 2);  // seed003's 8, nccl's 3 (1 node ring and NVLS, 16 nodes), Megatron row 1, torchtitan 8B eager (tokens/s, memory)
 }
 
