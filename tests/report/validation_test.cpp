@@ -57,6 +57,15 @@ fs::path subset_data_dir(const std::vector<std::string>& rows) {
   return dir;
 }
 
+/// Megatron's model FLOPs per token of Qwen3 30B-A3B (the nemo-h100 and mbridge-cards rows'
+/// TFLOP/s columns): 48 layers of hidden 2,048, 32 query heads of 128 (a·d/h = 2), 4 groups, 8
+/// routed experts of 768 per token, vocabulary 151,936, sequence 4,096 (s/h = 2):
+/// 12·48·2048²·((1 + 4/32 + 1)·2 + 768/2048·8·1.5 + 151936/(2·48·2048)) = 2.4159e9 · 9.5228 =
+/// 23.006 GFLOP per token.
+constexpr double kQwen3_30bFlopsPerToken =
+    12.0 * 48 * 2048 * 2048 *
+    ((1 + 4.0 / 32 + 4096.0 / 2048 * 0.5) * 2 + 768.0 / 2048 * 8 * 1.5 + 151936.0 / (2 * 48 * 2048));
+
 }  // namespace
 
 TEST_CASE("the megatron-2021 FLOP convention reproduced by hand for row 1", "[validation][megatron]") {
@@ -707,14 +716,10 @@ TEST_CASE("the NeMo H100 rows: tokens/s and model TFLOP/s agree under Megatron's
   CHECK(1575 * 12.0 * 94 * 4096 * 4096 * ((1 + 4.0 / 64 + 0.5) * 2 + 1536.0 / 4096 * 8 * 1.5 + 151936.0 / (2 * 94 * 4096)) /
             1e12 ==
         Approx(233).margin(1));
-  // The 26.02.01 and 26.04.01 Qwen3 30B-A3B rows (9,058 and 8,960 tokens/s; 208 and 206 TFLOP/s):
-  // 48 layers of hidden 2,048, 32 query heads of 128 (a·d/h = 2), 4 groups, 8 routed experts of
-  // 768 per token, vocabulary 151,936, sequence 4,096 (s/h = 2): 12·48·2048²·((1 + 4/32 + 1)·2 +
-  // 768/2048·8·1.5 + 151936/(2·48·2048)) = 2.4159e9 · 9.5228 = 23.006 GFLOP per token.
-  const double qwen3_30b = 12.0 * 48 * 2048 * 2048 * ((1 + 4.0 / 32 + 4096.0 / 2048 * 0.5) * 2 + 768.0 / 2048 * 8 * 1.5 +
-                                                      151936.0 / (2 * 48 * 2048));
-  CHECK(9058 * qwen3_30b / 1e12 == Approx(208).margin(1));
-  CHECK(8960 * qwen3_30b / 1e12 == Approx(206).margin(1));
+  // The 26.02.01 and 26.04.01 Qwen3 30B-A3B rows (9,058 and 8,960 tokens/s; 208 and 206 TFLOP/s),
+  // at kQwen3_30bFlopsPerToken (above).
+  CHECK(9058 * kQwen3_30bFlopsPerToken / 1e12 == Approx(208).margin(1));
+  CHECK(8960 * kQwen3_30bFlopsPerToken / 1e12 == Approx(206).margin(1));
   // The scenarios hold the tables' settings (and fit: no published layout is refused for memory).
   struct Row { const char* file; int gpus, tp, pp, cp, vp, gbs, mbs, seq; };
   const Row rows[] = {{"llama3-8b-8gpu-fp8cs", 8, 1, 1, 1, 1, 128, 1, 8192},
@@ -940,13 +945,10 @@ TEST_CASE("the mbridge-cards row: the card's three figures agree, and the scenar
   // The Qwen3-30B-A3B card's pretrain_performance.H100 (Megatron-Bridge 067f987df): steps 41-50 at
   // 20,147.290 ms, 299.352 model TFLOP/s and 13,011.378 tokens/s per GPU. By hand: 1,024 sequences of
   // 4,096 tokens over 16 GPUs in 20.14729 s is 262,144 / 20.14729 = 13,011.4 tokens/s per GPU, and
-  // Megatron's count for this model, 23.006 GFLOP per token (the nemo-h100 Qwen3 30B-A3B rows'
-  // case above: 12·48·2048²·((1 + 4/32 + 1)·2 + 768/2048·8·1.5 + 151936/(2·48·2048))), gives
+  // Megatron's count for this model, 23.006 GFLOP per token (kQwen3_30bFlopsPerToken), gives
   // 13,011.378 · 23.006e9 = 299.35 TFLOP/s.
   CHECK(1024.0 * 4096 / 16 / 20.14729 == Approx(13011.378).margin(0.5));
-  const double qwen3_30b = 12.0 * 48 * 2048 * 2048 * ((1 + 4.0 / 32 + 4096.0 / 2048 * 0.5) * 2 + 768.0 / 2048 * 8 * 1.5 +
-                                                      151936.0 / (2 * 48 * 2048));
-  CHECK(13011.378 * qwen3_30b / 1e12 == Approx(299.352).margin(0.05));
+  CHECK(13011.378 * kQwen3_30bFlopsPerToken / 1e12 == Approx(299.352).margin(0.05));
   // qwen3_30b_a3b_pretrain_16gpu_h100_bf16_config at 3a9559f01283: TP 1, PP 1, CP 1, EP 16, GBS
   // 1,024, MBS 1, sequence 4,096, BF16 with bf16 gradient reduction, no recompute, the distributed
   // optimizer, the flex dispatcher (hybridep) and expert-parallel communication overlap.
