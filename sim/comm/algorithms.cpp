@@ -473,7 +473,9 @@ class AllToAllUnit final : public AlgorithmUnit {
   bool applies(const CollectiveCall& call) const override { return call.op == CollectiveOp::all_to_all; }
   /// Λ + σ + the longest path latency + the busiest GPU link's bytes / its bandwidth: per GPU
   /// (n − w)·S/n over the network (w = most ranks on a node) and over NVLink (w − 1)·S/n, or
-  /// with the relay N·(g − 1)·S/n (its own messages and those it forwards), legs at once.
+  /// with the relay N·(g − 1)·S/n (its own messages and those it forwards), legs at once. The
+  /// kernels' own rates on the relay (CollectiveCall::kernel_rdma_rate, kernel_forward_rate)
+  /// bound a GPU's network legs' rate and the N·g·S/n it delivers in its node.
   Time predict(const CollectiveCall& call) const override {
     const Costs k(call);
     const int n = call.size();
@@ -487,10 +489,13 @@ class AllToAllUnit final : public AlgorithmUnit {
     const double widest = static_cast<double>(k.widest);
     const double nvlink_messages = relays ? call.nodes() * (widest - 1) : widest - 1;
     const double nvlink = k.widest > 1 ? nvlink_messages * to_gpu / k.intra.bandwidth : 0;
-    const double per_gpu_net = k.inter.bandwidth * std::min(1.0, static_cast<double>(k.nics) / widest);
+    double per_gpu_net = k.inter.bandwidth * std::min(1.0, static_cast<double>(k.nics) / widest);
+    if (relays && call.kernel_rdma_rate > 0) per_gpu_net = std::min(per_gpu_net, call.kernel_rdma_rate);
     const double network = spans ? (n - widest) * to_remote / per_gpu_net : 0;
+    const double forward =
+        relays && call.kernel_forward_rate > 0 ? call.nodes() * widest * to_gpu / call.kernel_forward_rate : 0;
     const double latency = std::max(spans ? k.inter.latency_s : 0.0, k.widest > 1 ? k.intra.latency_s : 0.0);
-    return Time::from_seconds(k.launch + k.sigma + latency + std::max(nvlink, network));
+    return Time::from_seconds(k.launch + k.sigma + latency + std::max({nvlink, network, forward}));
   }
   Time build(const CollectiveCall& call, Collective& out) const override {
     for (const DirectSend& s : all_to_all_sends(call, call.aggregate)) out.add_direct(s);

@@ -31,13 +31,17 @@ class Collective;
 
 /// A send not tied to a ring or tree (an all-to-all's messages, a point-to-point send): `weight`
 /// identical messages of `bytes` each from GPU `src` to GPU `dst`, all on one connection (ECMP
-/// hash `hash`), run as one flow group.
+/// hash `hash`), run as one flow group. `via`: a link every flow of the send crosses before its
+/// route (a sending kernel's own rate, CollectiveCall::kernel_links), or kNoVia; with one, src ==
+/// dst is a send too (a copy inside the GPU at the kernel's rate), else it moves nothing.
 struct DirectSend {
+  static constexpr engine::LinkId kNoVia = ~engine::LinkId{0};
   int src = 0;
   int dst = 0;
   double bytes = 0;
   std::uint32_t weight = 1;
   std::uint64_t hash = 0;
+  engine::LinkId via = kNoVia;
 };
 
 /// One collective call as the algorithms see it. `groups`: the ranks by node (nodes in order of
@@ -56,6 +60,15 @@ struct CollectiveCall {
   /// `route_targets`, spread evenly over the ranks; 0 (the default): every copy a message.
   int route_targets = 0;
   int route_picks = 0;
+  /// The all-to-all kernels' own rates on the relay (config::CommSpec::EpKernels, bytes/s; 0:
+  /// none): each GPU's network legs together at most `kernel_rdma_rate`, its NVLink legs and its
+  /// delivery to itself together at most `kernel_forward_rate` (comm/all_to_all.hpp).
+  double kernel_rdma_rate = 0;
+  double kernel_forward_rate = 0;
+  /// The links that carry those rates, by GPU id (build() only; predict() needs the rates
+  /// alone): null where the rate is 0.
+  const std::vector<engine::LinkId>* kernel_rdma_links = nullptr;
+  const std::vector<engine::LinkId>* kernel_forward_links = nullptr;
 
   CollectiveCall(CollectiveOp o, const std::vector<int>& r, double b, const hardware::Cluster& c,
                  const engine::FlowNetwork& n);

@@ -44,25 +44,35 @@ std::vector<DirectSend> all_to_all_sends(const CollectiveCall& call, bool aggreg
   // node, t·k·h·g/n bytes; deduplicated, each token once per node, t·P_node·h, which is g
   // messages of (S/n)·(N·P_node/k) with S = t·k·h and n = N·g.
   const double to_node = call.bytes / n * all_to_all_distinct_share(call.route_targets, call.route_picks, nodes);
-  auto add = [&](int src, int dst, std::uint32_t messages, std::uint64_t hash, double bytes) {
+  // The kernels' own links (CollectiveCall::kernel_links): one per GPU for its network legs,
+  // one for its deliveries inside its node, the one to itself included.
+  auto via = [](const std::vector<engine::LinkId>* links, int gpu) {
+    return links != nullptr ? (*links)[static_cast<std::size_t>(gpu)] : DirectSend::kNoVia;
+  };
+  auto add = [&](int src, int dst, std::uint32_t messages, std::uint64_t hash, double bytes, engine::LinkId through) {
     if (aggregate) {
-      out.push_back({src, dst, bytes, messages, hash});
+      out.push_back({src, dst, bytes, messages, hash, through});
       return;
     }
-    for (std::uint32_t k = 0; k < messages; ++k) out.push_back({src, dst, bytes, 1, hash});
+    for (std::uint32_t k = 0; k < messages; ++k) out.push_back({src, dst, bytes, 1, hash, through});
   };
   std::uint64_t hash = 0;
   for (int a = 0; a < nodes; ++a) {
     for (int i = 0; i < g; ++i) {
       const int src = groups[static_cast<std::size_t>(a)][static_cast<std::size_t>(i)];
       // Network legs: to the same-index GPU of every other node, one message per GPU there.
+      const engine::LinkId rdma = via(call.kernel_rdma_links, src);
       for (int b = 0; b < nodes; ++b) {
-        if (b != a) add(src, groups[static_cast<std::size_t>(b)][static_cast<std::size_t>(i)], static_cast<std::uint32_t>(g), hash++, to_node);
+        if (b != a) add(src, groups[static_cast<std::size_t>(b)][static_cast<std::size_t>(i)], static_cast<std::uint32_t>(g), hash++, to_node, rdma);
       }
       // NVLink legs: its own message to each GPU of its node, plus the N − 1 it forwards there
-      // from the GPUs of index i on the other nodes.
+      // from the GPUs of index i on the other nodes; with a forwarding rate, also the N messages
+      // it delivers to itself, which cross no NVLink but pass through its kernel.
+      const engine::LinkId forward = via(call.kernel_forward_links, src);
       for (int j = 0; j < g; ++j) {
-        if (j != i) add(src, groups[static_cast<std::size_t>(a)][static_cast<std::size_t>(j)], static_cast<std::uint32_t>(nodes), hash++, to_gpu);
+        if (j != i || forward != DirectSend::kNoVia) {
+          add(src, groups[static_cast<std::size_t>(a)][static_cast<std::size_t>(j)], static_cast<std::uint32_t>(nodes), hash++, to_gpu, forward);
+        }
       }
     }
   }

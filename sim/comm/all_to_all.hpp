@@ -16,6 +16,17 @@
 /// - Otherwise (one node, one rank per node, or ranks spread unevenly): every message on the
 ///   cluster's direct route.
 ///
+/// The kernels' own rates (CollectiveCall::kernel_rdma_rate, kernel_forward_rate; topology
+/// comm.ep_kernels, measured from the libraries' benchmarks): DeepEP's and HybridEP's kernels
+/// move tokens with a few SMs' warps that copy each token into send buffers, post its RDMA write
+/// and, on the relaying GPU, copy it on to every GPU of the node that holds one of its experts,
+/// itself included. Their benchmarks reach ≈ 43.5 GB/s of token payload per 400 Gb/s NIC where
+/// NCCL reaches 46–48, and, where few nodes make the relay the bottleneck (two nodes: ≈ 6 bytes
+/// delivered in the node per byte received over the network), fewer bytes per second than the
+/// NVLinks carry. Each rate is one link per GPU that its sends cross before their route: the
+/// network legs of a GPU through its rdma link; its NVLink legs, and its delivery to itself (N
+/// messages: its own and the N − 1 it relays), through its forward link.
+///
 /// Aggregation: messages whose legs have the same endpoints follow the same route and start
 /// together with the same bytes, so they are identical flows, and one weighted send of weight w
 /// (FlowNetwork::start_flow_group) is exactly w of them. With relay that makes one network send

@@ -10,6 +10,7 @@
 #include <limits>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 namespace ironlaw::comm {
@@ -125,6 +126,33 @@ void Communicator::set_flows_per_connection(int flows) {
   flows_per_connection_ = flows;
 }
 
+void Communicator::set_all_to_all_kernels(double rdma_rate, double forward_rate) {
+  for (double rate : {rdma_rate, forward_rate}) {
+    if (!(rate >= 0) || !std::isfinite(rate)) {
+      throw std::invalid_argument("Communicator::set_all_to_all_kernels: rates must be finite and ≥ 0");
+    }
+  }
+  if (rdma_rate != kernel_rdma_rate_) kernel_rdma_links_.clear();
+  if (forward_rate != kernel_forward_rate_) kernel_forward_links_.clear();
+  kernel_rdma_rate_ = rdma_rate;
+  kernel_forward_rate_ = forward_rate;
+}
+
+void Communicator::attach_kernel_links(CollectiveCall& call) {
+  if (call.op != CollectiveOp::all_to_all || !call.layered()) return;
+  auto attach = [&](double rate, std::vector<engine::LinkId>& links, const char* what) -> const std::vector<engine::LinkId>* {
+    if (!(rate > 0)) return nullptr;
+    links.resize(static_cast<std::size_t>(cluster_.gpus()), DirectSend::kNoVia);
+    for (int gpu : call.ranks) {
+      engine::LinkId& link = links[static_cast<std::size_t>(gpu)];
+      if (link == DirectSend::kNoVia) link = net_.add_link(rate, Time::zero(), "gpu" + std::to_string(gpu) + " " + what);
+    }
+    return &links;
+  };
+  call.kernel_rdma_links = attach(kernel_rdma_rate_, kernel_rdma_links_, "ep kernel rdma");
+  call.kernel_forward_links = attach(kernel_forward_rate_, kernel_forward_links_, "ep kernel forward");
+}
+
 void Communicator::check_ranks(const std::vector<int>& ranks) const {
   if (ranks.empty()) throw std::invalid_argument("Communicator::start: no ranks");
   // One mark per GPU, kept across calls and cleared for the ranks marked: a step starts
@@ -184,7 +212,8 @@ void Communicator::start(CollectiveOp op, const std::vector<int>& ranks, double 
   collective->set_fluid(fluid_rings_);
   collective->set_merge_routes(merge_routes_);
   collective->set_registry(&live_);
-  const CollectiveCall call = call_for(op, ranks, bytes);
+  CollectiveCall call = call_for(op, ranks, bytes);
+  attach_kernel_links(call);
   const AlgorithmUnit& unit = unit_for(call, algorithm);
   const Time launch = ranks.size() > 1 ? unit.build(call, *collective) : comm.launch_latency;
   sim_.schedule_in(launch, [collective] { collective->launch(); });
@@ -223,6 +252,8 @@ CollectiveCall Communicator::call_for(CollectiveOp op, const std::vector<int>& r
   call.aggregate = aggregate_all_to_all_;
   call.route_targets = route_targets_;
   call.route_picks = route_picks_;
+  call.kernel_rdma_rate = kernel_rdma_rate_;
+  call.kernel_forward_rate = kernel_forward_rate_;
   return call;
 }
 

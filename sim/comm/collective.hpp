@@ -279,6 +279,12 @@ class Communicator {
     route_targets_ = targets;
     route_picks_ = picks;
   }
+  /// Every all-to-all on the rail relay after this call runs at its kernels' own rates as well
+  /// as its links' (bytes/s, 0: none; config::CommSpec::EpKernels, comm/all_to_all.hpp): each
+  /// GPU gets one link of `rdma_rate` its network legs cross and one of `forward_rate` its
+  /// deliveries inside its node cross, added to the flow network the first time a collective
+  /// uses them. Throws std::invalid_argument for a negative or non-finite rate.
+  void set_all_to_all_kernels(double rdma_rate, double forward_rate);
 
   /// Whether a connection's queue pairs on several routes run as one multi-route group
   /// (FlowNetwork::start_flow_routes) that splits into one flow group per route at the first
@@ -296,6 +302,8 @@ class Communicator {
   /// The call start, predict and choose hand the algorithms: this communicator's all-to-all
   /// settings (aggregation, routing) on every one.
   CollectiveCall call_for(CollectiveOp op, const std::vector<int>& ranks, double bytes) const;
+  /// The kernels' links of `ranks` (set_all_to_all_kernels), added where missing, handed to `call`.
+  void attach_kernel_links(CollectiveCall& call);
 
   engine::Simulator& sim_;
   engine::FlowNetwork& net_;
@@ -307,6 +315,11 @@ class Communicator {
   bool aggregate_all_to_all_ = true;
   int route_targets_ = 0;
   int route_picks_ = 0;
+  double kernel_rdma_rate_ = 0;
+  double kernel_forward_rate_ = 0;
+  // The kernels' links by GPU id (kNoVia until a collective first needs one).
+  std::vector<engine::LinkId> kernel_rdma_links_;
+  std::vector<engine::LinkId> kernel_forward_links_;
   bool merge_routes_ = true;
   mutable std::vector<char> seen_;  // check_ranks' scratch: one mark per GPU, all 0 between calls
   // The collectives launched and not finished (Collective::set_registry): they own themselves

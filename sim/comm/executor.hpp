@@ -429,7 +429,11 @@ class Collective : public std::enable_shared_from_this<Collective> {
     for (int d = 0; d < static_cast<int>(directs_.size()); ++d) {
       after(direct_stepped_, [self = shared_from_this(), d] {
         const DirectSend& x = self->directs_[static_cast<std::size_t>(d)];
-        self->connect(x.src, x.dst, x.bytes, x.hash, [self] { self->unit_done(); }, x.weight);
+        if (x.via != DirectSend::kNoVia) {
+          self->connect_via(x);
+        } else {
+          self->connect(x.src, x.dst, x.bytes, x.hash, [self] { self->unit_done(); }, x.weight);
+        }
       });
     }
   }
@@ -499,6 +503,33 @@ class Collective : public std::enable_shared_from_this<Collective> {
                               for (std::uint32_t m = 0; m < members; ++m) self->traced(src, dst, share, start);
                               if (--*left == 0) (*shared_done)();
                             });
+    }
+  }
+
+  /// A direct send through its `via` link (DirectSend): every queue pair's flow crosses it before
+  /// the connection's route, one flow group per distinct route (no multi-route group: the
+  /// cached merged form has no `via`); src == dst: one flow group over `via` alone, untraced (no
+  /// GPU-to-GPU flow). Ends the unit once every group has drained.
+  void connect_via(const DirectSend& x) {
+    auto self = shared_from_this();
+    std::vector<engine::LinkId> path{x.via};
+    if (x.src == x.dst) {
+      net_.start_flow_group(path, x.bytes, x.weight, [self](engine::FlowId) { self->unit_done(); });
+      return;
+    }
+    const Time start = sim_.now();
+    const int k = queue_pairs(x.src, x.dst);
+    const auto& routes = routes_->lookup(x.src, x.dst, x.hash, k).routes;
+    const double share = x.bytes / k;
+    auto left = std::make_shared<std::size_t>(routes.size());
+    for (const auto& route : routes) {
+      path.resize(1);
+      path.insert(path.end(), route.path.begin(), route.path.end());
+      const std::uint32_t members = route.members * x.weight;
+      net_.start_flow_group(path, share, members, [self, src = x.src, dst = x.dst, share, start, members, left](engine::FlowId) {
+        for (std::uint32_t m = 0; m < members; ++m) self->traced(src, dst, share, start);
+        if (--*left == 0) self->unit_done();
+      });
     }
   }
 

@@ -304,6 +304,16 @@ void parse_comm(Section s, CommSpec& c) {
     }
     protocols.finish();
   }
+  {
+    Section kernels = s.section("ep_kernels");
+    for (auto [name, spec] : {std::pair{"deepep", &c.deepep}, std::pair{"hybridep", &c.hybridep}}) {
+      Section k = kernels.section(name);
+      k.number("rdma_rate", spec->rdma_rate, Dimension::bandwidth, kOptionalHardware);
+      k.number("forward_rate", spec->forward_rate, Dimension::bandwidth, kOptionalHardware);
+      k.finish();
+    }
+    kernels.finish();
+  }
   s.finish();
 }
 
@@ -516,7 +526,7 @@ void parse_parallel(Section s, ParallelSpec& p) {
   s.flag("tp_comm_overlap", p.tp_comm_overlap);
   s.flag("overlap_param_gather", p.overlap_param_gather);
   s.flag("moe_a2a_overlap", p.moe_a2a_overlap);
-  s.choice("moe_dispatcher", p.moe_dispatcher, {"alltoall", "deepep"});
+  s.choice("moe_dispatcher", p.moe_dispatcher, {"alltoall", "deepep", "hybridep"});
   s.integer("moe_dispatcher_sms", p.moe_dispatcher_sms, kPositive);
   if (s.integer("fsdp_version", p.fsdp_version, kPositive) && p.fsdp_version > 2) {
     s.state().fail(s.full("fsdp_version"), "expected 1 or 2, got " + std::to_string(p.fsdp_version));

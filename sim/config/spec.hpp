@@ -255,6 +255,25 @@ struct CommSpec {
   /// lowest predicted time (as NCCL's tuner does). Empty (key absent): one protocol whose step
   /// latency is step_latency and whose wire carries payload only.
   std::vector<Protocol> protocols;
+  /// The rates an expert-parallel dispatch/combine library's inter-node kernels reach per GPU
+  /// (parallel.moe_dispatcher deepep or hybridep; comm/all_to_all.hpp), each a measured property
+  /// of the library's kernels on this system, 0 where none was measured (no limit of its own: the
+  /// links alone). `rdma_rate`: the payload a GPU's kernel puts on its NIC per second (its
+  /// network legs together). `forward_rate`: the token bytes a GPU's kernel delivers within its
+  /// node per second, its own tokens and those it relays, its own GPU included (its NVLink legs
+  /// and its local copies together).
+  struct EpKernels {
+    double rdma_rate = 0;     ///< bytes/s
+    double forward_rate = 0;  ///< bytes/s
+  };
+  EpKernels deepep;    ///< DeepEP's normal (internode) kernels, deep_ep.Buffer
+  EpKernels hybridep;  ///< HybridEP's kernels (DeepEP's hybrid-ep branch), deep_ep.HybridEPBuffer
+  /// The kernels of `dispatcher` ("deepep" or "hybridep"; anything else: none, all zero).
+  EpKernels ep_kernels(const std::string& dispatcher) const {
+    if (dispatcher == "deepep") return deepep;
+    if (dispatcher == "hybridep") return hybridep;
+    return {};
+  }
 };
 
 struct TopologySpec {
@@ -406,22 +425,37 @@ struct ParallelSpec {
   /// bidirectional schedule and its second copy of the weights.
   bool moe_a2a_overlap = false;
   /// How the expert all-to-alls move tokens: "alltoall" (Megatron-core's alltoall dispatcher over
-  /// NCCL: every token copy, one per chosen expert, a message of its own) or "deepep" (DeepSeek's
-  /// DeepEP, Megatron-core's flex dispatcher with the deepep or hybridep backend: a token goes
-  /// once to each GPU that holds any of its experts and, between nodes, once to each node, then
-  /// over NVLink to its GPUs there; comm/all_to_all.hpp).
+  /// NCCL: every token copy, one per chosen expert, a message of its own), "deepep" (DeepSeek's
+  /// DeepEP, Megatron-core's flex dispatcher with the deepep backend: a token goes once to each
+  /// GPU that holds any of its experts and, between nodes, once to each node, then over NVLink to
+  /// its GPUs there; comm/all_to_all.hpp) or "hybridep" (the flex dispatcher's hybridep backend,
+  /// NVIDIA's HybridEP in DeepEP's hybrid-ep branch: the same tokens on the same routes, at its
+  /// own kernels' rates, topology comm.ep_kernels.hybridep, and with its own default SMs).
   std::string moe_dispatcher = "alltoall";
+  /// Whether the dispatcher is the flex dispatcher's (deepep or hybridep: deduplicated tokens on
+  /// the rail relay, kernels on moe_dispatcher_sms SMs).
+  bool flex_dispatcher() const { return moe_dispatcher == "deepep" || moe_dispatcher == "hybridep"; }
   /// SMs the deepep dispatcher's dispatch and combine kernels run on, taken from the computation
   /// beside them while they run (run/gpu_sms.hpp) as an NCCL collective's channels are:
   /// Megatron-core's moe_flex_dispatcher_num_sms (formerly moe_deepep_num_sms /
   /// moe_hybridep_num_sms), which recipes set (Megatron-Bridge's Qwen3 30B-A3B H100 recipes: 16 or
-  /// 32). 0: DeepEP's own default, kDeepEpDefaultSms. Only with moe_dispatcher deepep.
+  /// 32). 0: the library's own default (dispatcher_sms). Only with the flex dispatcher.
   int moe_dispatcher_sms = 0;
   /// DeepEP's default SMs for its normal (dispatch and combine) kernels: deep_ep/buffer.py
   /// `Buffer.num_sms = 20`, the "historical default 20" of Megatron-core's moe_deepep_num_sms
   /// (transformer_config.py, core_v0.19.0).
   static constexpr int kDeepEpDefaultSms = 20;
-  int dispatcher_sms() const { return moe_dispatcher_sms > 0 ? moe_dispatcher_sms : kDeepEpDefaultSms; }
+  /// HybridEP's default SMs for its dispatch and combine kernels when Megatron-core passes none
+  /// (moe_flex_dispatcher_num_sms None): 24 within one node, 8 across nodes (DeepEP branch
+  /// hybrid-ep, csrc/hybrid_ep/config.cuh: num_sms_dispatch_api.value_or(num_of_nodes == 1 ? 24 : 8)).
+  static constexpr int kHybridEpDefaultSmsNode = 24;
+  static constexpr int kHybridEpDefaultSmsNodes = 8;
+  /// The SMs the flex dispatcher's kernels hold, for an expert group spanning nodes or not.
+  int dispatcher_sms(bool spans_nodes) const {
+    if (moe_dispatcher_sms > 0) return moe_dispatcher_sms;
+    if (moe_dispatcher == "hybridep") return spans_nodes ? kHybridEpDefaultSmsNodes : kHybridEpDefaultSmsNode;
+    return kDeepEpDefaultSms;
+  }
   /// Which PyTorch FSDP runs ZeRO-3 under PyTorch model code: 2, fully_shard (torchtitan; the
   /// default), or 1, FullyShardedDataParallel with flat parameters (PyTorch 1.12-2.x: Composer,
   /// llm-foundry, Accelerate), with its rate limiter (limit_all_gathers=True: Composer's and

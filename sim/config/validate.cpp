@@ -859,16 +859,17 @@ void validate_scenario(Scenario& sc, LoadState& st) {
                                              "expected parallel.pp_runtime megatron or torch");
     }
   }
-  if (p.moe_dispatcher == "deepep" && st.ok({"parallel.moe_dispatcher", "model.experts", "parallel.ep"}) &&
+  if (p.flex_dispatcher() && st.ok({"parallel.moe_dispatcher", "model.experts", "parallel.ep"}) &&
       (m.experts <= 1 || p.ep <= 1)) {
-    st.report("parallel.moe_dispatcher", "deepep moves the tokens of expert parallelism: needs a MoE model (model.experts > 1) "
-                                         "and parallel.ep > 1; got " + str(m.experts) + " expert(s), ep " + str(p.ep));
+    st.report("parallel.moe_dispatcher", p.moe_dispatcher + " moves the tokens of expert parallelism: needs a MoE model "
+                                         "(model.experts > 1) and parallel.ep > 1; got " + str(m.experts) +
+                                         " expert(s), ep " + str(p.ep));
   }
   if (p.moe_dispatcher_sms > 0 && st.ok({"parallel.moe_dispatcher_sms", "parallel.moe_dispatcher"})) {
-    if (p.moe_dispatcher != "deepep") {
-      st.report("parallel.moe_dispatcher_sms", "sets the SMs of the deepep dispatcher's kernels: needs parallel.moe_dispatcher "
-                                               "deepep (the alltoall dispatcher's NCCL kernels take the topology's "
-                                               "comm.kernel_sms), got " + p.moe_dispatcher);
+    if (!p.flex_dispatcher()) {
+      st.report("parallel.moe_dispatcher_sms", "sets the SMs of the flex dispatcher's kernels: needs parallel.moe_dispatcher "
+                                               "deepep or hybridep (the alltoall dispatcher's NCCL kernels take the "
+                                               "topology's comm.kernel_sms), got " + p.moe_dispatcher);
     } else if (sc.topology.device.sm_count > 0 && p.moe_dispatcher_sms >= sc.topology.device.sm_count) {
       st.report("parallel.moe_dispatcher_sms", "must leave SMs to the computation beside the dispatcher: at most " +
                                                str(sc.topology.device.sm_count - 1) + " of the device's " +

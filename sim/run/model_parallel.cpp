@@ -202,10 +202,10 @@ TaskId ExpertParallel::all_to_all(int local, const PassKey& key, int part) {
         groups.push_back(lay.ep_group(lay.rank_of(c)));
       }
     }
-    // DeepEP's kernels run on the SMs the dispatcher is given (ParallelSpec::dispatcher_sms);
+    // The flex dispatcher's kernels run on the SMs it is given (ParallelSpec::dispatcher_sms);
     // NCCL's all-to-all on its channels, as every collective (StepBuilder::kernel_sms).
     const auto& p = b_.world().scenario.parallel;
-    const int sms = p.moe_dispatcher == "deepep" ? p.dispatcher_sms() : -1;
+    const int sms = p.flex_dispatcher() ? p.dispatcher_sms(b_.spans_nodes(group)) : -1;
     return b_.collectives(CollectiveOp::all_to_all, std::move(groups), b_.costs().all_to_all_bytes, name_,
                           b_.simulated(group), sms);
   });

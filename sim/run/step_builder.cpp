@@ -19,9 +19,14 @@ World::World(const config::Scenario& s, const Layout& l, RecordSink& record_sink
       kernel_time_factor(hardware::kernel_time_factors(s.topology.device.speed_variation_cv, s.seed, s.nodes,
                                                        s.topology.node.gpus)) {
   comm.set_fluid_rings(s.run.collectives == "fluid");
-  // DeepEP's dispatch: a token once per GPU holding any of its experts and once per node between
-  // nodes (parallel.moe_dispatcher deepep; the expert all-to-alls are the only all-to-alls here).
-  if (s.parallel.moe_dispatcher == "deepep") comm.set_all_to_all_routing(s.model.experts, s.model.experts_per_token);
+  // The flex dispatcher (parallel.moe_dispatcher deepep or hybridep; the expert all-to-alls are
+  // the only all-to-alls here): a token once per GPU holding any of its experts and once per node
+  // between nodes, at the rates its library's kernels reach on this system (comm.ep_kernels).
+  if (s.parallel.flex_dispatcher()) {
+    comm.set_all_to_all_routing(s.model.experts, s.model.experts_per_token);
+    const auto kernels = s.topology.comm.ep_kernels(s.parallel.moe_dispatcher);
+    comm.set_all_to_all_kernels(kernels.rdma_rate, kernels.forward_rate);
+  }
   if (level == TraceLevel::op || level == TraceLevel::flow) data.set_sink(&record_sink);
   if (data.enabled()) data.start();  // loaders warm up before the first step, as a DataLoader does
 }

@@ -172,6 +172,8 @@ class StepBuilder {
   TaskId shared(const SharedTaskKey& key, const std::function<TaskId()>& make);
 
   UnitTasks& units() { return units_; }
+  /// Whether `gpus` (global ranks) sit on more than one node. O(gpus).
+  bool spans_nodes(const std::vector<int>& gpus) const;
 
   /// Runs the graph to its last task; throws std::logic_error on a deadlock. Then measures the
   /// step (step_metrics). O(tasks + events).
@@ -198,7 +200,6 @@ class StepBuilder {
 
   void send_all(const std::vector<std::pair<int, int>>& hops, double bytes, std::function<void()> done);
   int kernel_sms(bool spans_nodes) const;
-  bool spans_nodes(const std::vector<int>& gpus) const;  // members on more than one node
   void comm_begin(TaskId id, double hbm_rate, int sms);
   void comm_end(engine::TaskGraph& g, TaskId id, double hbm_rate, int sms);
   void remember(TaskId id, TaskMeta meta);

@@ -174,7 +174,78 @@ TEST_CASE("DeepEP's dispatch sends each token once per GPU and, between nodes, o
         Approx(expected).epsilon(1e-4));
 }
 
-TEST_CASE("parallel.moe_dispatcher deepep is refused without experts or expert parallelism", "[config][deepep]") {
+TEST_CASE("the dispatcher kernels' own rates bound a relayed all-to-all: network legs at rdma_rate, deliveries in the node at forward_rate", "[comm][deepep]") {
+  // The routed all-to-all of the test above (2 nodes × 2 GPUs, S = 400 MB, E = 8, top-2):
+  // per destination GPU 1e8·13/14 B, per remote node's network message 1e8·11/14 B.
+  const std::vector<int> ranks{0, 1, 8, 9};
+  auto run = [&](double rdma, double forward) {
+    test::CommWorld w(test::dgx_h100(), 2);
+    w.comm.set_all_to_all_routing(8, 2);
+    w.comm.set_all_to_all_kernels(rdma, forward);
+    Time end = Time::max();
+    w.comm.start(CollectiveOp::all_to_all, ranks, 4e8, Algorithm::automatic, [&] { end = w.sim.now(); });
+    w.sim.run();
+    const Time predicted = w.comm.predict(CollectiveOp::all_to_all, ranks, 4e8, Algorithm::all_to_all);
+    return std::pair{end.count_ns(), predicted.count_ns()};
+  };
+  SECTION("rdma_rate below the NIC's 47 GB/s binds the network legs") {
+    // GPU 0's network group of weight 2 crosses its 20 GB/s kernel link before NIC 0: 10 GB/s
+    // each, ⌈1e8·11/14 / 10e9 s⌉ = 7,857,143 ns, plus the path's 2,300, Λ = 8,400, σ = 3,400.
+    const std::int64_t expected = 8400 + 3400 + 7'857'143 + 2300;
+    const auto [end, predicted] = run(20e9, 0);
+    CHECK(std::llabs(end - expected) <= 1);
+    CHECK(predicted == Approx(expected).epsilon(1e-4));
+  }
+  SECTION("forward_rate binds what a GPU delivers in its node, to itself as well") {
+    // GPU 0 delivers 2 messages to GPU 1 (its own and GPU 8's, relayed) and 2 to itself, each
+    // 1e8·13/14 B, all 4 through its 20 GB/s kernel link: 5 GB/s each (the NVLink would give the
+    // two to GPU 1 180 GB/s each), ⌈1e8·13/14 / 5e9 s⌉ = 18,571,429 ns, plus the NVLink path's
+    // 1,000 for those two; the network legs (3,343,466 ns, test above) end long before.
+    const std::int64_t expected = 8400 + 3400 + 18'571'429 + 1000;
+    const auto [end, predicted] = run(0, 20e9);
+    CHECK(std::llabs(end - expected) <= 1);
+    // predict() takes the longest path latency of the call (the network's 2,300 ns).
+    CHECK(predicted == Approx(expected).epsilon(1e-4));
+  }
+  SECTION("rates above the links' change nothing") {
+    const std::int64_t expected = 8400 + 3400 + 3'343'466 + 2300;  // the test above
+    CHECK(run(1e12, 1e12).first == expected);
+    CHECK(run(0, 0).first == expected);
+  }
+}
+
+TEST_CASE("HybridEP's FP8 dispatch on 2, 4 and 8 DGX H100 from the topology's kernel rates, measured from its BF16 runs", "[comm][deepep]") {
+  // DeepEP branch hybrid-ep, docs/README_Hybrid-EP.md, H100 Platform, kernel only, 16 SMs: FP8
+  // dispatch 68.48, 55.35, 46.52 GB/s at 16, 32, 64 ranks (4,096 tokens per rank, hidden 7,168,
+  // top-8 of 8 experts per rank, uniform routing), counted once per node a token reaches, its
+  // own included; bytes per token 7,168 × 2 × (1 + 4/128)/2 (its test's fp8_factor). The
+  // topology's rates were derived from the BF16 dispatch and combine only (topologies/
+  // dgx-h100-leaf-spine.yaml), so these three are a check: within 8 % (the FP8 tokens, half the
+  // size, reach 4–7 % less of the NIC in the benchmark than the BF16 ones the rate is from).
+  const auto topology = config::load_topology(IRONLAW_SOURCE_DIR "/topologies/dgx-h100-leaf-spine.yaml");
+  REQUIRE(topology.comm.hybridep.rdma_rate == Approx(43.4e9));
+  REQUIRE(topology.comm.hybridep.forward_rate == Approx(222e9));
+  const double token = 7168.0 * 2 * (1 + 4.0 / 128) / 2;
+  const std::pair<int, double> published[] = {{2, 68.48}, {4, 55.35}, {8, 46.52}};
+  for (const auto& [nodes, gbs] : published) {
+    const int n = 8 * nodes;
+    const int experts = 8 * n;
+    test::CommWorld w(topology, nodes);
+    w.comm.set_all_to_all_routing(experts, 8);
+    w.comm.set_all_to_all_kernels(topology.comm.hybridep.rdma_rate, topology.comm.hybridep.forward_rate);
+    Time end = Time::max();
+    w.comm.start(CollectiveOp::all_to_all, iota(0, n), 4096.0 * 8 * token, Algorithm::automatic,
+                 [&] { end = w.sim.now(); });
+    w.sim.run();
+    // The benchmark's count: tokens × the nodes a token reaches, N·(1 − C(E − E/N, 8)/C(E, 8)),
+    // which is all_to_all_distinct_share × its 8 picks.
+    const double counted = 4096.0 * comm::all_to_all_distinct_share(experts, 8, nodes) * 8 * token;
+    INFO(nodes << " nodes: " << counted / end.seconds() / 1e9 << " GB/s simulated against " << gbs);
+    CHECK(counted / end.seconds() / 1e9 == Approx(gbs).epsilon(0.08));
+  }
+}
+
+TEST_CASE("parallel.moe_dispatcher deepep and hybridep are refused without experts or expert parallelism", "[config][deepep]") {
   const std::string dense = IRONLAW_SOURCE_DIR "/scenarios/gpt2-ddp-1node.yaml";
   CHECK_THROWS_WITH(config::load_scenario(dense, {"parallel.moe_dispatcher=deepep"}),
                     Catch::Contains("parallel.moe_dispatcher") && Catch::Contains("needs a MoE model"));
@@ -183,4 +254,7 @@ TEST_CASE("parallel.moe_dispatcher deepep is refused without experts or expert p
   CHECK_THROWS_WITH(config::load_scenario(moe, {"parallel.moe_dispatcher=deepep", "parallel.ep=1"}),
                     Catch::Contains("parallel.moe_dispatcher") && Catch::Contains("ep 1"));
   CHECK_THROWS_WITH(config::load_scenario(moe, {"parallel.moe_dispatcher=nccl"}), Catch::Contains("parallel.moe_dispatcher"));
+  CHECK_NOTHROW(config::load_scenario(moe, {"parallel.moe_dispatcher=hybridep"}));
+  CHECK_THROWS_WITH(config::load_scenario(dense, {"parallel.moe_dispatcher=hybridep"}),
+                    Catch::Contains("hybridep moves the tokens") && Catch::Contains("needs a MoE model"));
 }

@@ -140,8 +140,15 @@ TEST_CASE("the deepep dispatcher's kernels hold the SMs they are given beside th
   CHECK(many.model_flops_per_step == Approx(one.model_flops_per_step));
   // Unset, DeepEP's own default: deep_ep/buffer.py Buffer.num_sms = 20.
   const auto unset = config::load_scenario(kPipeline, with(1));
-  CHECK(config::ParallelSpec{}.dispatcher_sms() == 20);
-  CHECK(unset.parallel.dispatcher_sms() == 1);
+  CHECK(config::ParallelSpec{}.dispatcher_sms(true) == 20);
+  CHECK(unset.parallel.dispatcher_sms(true) == 1);
+  // HybridEP's own: 24 within a node, 8 across nodes (csrc/hybrid_ep/config.cuh).
+  config::ParallelSpec hybridep;
+  hybridep.moe_dispatcher = "hybridep";
+  CHECK(hybridep.dispatcher_sms(false) == 24);
+  CHECK(hybridep.dispatcher_sms(true) == 8);
+  hybridep.moe_dispatcher_sms = 32;
+  CHECK(hybridep.dispatcher_sms(true) == 32);
 }
 
 TEST_CASE("parallel.moe_dispatcher_sms is refused where no deepep kernels run or no SM would be left", "[run][ep][config]") {
@@ -156,4 +163,7 @@ TEST_CASE("parallel.moe_dispatcher_sms is refused where no deepep kernels run or
   CHECK_NOTHROW(config::load_scenario(kPipeline, all_sms));
   all_sms.back() = "parallel.moe_dispatcher_sms=0";
   CHECK_THROWS_AS(config::load_scenario(kPipeline, all_sms), InputError);
+  all_sms.back() = "parallel.moe_dispatcher_sms=32";
+  all_sms[all_sms.size() - 2] = "parallel.moe_dispatcher=hybridep";
+  CHECK_NOTHROW(config::load_scenario(kPipeline, all_sms));
 }
