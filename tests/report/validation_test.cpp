@@ -966,7 +966,7 @@ TEST_CASE("the mbridge-cards row: the card's three figures agree, and the scenar
   CHECK(s.training.reduce_dtype == "bf16");
   CHECK(s.training.activation_checkpointing == "none");
   CHECK(s.parallel.zero == 1);
-  CHECK(s.parallel.moe_dispatcher == "deepep");
+  CHECK(s.parallel.moe_dispatcher == "hybridep");  // moe_flex_dispatcher_backend hybridep
   CHECK(s.parallel.moe_a2a_overlap);
   CHECK_FALSE(run::simulate_memory(s).out_of_memory);
   CHECK(report::plan_validation("mbridge-cards", kRepo).jobs.size() == 1);
