@@ -509,25 +509,34 @@ class Collective : public std::enable_shared_from_this<Collective> {
   /// A direct send through its `via` link (DirectSend): every queue pair's flow crosses it before
   /// the connection's route, one flow group per distinct route (no multi-route group: the
   /// cached merged form has no `via`); src == dst: one flow group over `via` alone, untraced (no
-  /// GPU-to-GPU flow). Ends the unit once every group has drained.
+  /// GPU-to-GPU flow). Ends the unit once every group has drained. No allocation beyond the
+  /// flow network's own on the usual path (one route, no trace).
   void connect_via(const DirectSend& x) {
     auto self = shared_from_this();
-    std::vector<engine::LinkId> path{x.via};
+    via_path_.assign(1, x.via);
     if (x.src == x.dst) {
-      net_.start_flow_group(path, x.bytes, x.weight, [self](engine::FlowId) { self->unit_done(); });
+      net_.start_flow_group(via_path_, x.bytes, x.weight, [self](engine::FlowId) { self->unit_done(); });
       return;
     }
     const Time start = sim_.now();
     const int k = queue_pairs(x.src, x.dst);
     const auto& routes = routes_->lookup(x.src, x.dst, x.hash, k).routes;
     const double share = x.bytes / k;
+    if (routes.size() == 1 && !trace_.on_flow) {
+      via_path_.insert(via_path_.end(), routes.front().path.begin(), routes.front().path.end());
+      net_.start_flow_group(via_path_, share, routes.front().members * x.weight,
+                            [self](engine::FlowId) { self->unit_done(); });
+      return;
+    }
     auto left = std::make_shared<std::size_t>(routes.size());
     for (const auto& route : routes) {
-      path.resize(1);
-      path.insert(path.end(), route.path.begin(), route.path.end());
+      via_path_.resize(1);
+      via_path_.insert(via_path_.end(), route.path.begin(), route.path.end());
       const std::uint32_t members = route.members * x.weight;
-      net_.start_flow_group(path, share, members, [self, src = x.src, dst = x.dst, share, start, members, left](engine::FlowId) {
-        for (std::uint32_t m = 0; m < members; ++m) self->traced(src, dst, share, start);
+      net_.start_flow_group(via_path_, share, members, [self, src = x.src, dst = x.dst, share, start, members, left](engine::FlowId) {
+        if (self->trace_.on_flow) {
+          for (std::uint32_t m = 0; m < members; ++m) self->traced(src, dst, share, start);
+        }
         if (--*left == 0) self->unit_done();
       });
     }
@@ -901,6 +910,7 @@ class Collective : public std::enable_shared_from_this<Collective> {
   std::vector<Dependency> dependencies_;
   std::vector<Tree> trees_;
   std::vector<DirectSend> directs_;
+  std::vector<engine::LinkId> via_path_;  // connect_via's scratch (the flow network copies paths)
   std::vector<Nvls> nvls_;
   bool direct_stepped_ = true;
   std::size_t units_left_ = 0;
