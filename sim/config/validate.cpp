@@ -105,6 +105,8 @@ const std::vector<KeyBound>& key_bounds() {
       {"node.gpus_per_pcie_switch", 1, 1024, false, "GPUs behind one PCIe switch"},
       {"node.nics", 1, 1024, false, "NICs in one node"},
       {"node.nvswitch_reduce_bandwidth", 1e6, 1e20, false, "1 MB/s to 1e20 B/s per GPU port"},
+      {"rdma_rate", 1e6, 1e20, false, "1 MB/s to 1e20 B/s per GPU"},
+      {"forward_rate", 1e6, 1e20, false, "1 MB/s to 1e20 B/s per GPU"},
       {"fabric.nodes_per_leaf", 1, 65536, false, "nodes under one leaf switch"},
       {"fabric.spines", 0, 65536, true, "spine switches (0: derived)"},
       {"fabric.oversubscription", 1, 1e3, false, "downlink : uplink capacity"},
