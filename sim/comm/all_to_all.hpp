@@ -25,7 +25,10 @@
 /// delivered in the node per byte received over the network), fewer bytes per second than the
 /// NVLinks carry. Each rate is one link per GPU that its sends cross before their route: the
 /// network legs of a GPU through its rdma link; its NVLink legs, and its delivery to itself (N
-/// messages: its own and the N − 1 it relays), through its forward link.
+/// messages: its own and the N − 1 it relays), through its forward link. All-to-alls that run at
+/// once on a GPU (a dispatch beside another microbatch's combine under parallel.moe_a2a_overlap)
+/// share its links: assumed, as the benchmarks time one kernel alone; whether two kernels on
+/// their own SMs would reach more together is not known.
 ///
 /// Aggregation: messages whose legs have the same endpoints follow the same route and start
 /// together with the same bytes, so they are identical flows, and one weighted send of weight w
