@@ -70,6 +70,19 @@ void bench_175b_zero3() { simulate_scenario("gpt3_175b_zero3_1536", "gpt3-175b-z
 void bench_megatron_09() { simulate_scenario("megatron_2021_09_530b", "megatron-2021/09-gpt-530b.yaml", {}); }
 void bench_megatron_10() { simulate_scenario("megatron_2021_10_1t", "megatron-2021/10-gpt-1t.yaml", {}); }
 
+// Mixture of experts on the rail relay: Qwen3 30B-A3B on 2 DGX H100 at EP 16 (the mbridge-cards
+// row), its HybridEP kernels at their measured rates (one kernel link per GPU and direction of
+// use, comm.ep_kernels), and the same step as deepep, whose H100 profile has no forward rate.
+void bench_moe_hybridep() {
+  simulate_scenario("qwen3_30b_ep16_hybridep", "validation/mbridge-cards/qwen3-30b-16gpu-bf16-card.yaml", {});
+}
+void bench_moe_deepep() {
+  simulate_scenario("qwen3_30b_ep16_deepep", "validation/mbridge-cards/qwen3-30b-16gpu-bf16-card.yaml",
+                    {"parallel.moe_dispatcher=deepep"});
+}
+
+const ironlaw::bench::Register reg_moe_hybridep("run.qwen3_30b_ep16_hybridep", bench_moe_hybridep);
+const ironlaw::bench::Register reg_moe_deepep("run.qwen3_30b_ep16_deepep", bench_moe_deepep);
 const ironlaw::bench::Register reg_gpt2_512("run.gpt2_ddp_512", bench_gpt2_512);
 const ironlaw::bench::Register reg_175b("run.scale_3_gpt3_175b_zero3_1536", bench_175b_zero3);
 const ironlaw::bench::Register reg_m09("run.scale_4_megatron_2021_09", bench_megatron_09);
