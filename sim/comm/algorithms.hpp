@@ -32,8 +32,9 @@ class Collective;
 /// A send not tied to a ring or tree (an all-to-all's messages, a point-to-point send): `weight`
 /// identical messages of `bytes` each from GPU `src` to GPU `dst`, all on one connection (ECMP
 /// hash `hash`), run as one flow group. `via`: a link every flow of the send crosses before its
-/// route (a sending kernel's own rate, CollectiveCall::kernel_links), or kNoVia; with one, src ==
-/// dst is a send too (a copy inside the GPU at the kernel's rate), else it moves nothing.
+/// route (a sending kernel's own rate: CollectiveCall::kernel_rdma_links, kernel_forward_links),
+/// or kNoVia; with one, src == dst is a send too (a copy inside the GPU at the kernel's rate),
+/// else it moves nothing.
 struct DirectSend {
   static constexpr engine::LinkId kNoVia = ~engine::LinkId{0};
   int src = 0;

@@ -44,8 +44,8 @@ std::vector<DirectSend> all_to_all_sends(const CollectiveCall& call, bool aggreg
   // node, t·k·h·g/n bytes; deduplicated, each token once per node, t·P_node·h, which is g
   // messages of (S/n)·(N·P_node/k) with S = t·k·h and n = N·g.
   const double to_node = call.bytes / n * all_to_all_distinct_share(call.route_targets, call.route_picks, nodes);
-  // The kernels' own links (CollectiveCall::kernel_links): one per GPU for its network legs,
-  // one for its deliveries inside its node, the one to itself included.
+  // The kernels' own links (CollectiveCall::kernel_rdma_links, kernel_forward_links): one per
+  // GPU for its network legs, one for its deliveries inside its node, the one to itself included.
   auto via = [](const std::vector<engine::LinkId>* links, int gpu) {
     return links != nullptr ? (*links)[static_cast<std::size_t>(gpu)] : DirectSend::kNoVia;
   };
