@@ -245,6 +245,32 @@ TEST_CASE("HybridEP's FP8 dispatch on 2, 4 and 8 DGX H100 from the topology's ke
   }
 }
 
+TEST_CASE("DeepEP's 2-node dispatch on Hopper from the rate measured on H800, against a 2-node H200 run", "[comm][deepep]") {
+  // The DGX H100 files' deepep rates come from DeepEP's H800 table (topologies/
+  // dgx-h800-deepseek.yaml); a user's 2-node H200 run (the H100's SMs and NVLink; deepseek-ai/
+  // DeepEP issue #493, 24 SMs, tests/test_internode.py: 4,096 tokens per rank, hidden 7,168,
+  // 8 of 256 experts, uniform at 2 nodes) measured 133.78 GB/s for a BF16 dispatch and 145.16 for
+  // a combine, counted as the bytes a GPU receives, its own included (recv_x.numel() × 2 / t).
+  // By symmetry that is what each GPU delivers in its node: 2 × 4,096 × 8 × P(GPU reached) × 14,336
+  // B per call. The simulated BF16 call: within 6 % of both (their mean 139.2, the rate 140.7).
+  const auto topology = config::load_topology(IRONLAW_SOURCE_DIR "/topologies/dgx-h100-leaf-spine.yaml");
+  REQUIRE(topology.comm.deepep.forward_rate == Approx(140.7e9));
+  test::CommWorld w(topology, 2);
+  w.comm.set_all_to_all_routing(256, 8);
+  w.comm.set_all_to_all_kernels(topology.comm.deepep.rdma_rate, topology.comm.deepep.forward_rate);
+  Time end = Time::max();
+  const double token = 7168.0 * 2;
+  w.comm.start(CollectiveOp::all_to_all, iota(0, 16), 4096.0 * 8 * token, Algorithm::automatic, [&] { end = w.sim.now(); });
+  w.sim.run();
+  // P(GPU reached) = 1 − C(240, 8)/C(256, 8): all_to_all_distinct_share × 8 picks / 16 GPUs.
+  const double p_gpu = comm::all_to_all_distinct_share(256, 8, 16) * 8 / 16;
+  const double delivered = 2 * 4096.0 * 8 * p_gpu * token;
+  const double gbs = delivered / end.seconds() / 1e9;
+  INFO(gbs << " GB/s delivered per GPU");
+  CHECK(gbs == Approx(133.78).epsilon(0.06));
+  CHECK(gbs == Approx(145.16).epsilon(0.06));
+}
+
 TEST_CASE("parallel.moe_dispatcher deepep and hybridep are refused without experts or expert parallelism", "[config][deepep]") {
   const std::string dense = IRONLAW_SOURCE_DIR "/scenarios/gpt2-ddp-1node.yaml";
   CHECK_THROWS_WITH(config::load_scenario(dense, {"parallel.moe_dispatcher=deepep"}),
