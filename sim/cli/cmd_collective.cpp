@@ -54,6 +54,9 @@ int cmd_collective(const Args& args) {
   int gpus_per_node = 0;
   std::string algorithm = "auto";
   std::string granularity = "fluid";
+  std::string dispatcher = "alltoall";
+  int experts = 0;
+  int topk = 0;
   Limits limits;
   opts.add_options()
       ("help,h", "show this help")
@@ -68,6 +71,14 @@ int cmd_collective(const Args& args) {
       ("granularity", po::value(&granularity)->default_value(granularity),
        "fluid (each ring position one flow, as run.collectives: fluid) | stepped (every ring step a flow)")
       ("topology", po::value(&topology_path), "topology YAML (default: topologies/dgx-h100-leaf-spine.yaml)")
+      ("dispatcher", po::value(&dispatcher)->default_value(dispatcher),
+       "all_to_all of MoE tokens: alltoall (NCCL's: one message per token copy) | deepep | hybridep "
+       "(each token once per GPU holding any of its experts and once per node, forwarded over NVLink, "
+       "at the topology's comm.ep_kernels rates; need --experts and --topk). Sizes count every token "
+       "copy per rank (tokens x topk x token bytes)")
+      ("experts", po::value(&experts), "experts the tokens are routed over (--dispatcher deepep or hybridep; "
+       "a multiple of the ranks)")
+      ("topk", po::value(&topk), "experts each token picks (--dispatcher deepep or hybridep)")
       ("max-memory", po::value(&limits.max_memory),
        "refuse a collective whose estimated memory exceeds this, e.g. \"32 GiB\" (default: half of this machine's RAM)");
   opts.add_options()("step-cpu-limit", po::value(&limits.step_cpu_limit_s)->default_value(limits.step_cpu_limit_s),
@@ -103,6 +114,15 @@ int cmd_collective(const Args& args) {
 
   if (granularity != "fluid" && granularity != "stepped")
     throw InputError({}, "--granularity", "expected fluid or stepped, got \"" + granularity + "\"");
+  const bool flex = dispatcher == "deepep" || dispatcher == "hybridep";
+  if (!flex && dispatcher != "alltoall")
+    throw InputError({}, "--dispatcher", "expected alltoall, deepep or hybridep, got \"" + dispatcher + "\"");
+  if (dispatcher != "alltoall" && op != comm::CollectiveOp::all_to_all)
+    throw InputError({}, "--dispatcher", "routes the tokens of an all_to_all: needs --op all_to_all, got " + op_name);
+  if (!flex && (vm.count("experts") || vm.count("topk")))
+    throw InputError({}, vm.count("experts") ? "--experts" : "--topk",
+                     "routes tokens for --dispatcher deepep or hybridep (NCCL's all-to-all sends every copy: "
+                     "the routing changes nothing), got --dispatcher " + dispatcher);
   comm::BenchOptions options;
   options.algorithm = alg;
   options.fluid = granularity == "fluid";
@@ -127,6 +147,23 @@ int cmd_collective(const Args& args) {
     topo.node.nics = std::min(topo.node.nics, gpus_per_node);
   }
   const int ranks = nodes * topo.node.gpus;
+  if (flex) {
+    if (!vm.count("experts") || !vm.count("topk"))
+      throw InputError({}, vm.count("experts") ? "--topk" : "--experts",
+                       "--dispatcher " + dispatcher + " routes tokens: give --experts and --topk");
+    if (experts < 1 || experts > 1'000'000 || experts % ranks != 0)
+      throw InputError({}, "--experts", "expected a positive multiple of the " + std::to_string(ranks) +
+                                            " ranks (experts spread evenly), at most 1,000,000, got " +
+                                            std::to_string(experts));
+    if (topk < 1 || topk > experts)
+      throw InputError({}, "--topk", "expected 1.." + std::to_string(experts) + " (the experts), got " +
+                                         std::to_string(topk));
+    options.route_targets = experts;
+    options.route_picks = topk;
+    const auto kernels = topo.comm.ep_kernels(dispatcher);
+    options.kernel_rdma_rate = kernels.rdma_rate;
+    options.kernel_forward_rate = kernels.forward_rate;
+  }
   check_collective_memory(op == comm::CollectiveOp::all_to_all, static_cast<double>(nodes) * topo.node.gpus,
                           memory_limit(limits));
   std::vector<comm::BenchRow> rows;
@@ -142,6 +179,17 @@ int cmd_collective(const Args& args) {
               comm::op_name(op), ranks, nodes, topo.node.gpus, topo.name.c_str());
   std::printf("# busbw as nccl-tests defines it: algbw x %s\n",
               op == comm::CollectiveOp::all_reduce ? "2(n-1)/n" : "(n-1)/n");
+  if (flex) {
+    char rates[96] = "none in this topology (the links alone)";
+    if (options.kernel_rdma_rate > 0 || options.kernel_forward_rate > 0) {
+      char forward[32] = "none";
+      if (options.kernel_forward_rate > 0) std::snprintf(forward, sizeof forward, "%.1f GB/s", options.kernel_forward_rate / 1e9);
+      std::snprintf(rates, sizeof rates, "rdma %.1f GB/s, forward %s", options.kernel_rdma_rate / 1e9, forward);
+    }
+    std::printf("# %s dispatch: tokens routed to %d of %d experts, sent once per GPU and node (size: every copy);"
+                " kernel rates %s (comm.ep_kernels)\n",
+                dispatcher.c_str(), topk, experts, rates);
+  }
   std::printf("#\n#%12s %14s %8s %6s %6s %10s %8s %8s\n", "size", "count", "type", "redop", "root", "time",
               "algbw", "busbw");
   std::printf("#%12s %14s %8s %6s %6s %10s %8s %8s\n", "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)");

@@ -357,6 +357,15 @@ struct BenchOptions {
   /// (Communicator::predict of the algorithm it runs), a lower bound of its simulated duration,
   /// or zero when none is known; `what` names the row. Only reads: no figure changes.
   std::function<void(engine::Simulator& sim, Time floor, const std::string& what)> run;
+  /// all_to_all of routed tokens (Communicator::set_all_to_all_routing): each token picks
+  /// `route_picks` of `route_targets` experts spread evenly over the ranks; the size counts every
+  /// copy (tokens × picks × token bytes per rank), deduplicated as DeepEP sends them. 0, 0: one
+  /// message per copy, as NCCL's all-to-all.
+  int route_targets = 0;
+  int route_picks = 0;
+  /// The dispatch kernels' own rates on the relay (Communicator::set_all_to_all_kernels), B/s.
+  double kernel_rdma_rate = 0;
+  double kernel_forward_rate = 0;
 };
 /// As above, with every option.
 std::vector<BenchRow> bench_collective(const config::TopologySpec& topology, int nodes, CollectiveOp op,

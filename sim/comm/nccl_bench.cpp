@@ -36,6 +36,8 @@ std::vector<BenchRow> bench_collective(const config::TopologySpec& topology, int
     comm.set_flows_per_connection(options.flows_per_connection > 0 ? options.flows_per_connection
                                                                    : topology.comm.flows_per_connection);
     comm.set_fluid_rings(options.fluid);
+    comm.set_all_to_all_routing(options.route_targets, options.route_picks);
+    comm.set_all_to_all_kernels(options.kernel_rdma_rate, options.kernel_forward_rate);
     std::vector<int> ranks(static_cast<std::size_t>(cluster.gpus()));
     for (int i = 0; i < cluster.gpus(); ++i) ranks[static_cast<std::size_t>(i)] = i;
     Time end;

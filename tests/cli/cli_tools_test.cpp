@@ -205,6 +205,47 @@ TEST_CASE("collective rejects sizes and factors that make no table", "[cli][coll
   }
 }
 
+TEST_CASE("collective all_to_all of routed tokens runs the hybridep dispatch at the topology's kernel rates", "[cli][collective]") {
+  // HybridEP's benchmark shape on 2 DGX H100: 4,096 tokens of 14,336 B (hidden 7,168, BF16) per
+  // rank, 8 of 128 experts: the size counts every copy, 4,096 x 8 x 14,336 = 448 MiB. Bound by the
+  // relay's forward rate (topologies/dgx-h100-leaf-spine.yaml comm.ep_kernels.hybridep, 222 GB/s):
+  // each GPU delivers in its node 2 nodes x 4,096 x 8 GPUs x P(GPU reached) x 14,336 B, P = 1 − Π_{i<8}
+  // (120 − i)/(128 − i); plus Λ 8.4 us, σ 3.4 us and the NVLink path's 1 us.
+  double miss = 1;
+  for (int i = 0; i < 8; ++i) miss *= (120.0 - i) / (128.0 - i);
+  const double delivered = 2 * 4096.0 * 8 * (1 - miss) * 14336;
+  const double expected_us = delivered / 222e9 * 1e6 + 8.4 + 3.4 + 1.0;
+  TempDir dir;
+  const Outcome r = run_ironlaw({"collective", "--op", "all_to_all", "-b", "448M", "-e", "448M", "--nodes", "2",
+                                 "--dispatcher", "hybridep", "--experts", "128", "--topk", "8"},
+                                dir.path());
+  INFO(r.err << r.out);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("hybridep dispatch: tokens routed to 8 of 128 experts") != std::string::npos);
+  CHECK(r.out.find("rdma 43.4 GB/s, forward 222.0 GB/s") != std::string::npos);
+  const auto rows = collective_rows(r.out);
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].bytes == 448.0 * 1024 * 1024);
+  CHECK(rows[0].time_us == Approx(expected_us).margin(0.1));
+  // Refused: routing without a flex dispatcher, a flex dispatcher without routing or on another
+  // collective, experts the ranks do not divide, more picks than experts, an unknown dispatcher.
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--op", "all_to_all", "--experts", "128", "--topk", "8"},
+        std::vector<std::string>{"--op", "all_to_all", "--dispatcher", "deepep", "--experts", "128"},
+        std::vector<std::string>{"--op", "all_reduce", "--dispatcher", "deepep", "--experts", "128", "--topk", "8"},
+        std::vector<std::string>{"--op", "all_to_all", "--dispatcher", "deepep", "--experts", "100", "--topk", "8"},
+        std::vector<std::string>{"--op", "all_to_all", "--dispatcher", "deepep", "--experts", "128", "--topk", "200"},
+        std::vector<std::string>{"--op", "all_to_all", "--dispatcher", "nccl"}}) {
+    std::vector<std::string> full{"collective", "-b", "8M", "-e", "8M", "--nodes", "2"};
+    full.insert(full.end(), args.begin(), args.end());
+    const Outcome bad = run_ironlaw(full, dir.path());
+    INFO(bad.err);
+    CHECK(bad.signal == 0);
+    CHECK(bad.exit_code == 2);
+    CHECK(bad.out.empty());
+  }
+}
+
 TEST_CASE("collective all_to_all on one node has busbw = algbw x (n-1)/n", "[cli][collective]") {
   TempDir dir;
   const Outcome r = run_ironlaw({"collective", "--op", "all_to_all", "-b", "8M", "-e", "64M", "-f", "2", "--nodes", "1"},
