@@ -429,10 +429,13 @@ class Collective : public std::enable_shared_from_this<Collective> {
     for (int d = 0; d < static_cast<int>(directs_.size()); ++d) {
       after(direct_stepped_, [self = shared_from_this(), d] {
         const DirectSend& x = self->directs_[static_cast<std::size_t>(d)];
-        if (x.via != DirectSend::kNoVia) {
-          self->connect_via(x);
+        if (x.src == x.dst) {
+          // A delivery to itself through its kernel's link (DirectSend: only sends with a `via`
+          // have src == dst), untraced: no GPU-to-GPU flow.
+          const engine::LinkId via[1] = {x.via};
+          self->net_.start_flow_group(via, x.bytes, x.weight, [self](engine::FlowId) { self->unit_done(); });
         } else {
-          self->connect(x.src, x.dst, x.bytes, x.hash, [self] { self->unit_done(); }, x.weight);
+          self->connect(x.src, x.dst, x.bytes, x.hash, [self] { self->unit_done(); }, x.weight, x.via);
         }
       });
     }
@@ -454,28 +457,38 @@ class Collective : public std::enable_shared_from_this<Collective> {
   /// whose hashes give the same route are identical flows (same path, bytes and start) and run
   /// as one flow group (FlowNetwork::start_flow_group), which the flow network solves exactly
   /// as the separate flows. `weight` identical connections run as one (every group `weight`
-  /// times heavier). `done` runs once, after the last flow completed.
+  /// times heavier). `via` (DirectSend::via): a link every flow crosses before its route.
+  /// `done` runs once, after the last flow completed.
   template <class Done>
-  void connect(int src, int dst, double bytes, std::uint64_t hash, Done done, std::uint32_t weight = 1) {
-    connect_on(routes_->lookup(src, dst, hash, queue_pairs(src, dst)), src, dst, bytes, std::move(done), weight);
+  void connect(int src, int dst, double bytes, std::uint64_t hash, Done done, std::uint32_t weight = 1,
+               engine::LinkId via = DirectSend::kNoVia) {
+    connect_on(routes_->lookup(src, dst, hash, queue_pairs(src, dst)), src, dst, bytes, std::move(done), weight, via);
   }
 
   /// connect() over the connection's cache entry `entry` (RouteCache::lookup of src, dst, its
   /// hash and queue_pairs(src, dst)). `done` is any callable; the flow's callback holds it
   /// as it is (one heap allocation at most, none where it fits std::function's inline buffer).
   template <class Done>
-  void connect_on(const RouteCache::Entry& entry, int src, int dst, double bytes, Done done, std::uint32_t weight = 1) {
+  void connect_on(const RouteCache::Entry& entry, int src, int dst, double bytes, Done done, std::uint32_t weight = 1,
+                  engine::LinkId via = DirectSend::kNoVia) {
     const Time start = sim_.now();
     const int k = queue_pairs(src, dst);
     const auto& routes = entry.routes;
+    // A route's path, behind `via` where there is one (in a scratch the flow network copies from).
+    auto path_of = [&](const std::vector<engine::LinkId>& route) -> std::span<const engine::LinkId> {
+      if (via == DirectSend::kNoVia) return route;
+      via_path_.assign(1, via);
+      via_path_.insert(via_path_.end(), route.begin(), route.end());
+      return via_path_;
+    };
     if (routes.size() == 1) {
       const std::uint32_t members = routes.front().members * weight;
       const double share = bytes / k;
       if (!trace_.on_flow) {  // nothing to trace
-        net_.start_flow_group(routes.front().path, share, members, [done = std::move(done)](engine::FlowId) { done(); });
+        net_.start_flow_group(path_of(routes.front().path), share, members, [done = std::move(done)](engine::FlowId) { done(); });
         return;
       }
-      net_.start_flow_group(routes.front().path, share, members,
+      net_.start_flow_group(path_of(routes.front().path), share, members,
                             [self = shared_from_this(), src, dst, share, start, members, done = std::move(done)](engine::FlowId) {
                               for (std::uint32_t m = 0; m < members; ++m) self->traced(src, dst, share, start);
                               done();
@@ -483,7 +496,7 @@ class Collective : public std::enable_shared_from_this<Collective> {
       return;
     }
     const double share = bytes / k;
-    if (merge_routes_ && !trace_.on_flow) {
+    if (merge_routes_ && !trace_.on_flow && via == DirectSend::kNoVia) {  // the cached merged form has no `via`
       const auto& merged = entry.merged;
       if (!merged.hops.empty()) {
         std::uint32_t members[engine::FlowNetwork::kMaxRoutes];
@@ -498,47 +511,11 @@ class Collective : public std::enable_shared_from_this<Collective> {
     auto shared_done = std::make_shared<std::function<void()>>(std::move(done));
     for (const auto& route : routes) {
       const std::uint32_t members = route.members * weight;
-      net_.start_flow_group(route.path, share, members,
+      net_.start_flow_group(path_of(route.path), share, members,
                             [self, src, dst, share, start, members, left, shared_done](engine::FlowId) {
                               for (std::uint32_t m = 0; m < members; ++m) self->traced(src, dst, share, start);
                               if (--*left == 0) (*shared_done)();
                             });
-    }
-  }
-
-  /// A direct send through its `via` link (DirectSend): every queue pair's flow crosses it before
-  /// the connection's route, one flow group per distinct route (no multi-route group: the
-  /// cached merged form has no `via`); src == dst: one flow group over `via` alone, untraced (no
-  /// GPU-to-GPU flow). Ends the unit once every group has drained. No allocation beyond the
-  /// flow network's own on the usual path (one route, no trace).
-  void connect_via(const DirectSend& x) {
-    auto self = shared_from_this();
-    via_path_.assign(1, x.via);
-    if (x.src == x.dst) {
-      net_.start_flow_group(via_path_, x.bytes, x.weight, [self](engine::FlowId) { self->unit_done(); });
-      return;
-    }
-    const Time start = sim_.now();
-    const int k = queue_pairs(x.src, x.dst);
-    const auto& routes = routes_->lookup(x.src, x.dst, x.hash, k).routes;
-    const double share = x.bytes / k;
-    if (routes.size() == 1 && !trace_.on_flow) {
-      via_path_.insert(via_path_.end(), routes.front().path.begin(), routes.front().path.end());
-      net_.start_flow_group(via_path_, share, routes.front().members * x.weight,
-                            [self](engine::FlowId) { self->unit_done(); });
-      return;
-    }
-    auto left = std::make_shared<std::size_t>(routes.size());
-    for (const auto& route : routes) {
-      via_path_.resize(1);
-      via_path_.insert(via_path_.end(), route.path.begin(), route.path.end());
-      const std::uint32_t members = route.members * x.weight;
-      net_.start_flow_group(via_path_, share, members, [self, src = x.src, dst = x.dst, share, start, members, left](engine::FlowId) {
-        if (self->trace_.on_flow) {
-          for (std::uint32_t m = 0; m < members; ++m) self->traced(src, dst, share, start);
-        }
-        if (--*left == 0) self->unit_done();
-      });
     }
   }
 
@@ -910,7 +887,7 @@ class Collective : public std::enable_shared_from_this<Collective> {
   std::vector<Dependency> dependencies_;
   std::vector<Tree> trees_;
   std::vector<DirectSend> directs_;
-  std::vector<engine::LinkId> via_path_;  // connect_via's scratch (the flow network copies paths)
+  std::vector<engine::LinkId> via_path_;  // connect_on's scratch for paths behind a `via` link
   std::vector<Nvls> nvls_;
   bool direct_stepped_ = true;
   std::size_t units_left_ = 0;
