@@ -72,7 +72,7 @@ void bench_megatron_10() { simulate_scenario("megatron_2021_10_1t", "megatron-20
 
 // Mixture of experts on the rail relay: Qwen3 30B-A3B on 2 DGX H100 at EP 16 (the mbridge-cards
 // row), its HybridEP kernels at their measured rates (one kernel link per GPU and direction of
-// use, comm.ep_kernels), and the same step as deepep, whose H100 profile has no forward rate.
+// use, comm.ep_kernels), and the same step as deepep, at DeepEP's rates (the relay's slower).
 void bench_moe_hybridep() {
   simulate_scenario("qwen3_30b_ep16_hybridep", "validation/mbridge-cards/qwen3-30b-16gpu-bf16-card.yaml", {});
 }
