@@ -114,7 +114,7 @@ int cmd_collective(const Args& args) {
 
   if (granularity != "fluid" && granularity != "stepped")
     throw InputError({}, "--granularity", "expected fluid or stepped, got \"" + granularity + "\"");
-  const bool flex = dispatcher == "deepep" || dispatcher == "hybridep";
+  const bool flex = config::is_flex_dispatcher(dispatcher);
   if (!flex && dispatcher != "alltoall")
     throw InputError({}, "--dispatcher", "expected alltoall, deepep or hybridep, got \"" + dispatcher + "\"");
   if (dispatcher != "alltoall" && op != comm::CollectiveOp::all_to_all)

@@ -359,6 +359,10 @@ struct ModelSpec {
   std::shared_ptr<const LayerModelSpec> layer_list;
 };
 
+/// Whether the MoE dispatcher `name` is Megatron-core's flex dispatcher (deepep or hybridep:
+/// deduplicated tokens on the rail relay, kernels on their own SMs, rates in comm.ep_kernels).
+inline bool is_flex_dispatcher(const std::string& name) { return name == "deepep" || name == "hybridep"; }
+
 struct ParallelSpec {
   int tp = 1, pp = 1, cp = 1;
   int dp = 0;                       ///< 0 = auto (GPUs / (tp·pp·cp))
@@ -434,7 +438,7 @@ struct ParallelSpec {
   std::string moe_dispatcher = "alltoall";
   /// Whether the dispatcher is the flex dispatcher's (deepep or hybridep: deduplicated tokens on
   /// the rail relay, kernels on moe_dispatcher_sms SMs).
-  bool flex_dispatcher() const { return moe_dispatcher == "deepep" || moe_dispatcher == "hybridep"; }
+  bool flex_dispatcher() const { return is_flex_dispatcher(moe_dispatcher); }
   /// SMs the deepep dispatcher's dispatch and combine kernels run on, taken from the computation
   /// beside them while they run (run/gpu_sms.hpp) as an NCCL collective's channels are:
   /// Megatron-core's moe_flex_dispatcher_num_sms (formerly moe_deepep_num_sms /
