@@ -180,35 +180,52 @@ std::vector<TaskId> TensorParallel::fused(const std::vector<int>& group, const P
 
 ExpertParallel::ExpertParallel(StepBuilder& b) : b_(b), name_(b.name("ep all_to_all")) {}
 
-TaskId ExpertParallel::all_to_all(int local, const PassKey& key, int part) {
+std::vector<std::vector<int>> ExpertParallel::groups_with(int rank) const {
   const Layout& lay = b_.layout();
-  const int rank = b_.ranks()[static_cast<std::size_t>(local)];
-  const std::vector<int> group = lay.ep_group(rank);
-  return b_.shared({SharedKind::expert_all_to_all, group.front(), key, part, 0}, [&] {
-    std::vector<std::vector<int>> groups;
-    if (b_.world().scenario.run.detail == "full") {
-      groups.push_back(group);
-    } else if (lay.expert_folded) {
-      // One replica (dp 0) is simulated: its TP ranks fall in the first `touched` groups of the
-      // stage's TP × DP ranks; group b starts every group b' ≡ b (mod touched), each once.
-      const int touched = (lay.tp - 1) / lay.ep + 1;
-      const Coord c = lay.coord_of(rank);
-      for (int b = lay.ep_group_index(rank); b < lay.ep_groups(); b += touched)
-        groups.push_back(lay.ep_group(lay.rank_of(lay.at_expert_index(c, b * lay.ep))));
-    } else {
-      Coord c = lay.coord_of(rank);
-      for (int block = 0; block < lay.dp / lay.ep; ++block) {
-        c[Dim::dp] = block * lay.ep;
-        groups.push_back(lay.ep_group(lay.rank_of(c)));
-      }
+  std::vector<std::vector<int>> groups;
+  if (b_.world().scenario.run.detail == "full") {
+    groups.push_back(lay.ep_group(rank));
+  } else if (lay.expert_folded) {
+    // One replica (dp 0) is simulated: its TP ranks fall in the first `touched` groups of the
+    // stage's TP × DP ranks; group b starts every group b' ≡ b (mod touched), each once.
+    const int touched = (lay.tp - 1) / lay.ep + 1;
+    const Coord c = lay.coord_of(rank);
+    for (int b = lay.ep_group_index(rank); b < lay.ep_groups(); b += touched)
+      groups.push_back(lay.ep_group(lay.rank_of(lay.at_expert_index(c, b * lay.ep))));
+  } else {
+    Coord c = lay.coord_of(rank);
+    for (int block = 0; block < lay.dp / lay.ep; ++block) {
+      c[Dim::dp] = block * lay.ep;
+      groups.push_back(lay.ep_group(lay.rank_of(c)));
     }
+  }
+  return groups;
+}
+
+ExpertParallel::Exchange ExpertParallel::all_to_all(int local, const PassKey& key, int part, bool routing) {
+  const int rank = b_.ranks()[static_cast<std::size_t>(local)];
+  const std::vector<int> group = b_.layout().ep_group(rank);
+  const double routing_bytes = b_.costs().routing_exchange_bytes;
+  TaskId entry = kNoTask;
+  if (routing && routing_bytes > 0) {
+    entry = b_.shared({SharedKind::expert_routing, group.front(), key, part, 0}, [&] {
+      // Named on first use, so that the trace's name table of a run without it is unchanged.
+      if (!routing_name_) routing_name_ = b_.name("ep routing all_gather");
+      return b_.collectives(CollectiveOp::all_gather, groups_with(rank), routing_bytes, *routing_name_,
+                            b_.simulated(group));
+    });
+  }
+  const TaskId tokens = b_.shared({SharedKind::expert_all_to_all, group.front(), key, part, 0}, [&] {
     // The flex dispatcher's kernels run on the SMs it is given (ParallelSpec::dispatcher_sms);
     // NCCL's all-to-all on its channels, as every collective (StepBuilder::kernel_sms).
     const auto& p = b_.world().scenario.parallel;
     const int sms = p.flex_dispatcher() ? p.dispatcher_sms(b_.spans_nodes(group)) : -1;
-    return b_.collectives(CollectiveOp::all_to_all, std::move(groups), b_.costs().all_to_all_bytes, name_,
-                          b_.simulated(group), sms);
+    const TaskId t = b_.collectives(CollectiveOp::all_to_all, groups_with(rank), b_.costs().all_to_all_bytes, name_,
+                                    b_.simulated(group), sms);
+    if (entry != kNoTask) b_.depend(entry, t);
+    return t;
   });
+  return {entry != kNoTask ? entry : tokens, tokens};
 }
 
 ContextParallel::ContextParallel(StepBuilder& b) : b_(b), name_(b.name("cp ring exchange")) {}
@@ -472,9 +489,11 @@ void PassRunner::Cursor::step() {
   if (part.after == After::all_to_all) {
     // Each TP rank is in its own EP group (ranks that differ in dp only); the group's
     // all-to-all is one task shared with the other TP groups in it.
+    const bool routing = part.dispatch && key.part != PassPart::backward;
     for (std::size_t g = 0; g < group.size(); ++g) {
-      gates[g] = r_.ep_.all_to_all(group[g], key, static_cast<int>(i));
-      b.depend(tasks[g], gates[g]);
+      const auto exchange = r_.ep_.all_to_all(group[g], key, static_cast<int>(i), routing);
+      b.depend(tasks[g], exchange.entry);
+      gates[g] = exchange.exit;
     }
   } else if (part.after != After::none) {
     // (A recompute's gathers feed its own layer's Float8 linears.)

@@ -5,6 +5,7 @@
 /// pass's parts (step_costs: ops cut where communication must happen) on the ranks of one TP
 /// group and asks the right parallelism for the task after each part.
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -106,15 +107,27 @@ class TensorParallel {
 class ExpertParallel {
  public:
   explicit ExpertParallel(StepBuilder& b);
+  /// The first and the last task of an expert exchange: the computation before it waits for
+  /// `entry`, the computation after it for `exit` (the same task without a routing exchange).
+  struct Exchange {
+    TaskId entry, exit;
+  };
   /// The all-to-all of `local`'s EP group at part `part` of the pass `key`, shared with the
   /// other TP groups in it. In the symmetric mode the other EP groups of the same (tp, cp, pp)
   /// coordinate — in replicas that are not simulated op by op — run theirs at the same
-  /// moment, so their flows are started too.
-  TaskId all_to_all(int local, const PassKey& key, int part);
+  /// moment, so their flows are started too. `routing`: a forward dispatch, preceded by the
+  /// dispatcher's all-gather of routing metadata over the same groups (StepCosts::
+  /// routing_exchange_bytes), which the tokens wait for: the dispatcher sizes its receive
+  /// buffers from it (HybridEP's metadata preprocessing, Megatron-core's all-to-all-v splits).
+  Exchange all_to_all(int local, const PassKey& key, int part, bool routing);
 
  private:
+  /// The EP groups that exchange at once with `rank`'s (see all_to_all).
+  std::vector<std::vector<int>> groups_with(int rank) const;
+
   StepBuilder& b_;
   std::uint32_t name_;
+  std::optional<std::uint32_t> routing_name_;
 };
 
 /// Context parallelism as torch.distributed.tensor.experimental.context_parallel runs it by

@@ -65,7 +65,7 @@ struct PassKey {
 };
 
 /// What a shared task is.
-enum class SharedKind : std::uint8_t { expert_all_to_all, ring_exchange };
+enum class SharedKind : std::uint8_t { expert_all_to_all, expert_routing, ring_exchange };
 
 /// A task that several TP groups of the step wait for (an EP group's all-to-all, a CP ring's
 /// key/value exchange), created by whichever member reaches it first.

@@ -237,7 +237,18 @@ Costs build_costs(const config::Scenario& s, const Layout& lay, const config::Tr
   }
   if (!moe_layers.empty() && lay.ep > 1) {
     // Each TP rank dispatches its 1/tp share of the tokens (Megatron's sequence-split dispatch).
-    costs.all_to_all_bytes = workload::moe_all_to_all_bytes(s.model, local, seqs, lay.ep).routed_bytes / lay.tp;
+    const workload::MoeAllToAll a2a = workload::moe_all_to_all_bytes(s.model, local, seqs, lay.ep);
+    costs.all_to_all_bytes = a2a.routed_bytes / lay.tp;
+    // Before a forward dispatch every rank needs to know what it will receive. HybridEP
+    // all-gathers the routing maps over the EP group with NCCL across nodes (a custom NVLink
+    // all-gather kernel within one, taken as the same all-gather); Megatron-core's alltoall
+    // dispatcher all-gathers the per-expert counts to size its all-to-all-v. Both run on the
+    // dispatching stream before the tokens move, and the host then reads the sizes back.
+    if (s.parallel.moe_dispatcher == "hybridep") {
+      costs.routing_exchange_bytes = a2a.routing_map_bytes / lay.tp * lay.ep;
+    } else if (s.parallel.moe_dispatcher == "alltoall") {
+      costs.routing_exchange_bytes = a2a.expert_count_bytes * lay.ep;
+    }
   }
   // The optimizer updates the parameters this rank holds (the largest pipeline stage); ZeRO
   // shards them over dp × cp, the group the gradients are reduced over (simulation.cpp).

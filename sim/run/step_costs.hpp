@@ -49,6 +49,10 @@ enum class After { none, sync, sync_async, all_to_all, gather };
 struct Part {
   TimedOps ops;
   After after = After::none;
+  /// The all-to-all after this part (After::all_to_all) is at the dispatch marker: in a forward
+  /// or recompute pass the tokens' trip to the experts, which the dispatcher's routing exchange
+  /// precedes (ExpertParallel::all_to_all); in backward the input gradients' trip home.
+  bool dispatch = false;
   int ring_steps = 0;
   /// Forward: this rank's K and V block, all-gathered over the CP group once (torch's default
   /// "allgather" rotation). Backward: the same all-gather, then this rank's fp32 dK and dV,
@@ -189,7 +193,10 @@ class OpTimer {
       }
       add(out.back().ops, ops[i]);
       After a = cuts.tensor_parallel ? sync_after(ops[i], cuts.weight_gradients_follow) : After::none;
-      if (cuts.expert_parallel && all_to_all_after(ops[i])) a = After::all_to_all;
+      if (cuts.expert_parallel && all_to_all_after(ops[i])) {
+        a = After::all_to_all;
+        out.back().dispatch = ops[i].role == workload::OpRole::expert_dispatch;
+      }
       if (a == After::sync_async && !cuts.async_input_grad_allreduce) {
         if (i + 1 < ops.size() && ops[i + 1].role == workload::OpRole::weight_grad) add(out.back().ops, ops[++i]);
         a = After::sync;
@@ -275,6 +282,11 @@ struct Costs {
   double embed_params = 0, head_params = 0;
   double activation_bytes = 0;             // one microbatch's hidden states on a rank: tokens × hidden × bytes
   double all_to_all_bytes = 0;             // nccl-tests size of one MoE all-to-all per rank
+  /// nccl-tests size (the gathered total) of the all-gather of routing metadata over the EP group
+  /// that precedes each forward dispatch (ExpertParallel::all_to_all): hybridep the routing map,
+  /// alltoall the per-expert token counts (workload::MoeAllToAll); 0 for deepep, whose notify
+  /// kernel exchanges a few counts directly (not simulated: latency only, unmeasured).
+  double routing_exchange_bytes = 0;
   /// DeepSpeed's pipeline engine with TP (parallel.pp_runtime deepspeed, tp > 1): the copies of
   /// PartitionedTensor (deepspeed/runtime/utils.py) around the TP all-gather of a tensor passed
   /// between stages, S = activation_bytes. full(): `gather_in` zero-fills the flat buffer and

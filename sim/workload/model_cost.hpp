@@ -324,6 +324,15 @@ struct MoeAllToAll {
   double routed_bytes = 0;    ///< t·k·h·bpe: every token copy, the ones staying local included
   double dispatch_bytes = 0;  ///< bytes this GPU sends to the other EP ranks in the dispatch
   double combine_bytes = 0;   ///< bytes this GPU sends back in the combine
+  /// What a rank contributes to the routing metadata its dispatcher exchanges over the EP group
+  /// before each forward dispatch, so that every rank can size what it will receive:
+  /// `routing_map_bytes`, the t × E boolean routing map (1 B per entry: torch.bool), which
+  /// HybridEP all-gathers (DeepEP hybrid-ep csrc/hybrid_ep/executor/executor.cu,
+  /// Executor::allgather_routing_map); `expert_count_bytes`, the E per-expert token counts
+  /// (int64: routing_map.sum(dim=0).long(), torch.bincount in Megatron-core 0.8), which
+  /// Megatron-core's alltoall dispatcher all-gathers (MoEAlltoAllTokenDispatcher.preprocess).
+  double routing_map_bytes = 0;
+  double expert_count_bytes = 0;
 };
 MoeAllToAll moe_all_to_all_bytes(const config::ModelSpec& model, const config::TrainingSpec& training,
                                  int sequences, int ep);

@@ -930,6 +930,8 @@ MoeAllToAll moe_all_to_all_bytes(const config::ModelSpec& model, const config::T
   a.routed_bytes = mb.tokens * mb.sh.experts_per_token * mb.sh.hidden * mb.bpe;
   a.dispatch_bytes = a.routed_bytes * (mb.ep - 1.0) / mb.ep;
   a.combine_bytes = a.dispatch_bytes;
+  a.routing_map_bytes = mb.tokens * mb.sh.experts;
+  a.expert_count_bytes = mb.sh.experts * 8.0;
   return a;
 }
 
