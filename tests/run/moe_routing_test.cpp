@@ -59,37 +59,36 @@ Exchanges routing_of(const MemorySink& sink) {
   return x;
 }
 
+/// Rank 0's routing exchanges when `dispatcher` runs the fixture (see moe).
+Exchanges exchanges_of(const std::string& dispatcher, const std::string& recompute = "none") {
+  MemorySink sink;
+  run::simulate(config::load_scenario(kPipeline, moe(dispatcher, recompute)), sink, run::TraceLevel::op);
+  return routing_of(sink);
+}
+
+/// One exchange per MoE layer and microbatch in forward (the backward reuses the handle and the
+/// splits): 3 · 4 = 12, each a ring all-gather of `gathered` bytes over NVLink at 1e9 B/s with
+/// latencies 0 — each rank receives the 3/4 it lacks — that the dispatch waits for.
+void check_exchanges(const Exchanges& x, double gathered) {
+  CHECK(x.count == 12);
+  CHECK(x.bytes == Approx(gathered));
+  CHECK(x.duration_ns == Approx(0.75 * gathered / 1e9 * 1e9).epsilon(0.01));
+  CHECK(x.tokens_wait);
+}
+
 }  // namespace
 
 TEST_CASE("a hybridep dispatch waits for the all-gather of the routing maps, in forward and recompute only",
           "[run][ep]") {
-  MemorySink sink;
-  run::simulate(config::load_scenario(kPipeline, moe("hybridep")), sink, run::TraceLevel::op);
-  const Exchanges x = routing_of(sink);
-  // One per MoE layer and microbatch in forward (the backward reuses the handle): 3 · 4 = 12.
-  CHECK(x.count == 12);
   // Each rank's map: 2,048 tokens × 8 experts × 1 B (torch.bool); gathered from 4 ranks: 65,536 B.
-  CHECK(x.bytes == Approx(2048.0 * 8 * 4));
-  // A ring all-gather over NVLink at 1e9 B/s, latencies 0: each rank receives the 3/4 it lacks.
-  CHECK(x.duration_ns == Approx(0.75 * 65536.0 / 1e9 * 1e9).epsilon(0.01));
-  CHECK(x.tokens_wait);
-
+  check_exchanges(exchanges_of("hybridep"), 2048.0 * 8 * 4);
   // Full recomputation runs each MoE layer's forward again, dispatch and exchange included.
-  MemorySink again;
-  run::simulate(config::load_scenario(kPipeline, moe("hybridep", "full")), again, run::TraceLevel::op);
-  CHECK(routing_of(again).count == 24);
+  CHECK(exchanges_of("hybridep", "full").count == 24);
 }
 
 TEST_CASE("the alltoall dispatcher all-gathers the per-expert counts, deepep exchanges nothing simulated",
           "[run][ep]") {
-  MemorySink alltoall_sink, deepep_sink;
-  run::simulate(config::load_scenario(kPipeline, moe("alltoall")), alltoall_sink, run::TraceLevel::op);
-  run::simulate(config::load_scenario(kPipeline, moe("deepep")), deepep_sink, run::TraceLevel::op);
-  const Exchanges x = routing_of(alltoall_sink);
-  CHECK(x.count == 12);
   // 8 int64 counts per rank (routing_map.sum(dim=0).long()), from 4 ranks: 256 B.
-  CHECK(x.bytes == Approx(8.0 * 8 * 4));
-  CHECK(x.duration_ns == Approx(0.75 * 256.0 / 1e9 * 1e9).epsilon(0.01));
-  CHECK(x.tokens_wait);
-  CHECK(routing_of(deepep_sink).count == 0);
+  check_exchanges(exchanges_of("alltoall"), 8.0 * 8 * 4);
+  CHECK(exchanges_of("deepep").count == 0);
 }
