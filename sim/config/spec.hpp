@@ -439,8 +439,9 @@ struct ParallelSpec {
   /// Whether the dispatcher is the flex dispatcher's (deepep or hybridep: deduplicated tokens on
   /// the rail relay, kernels on moe_dispatcher_sms SMs).
   bool flex_dispatcher() const { return is_flex_dispatcher(moe_dispatcher); }
-  /// SMs the deepep dispatcher's dispatch and combine kernels run on, taken from the computation
-  /// beside them while they run (run/gpu_sms.hpp) as an NCCL collective's channels are:
+  /// SMs the flex dispatcher's (deepep or hybridep) dispatch and combine kernels run on, taken
+  /// from the computation beside them while they run (run/gpu_sms.hpp) as an NCCL collective's
+  /// channels are:
   /// Megatron-core's moe_flex_dispatcher_num_sms (formerly moe_deepep_num_sms /
   /// moe_hybridep_num_sms), which recipes set (Megatron-Bridge's Qwen3 30B-A3B H100 recipes: 16 or
   /// 32). 0: the library's own default (dispatcher_sms). Only with the flex dispatcher.

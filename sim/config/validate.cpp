@@ -148,7 +148,7 @@ const std::vector<KeyBound>& key_bounds() {
       {"parallel.virtual_stages", 1, 1024, false, "model chunks per pipeline rank"},
       {"parallel.microbatch_group_size", 0, 1e7, true, "microbatches per group, 0: pp"},
       {"parallel.microbatch_size", 1, 1e7, false, "sequences per microbatch"},
-      {"parallel.moe_dispatcher_sms", 1, 1024, false, "SMs of the deepep dispatcher's kernels"},
+      {"parallel.moe_dispatcher_sms", 1, 1024, false, "SMs of the flex dispatcher's kernels"},
       {"parallel.bucket_size", 1, 1e13, false, "1 B to 10 TB per gradient bucket"},
       {"training.sequence_length", 1, 1e8, false, "tokens per sequence"},
       {"training.global_batch_tokens", 1, 1e12, false, "tokens per step"},
