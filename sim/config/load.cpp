@@ -604,7 +604,7 @@ void parse_training(Section s, TrainingSpec& t) {
   s.choice("optimizer_dtype", t.optimizer_dtype, {"fp32", "bf16"});
   s.choice("communication_data_type", t.communication_data_type, {"fp32", "bf16", "fp16"});
   s.flag("fp8_all_gather", t.fp8_all_gather);
-  s.choice("fp8_recipe", t.fp8_recipe, {"current", "delayed", "blockwise"});
+  s.choice("fp8_recipe", t.fp8_recipe, {"current", "delayed", "blockwise", "rowwise"});
   s.flag("expandable_segments", t.expandable_segments);
   parse_batch_ramp(s, t.batch_ramp);
   {

@@ -712,7 +712,15 @@ struct TrainingSpec {
   /// weights per 128×128 block, each tile's scale found in the pass that casts it; every GEMM,
   /// forward included, promotes its partial sums to fp32 on the CUDA cores every 128 elements
   /// of K. delayed and blockwise are Transformer Engine's: Megatron-style code only (framework
-  /// fused or cuda_graphs).
+  /// fused or cuda_graphs). rowwise: torchao's Float8 ROWWISE recipe (Float8LinearConfig
+  /// from_recipe_name("rowwise"), torchtitan's --float8.recipe_name rowwise): every operand scaled
+  /// per row along the GEMM's contraction dimension, so each GEMM casts its own copies (the
+  /// output gradient twice, the input and the weight again along the other axis in backward,
+  /// none a transpose of a forward copy); the forward GEMM is PyTorch's rowwise-scaled kernel
+  /// with fast accumulation, the backward GEMMs cuBLAS's per-tensor kernel with unit scales and
+  /// the split accumulator, each followed by a pass multiplying its output by the row and column
+  /// scales. PyTorch model code only (framework eager or compile), without the fp8 all-gather
+  /// (torchao gathers fp8 weights for the tensorwise recipe only).
   std::string fp8_recipe = "current";
   /// PyTorch's caching allocator grows one segment per stream by mapping pages
   /// (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, as torchtitan's launch script sets)

@@ -661,8 +661,16 @@ void validate_scenario(Scenario& sc, LoadState& st) {
       t.precision != "fp8") {
     st.report("training.fp8_recipe", "scales the operands of the fp8 linear layers: needs training.precision fp8, got "
                                          "precision " + t.precision);
-  } else if (t.fp8_recipe != "current" && st.ok({"training.fp8_recipe", "training.precision", "training.framework"}) &&
-             !t.megatron_style()) {
+  } else if (t.fp8_recipe == "rowwise" && st.ok({"training.fp8_recipe", "training.framework"}) && t.megatron_style()) {
+    st.report("training.fp8_recipe",
+              "rowwise is torchao's Float8 recipe: needs PyTorch model code, training.framework eager or compile (Transformer "
+              "Engine's recipes are current, delayed and blockwise); got framework " + t.framework);
+  } else if (t.fp8_recipe == "rowwise" && t.fp8_all_gather && st.ok({"training.fp8_recipe", "training.fp8_all_gather"})) {
+    st.report("training.fp8_all_gather",
+              "gathers fp8 weights, which torchao does for its tensorwise recipe only (training.fp8_recipe current): the "
+              "rowwise recipe gathers the weights in the parameters' precision and casts them after the gather");
+  } else if (t.fp8_recipe != "current" && t.fp8_recipe != "rowwise" &&
+             st.ok({"training.fp8_recipe", "training.precision", "training.framework"}) && !t.megatron_style()) {
     st.report("training.fp8_recipe",
               t.fp8_recipe + " is a Transformer Engine fp8 recipe: needs training.precision fp8 and Megatron-style code, "
               "training.framework fused or cuda_graphs (PyTorch model code's torchao Float8 scales dynamically per tensor: "

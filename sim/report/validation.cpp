@@ -446,13 +446,13 @@ ValidationPlan torchtitan_plan(const std::string& data_dir) {
 ///   Teton H100 96 GB / 500 W hosts of the Dec 2024 page): Llama 3.1 70B on 256 GPUs (FSDP 32 ×
 ///   TP 8, full AC, local batch 16) and 8B on 64 GPUs (FSDP 8 × TP 8, per-op SAC, local batch
 ///   12), compile, each with vanilla TP and with AsyncTP (the same scenario with
-///   parallel.async_tp=true), in bf16 and Float8 tensorwise; Float8 rowwise is not simulated
-///   (training.fp8_recipe has the per-tensor and blockwise recipes, not rowwise), so its rows
-///   carry no prediction;
+///   parallel.async_tp=true), in bf16, Float8 tensorwise and Float8 rowwise (listed without a
+///   prediction until round 40, when training.fp8_recipe rowwise was added: its scenarios were
+///   written then and nothing was set from the rows);
 /// - benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md (Trainy, June 2025): Llama 3.1 8B
 ///   with FSDP on 32 and 64 H200, compile + Float8 with fp8 all-gather, tokens/s and memory.
 struct TorchtitanTpRow {
-  const char* file;     ///< scenarios/validation/torchtitan-2025/<file>.yaml ("" = not simulated)
+  const char* file;     ///< scenarios/validation/torchtitan-2025/<file>.yaml
   const char* label;
   double vanilla_tp;    ///< published tokens/s per GPU, vanilla TP
   double async_tp;      ///< published tokens/s per GPU, AsyncTP
@@ -461,10 +461,10 @@ struct TorchtitanTpRow {
 constexpr TorchtitanTpRow kTorchtitanAsyncTp[] = {
     {"70b-256gpu-tp-bf16", "Llama 3.1 70B, 256 H100, bf16", 597.3, 652.4},
     {"70b-256gpu-tp-fp8", "Llama 3.1 70B, 256 H100, fp8 tensorwise", 809.8, 942.4},
-    {"", "Llama 3.1 70B, 256 H100, fp8 rowwise", 599.6, 624.8},
+    {"70b-256gpu-tp-fp8-rowwise", "Llama 3.1 70B, 256 H100, fp8 rowwise", 599.6, 624.8},
     {"8b-64gpu-tp-bf16", "Llama 3.1 8B, 64 H100, bf16", 4378, 4809.4},
     {"8b-64gpu-tp-fp8", "Llama 3.1 8B, 64 H100, fp8 tensorwise", 5078.1, 5570.1},
-    {"", "Llama 3.1 8B, 64 H100, fp8 rowwise", 3708.5, 3914.9},
+    {"8b-64gpu-tp-fp8-rowwise", "Llama 3.1 8B, 64 H100, fp8 rowwise", 3708.5, 3914.9},
 };
 
 constexpr TorchtitanRow kTorchtitanH200[] = {
@@ -475,8 +475,8 @@ constexpr TorchtitanRow kTorchtitanH200[] = {
 ValidationPlan torchtitan_2025_plan(const std::string& data_dir) {
   ValidationPlan plan{{"torchtitan-2025",
                        "torchtitan's 2025 benchmark pages, out of sample: AsyncTP on H100 96 GB / 500 W (June 2025; 70B "
-                       "FSDP 32 x TP 8, 8B FSDP 8 x TP 8; Float8 rowwise not simulated) and Llama 3.1 8B with FSDP on "
-                       "H200 (Trainy, June 2025): tokens/s per GPU and peak memory (reserved)",
+                       "FSDP 32 x TP 8, 8B FSDP 8 x TP 8; bf16, Float8 tensorwise and rowwise) and Llama 3.1 8B with "
+                       "FSDP on H200 (Trainy, June 2025): tokens/s per GPU and peak memory (reserved)",
                        {}, true},
                       {}};
   const std::string dir = data_dir + "/scenarios/validation/torchtitan-2025/";
@@ -485,16 +485,6 @@ ValidationPlan torchtitan_2025_plan(const std::string& data_dir) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   for (const auto& row : kTorchtitanAsyncTp) {
     const std::string label = row.label;
-    if (std::string(row.file).empty()) {
-      plan.jobs.push_back({label, [row, label, tp_src, nan] {
-                             auto rows = unpredicted_rows(label + ", TP", row.vanilla_tp, nan, "not simulated", tp_src);
-                             const auto async =
-                                 unpredicted_rows(label + ", AsyncTP", row.async_tp, nan, "not simulated", tp_src);
-                             rows.insert(rows.end(), async.begin(), async.end());
-                             return rows;
-                           }});
-      continue;
-    }
     const std::string path = dir + row.file + ".yaml";
     plan.jobs.push_back({std::string(row.file) + " TP", [row, label, path, tp_src, nan] {
                            return torchtitan_rows(label + ", TP", row.vanilla_tp, nan, path, {"parallel.async_tp=false"}, tp_src);
@@ -512,21 +502,22 @@ ValidationPlan torchtitan_2025_plan(const std::string& data_dir) {
 /// torchao's float8 training benchmark (pytorch/ao torchao/float8/README.md "Training benchmarks",
 /// 8c81863ba, 2025-03-12; today docs/source/workflows/training.md): torchtitan 0.0.2's Llama 3 8B
 /// on one host of 8 H100, FSDP2, torch.compile, per-op SAC, batch 1 × 8,192 tokens, in bf16, Float8
-/// tensorwise with the fp8 all-gather, and Float8 rowwise (not simulated: no prediction): median
+/// tensorwise with the fp8 all-gather, and Float8 rowwise with the bf16 all-gather (without a
+/// prediction until round 40, when training.fp8_recipe rowwise was added): median
 /// tokens/s per GPU and peak memory (torchtitan's max reserved, GiB). Added out of sample in round
 /// 34: the rule (every row of the table) and the scenarios fixed before they were simulated, the
 /// first predictions recorded in the commit that added them.
 constexpr TorchtitanRow kTorchao[] = {
     {"8b-8gpu-compile-bf16", "Llama 3 8B, 8 H100, FSDP, compile, bf16", 6150, 47.65},
     {"8b-8gpu-compile-fp8-tensorwise", "Llama 3 8B, 8 H100, FSDP, compile, Float8 tensorwise", 7689.5, 47.77},
-    {"", "Llama 3 8B, 8 H100, FSDP, compile, Float8 rowwise", 6768, 47.79},
+    {"8b-8gpu-compile-fp8-rowwise", "Llama 3 8B, 8 H100, FSDP, compile, Float8 rowwise", 6768, 47.79},
 };
 
 ValidationPlan torchao_plan(const std::string& data_dir) {
   ValidationPlan plan{{"torchao-float8",
                        "torchao's float8 training benchmark (torchao/float8/README.md, March 2025): torchtitan Llama 3 "
                        "8B on 8 H100, FSDP2, compile, per-op SAC, batch 1 x 8,192: tokens/s per GPU and peak memory "
-                       "(reserved), out of sample; Float8 rowwise not simulated",
+                       "(reserved), out of sample",
                        {}, true},
                       {}};
   const std::string src = "pytorch/ao torchao/float8/README.md at 8c81863ba (2025-03-12), Training benchmarks; "

@@ -422,9 +422,11 @@ PassRunner::Cursor::Cursor(PassRunner& runner, const std::vector<int>& group, co
   // that feeds a Float8 linear layer (forward), and the output gradients before the one that
   // feeds a row-parallel layer's backward. Two gathers feed no Float8 layer: the last layer's
   // last in forward (the LM head's input) and the first layer's last in backward (the
-  // embedding's gradient).
+  // embedding's gradient). Not under torchao's rowwise recipe: torchtitan applies the plain TP
+  // styles to it (parallelize_llama.py: enable_float8_tensorwise_tp = float8 and not rowwise),
+  // and the rowwise casts run after the gather.
   const auto& s = r_.b_.world().scenario;
-  fp8_tp_ = s.training.precision == "fp8" && s.parallel.sequence_parallel;
+  fp8_tp_ = s.training.precision == "fp8" && s.parallel.sequence_parallel && s.training.fp8_recipe != "rowwise";
   for (std::size_t i = 0; i < parts_.size(); ++i)
     if (parts_[i].after == After::sync || parts_[i].after == After::sync_async) last_sync_ = static_cast<int>(i);
   if (parts_.empty()) finish();

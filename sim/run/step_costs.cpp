@@ -55,6 +55,9 @@ Part OpTimer::fused_part(const workload::Op& op, int tp) {
   const double a = op.m * op.k, b = op.k * op.n, c = op.m * op.n;
   const double out_bpe = fp8 ? (op.bytes / op.batch - (a + b)) / c : op.bytes / (op.batch * (a + b + c));
   const double in_bpe = fp8 ? 1.0 : out_bpe;
+  // What the fused all-gather moves: the fp8 operand, or under torchao's rowwise recipe the
+  // training-precision tensor its cast reads after the gather (Op::fp8_cast_after_gather).
+  const double gather_bpe = op.fp8_cast_after_gather ? out_bpe : in_bpe;
   auto rows = [&](double m) {
     workload::Op g = op;
     g.m = m;
@@ -71,7 +74,7 @@ Part OpTimer::fused_part(const workload::Op& op, int tp) {
   add(part.ops, chunk, Time::from_seconds(workload::op_time(rows(2.0 * op.m / tp), device_, precision_).seconds() / 2));
   if (fused_kind(op) == Part::Fused::gather) {
     part.fused = Part::Fused::gather;
-    part.fused_bytes = op.batch * chunk.m * op.k * in_bpe;  // one rank's shard of the left operand
+    part.fused_bytes = op.batch * chunk.m * op.k * gather_bpe;  // one rank's shard of the left operand
     workload::Op copy;  // the shard into the rank's symmetric-memory buffer: read and written
     copy.name = op.name + "_ag_copy";
     copy.bytes = 2.0 * part.fused_bytes;

@@ -155,6 +155,10 @@ struct Op {
   /// (TE module/linear.py: no fp8_cast_transpose_fused under sequence_parallel; base.py
   /// grad_output_preprocess: "FP8 case with gather: unfused bgrad, cast, transpose").
   bool fp8_sp_gathered = false;
+  /// An fp8 GEMM of torchao's rowwise recipe: its operands are cast after any tensor-parallel
+  /// all-gather (torchtitan applies the plain TP styles to the rowwise recipe), so a gather that
+  /// feeds it moves the training precision, not fp8 (run::detail::OpTimer::fused_part).
+  bool fp8_cast_after_gather = false;
   /// A weight's fp8 cast that Transformer Engine caches for the step's later microbatches
   /// (fp8_weight_cache_bytes): only a step's first microbatch runs it, and never a recompute.
   bool first_microbatch_only = false;

@@ -91,6 +91,9 @@ struct Microbatch {
   /// The blockwise fp8 recipe (TrainingSpec::fp8_recipe): per-tile scales, every GEMM with the
   /// split accumulator.
   bool fp8_blockwise = false;
+  /// torchao's rowwise Float8 recipe (TrainingSpec::fp8_recipe rowwise): per-row scales along
+  /// each GEMM's contraction dimension, the backward GEMMs rescaled after cuBLAS.
+  bool fp8_rowwise = false;
   /// The model code expands grouped K/V to every query head before SDPA (sdpa_expands_kv).
   bool expands_kv = false;
   /// Megatron's gradient_accumulation_fusion: the wgrad GEMM accumulates into the fp32 main_grad.
@@ -152,6 +155,7 @@ Microbatch microbatch(const config::ModelSpec& model, const config::TrainingSpec
   mb.fp8_te = mb.fp8_linear && !pytorch_model_code(training);
   mb.fp8_amax_pass = mb.fp8_linear && training.fp8_recipe == "current";
   mb.fp8_blockwise = mb.fp8_linear && training.fp8_recipe == "blockwise";
+  mb.fp8_rowwise = mb.fp8_linear && training.fp8_recipe == "rowwise";
   mb.wgrad_accumulates_fp32 = training.gradient_accumulation_fusion;
   mb.autocast = training.autocast;
   return mb;
@@ -200,7 +204,13 @@ void set_kernels(Op& op, const Microbatch& mb, double batch, int per_problem, bo
 /// output in the training precision), preceded by the casts of its input and weight: an amax
 /// reduction (read) and a scaled cast (read, write 1 B) of each, 5 B per bf16 element, as
 /// torchtitan's dynamic tensorwise Float8 does. Under fp8 all-gather the weight arrives in fp8
-/// (torchao casts the shard before FSDP gathers it): only the input is cast. Transformer
+/// (torchao casts the shard before FSDP gathers it): only the input is cast. torchao's rowwise
+/// recipe casts the same two operands, each scaled per row along K (an amax reduction along the
+/// row and the scaled cast: the same bytes), and runs the forward GEMM in PyTorch's rowwise-scaled
+/// CUTLASS kernel with fast accumulation (aten RowwiseScaledMM.cu), timed as the per-tensor fp8
+/// GEMM: pytorch/pytorch#147971 measures most shapes within 90-100 % of the per-tensor cuBLAS
+/// kernel's speed with fast accumulation (a tail down to 50 % that no per-shape table gives).
+/// Transformer
 /// Engine (Megatron-style code) casts each operand once with its transposed copy (te_cast_bytes);
 /// its blockwise recipe also times the forward GEMM with the split accumulator.
 void linear(std::vector<Op>& ops, const Microbatch& mb, std::string name, double m, double n, double k,
@@ -270,6 +280,7 @@ void linear(std::vector<Op>& ops, const Microbatch& mb, std::string name, double
   // partial sums to fp32 on the CUDA cores (DeepSeek-V3 §3.3.2, N_C = 128).
   g.fp8_split_accumulator = mb.fp8_blockwise;
   g.fp8_sp_gathered = sp_cast;  // column-parallel: the input; row-parallel: the output gradient
+  g.fp8_cast_after_gather = mb.fp8_rowwise;
   g.bytes = batch * ((m * k + k * n) * 1.0 + m * n * mb.bpe);
   ops.push_back(g);
 }
@@ -709,6 +720,15 @@ std::vector<Op> backward_of(const std::vector<Op>& forward, const Microbatch& mb
           cast.flops = f.batch * (grad + weight) * 2.0;
           set_kernels(cast, mb, f.batch, (weight > 0 ? 2 : 1) * te_quantize_kernels(mb) + (transposed > 0 ? 1 : 0),
                       true);
+        } else if (mb.fp8_rowwise) {
+          // torchao's rowwise recipe (float8/float8_linear.py matmul_with_hp_or_float8_args):
+          // a scale per row along the contraction dimension, so no forward copy serves a
+          // backward GEMM and none is transposed: dgrad casts dY along N and the kept bf16 weight
+          // along N, wgrad casts dY along M and the kept bf16 input along M; each cast an amax
+          // reduction along its axis and the scaled cast (read bpe twice, write 1 B).
+          cast.bytes = f.batch * (2.0 * f.m * f.n + f.m * f.k + weight) * (2.0 * mb.bpe + 1.0);
+          cast.flops = f.batch * (2.0 * f.m * f.n + f.m * f.k + weight) * 2.0;
+          set_kernels(cast, mb, f.batch, 8, false);
         } else {
           cast.bytes = f.batch * ((f.m * f.n + f.m * f.k) * (2.0 * mb.bpe + 1.0 + 2.0) + weight * (2.0 * mb.bpe + 1.0));
           cast.flops = f.batch * (f.m * f.n + f.m * f.k + weight) * 2.0;
@@ -718,6 +738,7 @@ std::vector<Op> backward_of(const std::vector<Op>& forward, const Microbatch& mb
         for (Op* g : {&dgrad, &wgrad}) {
           g->dtype = "fp8";
           g->fp8_split_accumulator = true;  // both frameworks' backward GEMMs (Op::fp8_split_accumulator)
+          g->fp8_cast_after_gather = mb.fp8_rowwise;
           g->bytes = g->batch * ((g->m * g->k + g->k * g->n) * 1.0 + g->m * g->n * mb.bpe);
         }
       }
@@ -730,6 +751,20 @@ std::vector<Op> backward_of(const std::vector<Op>& forward, const Microbatch& mb
       }
       ops.push_back(dgrad);
       ops.push_back(wgrad);
+      if (f.dtype == "fp8" && mb.fp8_rowwise) {
+        // torchao's addmm_float8_unwrapped: without fast accumulation (the backward GEMMs'
+        // default Float8GemmConfig) PyTorch's rowwise kernel is so slow that torchao runs
+        // cuBLAS's per-tensor kernel with unit scales and multiplies the output by the outer
+        // product of the row and column scales afterwards (pytorch/ao#1325, `output *=
+        // post_inverse_scale`): one pass over each backward GEMM's output, read and written in
+        // the training precision (assumed a kernel of its own: the multiply follows a library
+        // GEMM, which Inductor cannot fuse it into).
+        for (const Op* g : {&dgrad, &wgrad}) {
+          Op rescale = elementwise(g->name + "_rescale", g->batch * g->m * g->n, 1, 1, 1, mb.bpe);
+          rescale.fp8_cast = true;
+          ops.push_back(rescale);
+        }
+      }
     } else if (f.name == "repeat_kv") {
       // The expansion's backward sums each group's query-head gradients of K and V: the
       // expanded gradients read, the grouped ones written, the forward's bytes.
@@ -1018,6 +1053,22 @@ std::vector<Op> logit_metric_ops(const config::ModelSpec& model, const config::T
   return ops;
 }
 
+namespace {
+
+/// `op`, a GEMM of the layer's forward, cut to its first `n` output columns (a recompute of one
+/// of the linears fused into it): its FLOPs and bytes those of the narrower GEMM, the input read
+/// whole, the operands 1 B under fp8 (workload::linear) and the output in the training precision.
+Op narrowed_gemm(const Op& op, double n, const Microbatch& mb) {
+  Op g = op;
+  const double in = op.dtype == "fp8" ? 1.0 : mb.bpe;
+  g.n = n;
+  g.flops = 2.0 * g.m * g.n * g.k * g.batch;
+  g.bytes = g.batch * ((g.m * g.k + g.k * g.n) * in + g.m * g.n * mb.bpe);
+  return g;
+}
+
+}  // namespace
+
 std::vector<Op> layer_recompute_ops(const config::ModelSpec& model, const config::TrainingSpec& training,
                                     int sequences, int tp, int layer, int ep, bool sequence_parallel,
                                     bool expert_folded) {
@@ -1051,22 +1102,14 @@ std::vector<Op> layer_recompute_ops(const config::ModelSpec& model, const config
         continue;
       }
       if (op.name == "qkv") {
-        Op wk = op;
-        wk.n = mb.sh.kv_heads * mb.sh.head_dim / mb.tp;
-        wk.flops = 2.0 * wk.m * wk.n * wk.k;
-        wk.bytes = op.bytes * wk.n / op.n;
-        ops.push_back(wk);
+        ops.push_back(narrowed_gemm(op, mb.sh.kv_heads * mb.sh.head_dim / mb.tp, mb));
       } else if (op.name == "attn_out" || (mb.sh.swiglu ? op.name == "mlp_up" : op.name == "mlp_down")) {
         Op g = op;
         if (op.name == "attn_out" && torch_sp) {
           if (!mb.eager) continue;
           g.role = OpRole::plain;
         }
-        if (mb.sh.swiglu && op.name == "mlp_up") {  // w3 only: half of the fused gate-and-up GEMM
-          g.n = op.n / 2;
-          g.flops = op.flops / 2;
-          g.bytes = op.bytes / 2;
-        }
+        if (mb.sh.swiglu && op.name == "mlp_up") g = narrowed_gemm(g, op.n / 2, mb);  // w3: half of gate-and-up
         ops.push_back(g);
       }
     }

@@ -223,8 +223,7 @@ TEST_CASE("the olmo-core case takes OLMo-core's throughput table", "[validation]
 
 TEST_CASE("the torchao-float8 case takes torchao's H100 float8 training table", "[validation]") {
   // pytorch/ao torchao/float8/README.md at 8c81863ba: 3 rows (bf16, tensorwise, rowwise), median
-  // tokens/s and peak memory [GiB] each. Without the scenarios every row is "(no scenario)"; the
-  // rowwise row is never simulated.
+  // tokens/s and peak memory [GiB] each. Without the scenarios every row is "(no scenario)".
   const fs::path dir = fs::temp_directory_path() / ("ironlaw-torchao-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const auto c = report::run_validation("torchao-float8", dir.string());
@@ -237,10 +236,11 @@ TEST_CASE("the torchao-float8 case takes torchao's H100 float8 training table", 
     CHECK(c.rows[i].unit == (i % 2 == 0 ? "tok/s/GPU" : "GiB"));
     CHECK(std::isnan(c.rows[i].predicted));
   }
-  CHECK(c.rows[4].label.find("rowwise tokens/s (not simulated)") != std::string::npos);
+  CHECK(c.rows[4].label.find("rowwise tokens/s (no scenario)") != std::string::npos);
   // The launcher's settings by hand: batch 1 of 8,192 tokens on each of the 8 GPUs, one microbatch,
-  // FSDP (ZeRO 3), per-op SAC, compile; Float8 with the fp8 all-gather only in the tensorwise row.
-  for (const std::string file : {"8b-8gpu-compile-bf16", "8b-8gpu-compile-fp8-tensorwise"}) {
+  // FSDP (ZeRO 3), per-op SAC, compile; Float8 with the fp8 all-gather only in the tensorwise row,
+  // the rowwise row's recipe rowwise.
+  for (const std::string file : {"8b-8gpu-compile-bf16", "8b-8gpu-compile-fp8-tensorwise", "8b-8gpu-compile-fp8-rowwise"}) {
     INFO(file);
     const auto s = config::load_scenario(kRepo + "/scenarios/validation/torchao/" + file + ".yaml", {"run.steps=1"});
     CHECK(s.gpus() == 8);
@@ -249,7 +249,8 @@ TEST_CASE("the torchao-float8 case takes torchao's H100 float8 training table", 
     CHECK(s.parallel.zero == 3);
     CHECK(s.training.activation_checkpointing == "op");
     CHECK(s.training.framework == "compile");
-    CHECK(s.training.fp8_all_gather == (file != "8b-8gpu-compile-bf16"));
+    CHECK(s.training.fp8_all_gather == (file == "8b-8gpu-compile-fp8-tensorwise"));
+    CHECK(s.training.fp8_recipe == (file == "8b-8gpu-compile-fp8-rowwise" ? "rowwise" : "current"));
   }
 }
 
@@ -467,21 +468,15 @@ TEST_CASE("the torchtitan case marks its memory rows as memory", "[validation]")
   CHECK(rows[1].unit == "GiB");
 }
 
-TEST_CASE("the torchtitan-2025 case runs each AsyncTP-page scenario twice and leaves Float8 rowwise unpredicted", "[validation]") {
+TEST_CASE("the torchtitan-2025 case runs each AsyncTP-page scenario twice", "[validation]") {
   const auto plan = report::plan_validation("torchtitan-2025", kRepo);
-  // The AsyncTP page: 2 models × 3 quantizations, each with a vanilla-TP and an AsyncTP column;
-  // the tensorwise and bf16 files give one job per column, the rowwise rows one job for both;
-  // the H200 page: 2 rows.
-  REQUIRE(plan.jobs.size() == 4 * 2 + 2 + 2);
+  // The AsyncTP page: 2 models × 3 quantizations (bf16, Float8 tensorwise and rowwise), each file
+  // with a vanilla-TP and an AsyncTP job; the H200 page: 2 rows.
+  REQUIRE(plan.jobs.size() == 6 * 2 + 2);
   std::vector<report::ValidationRow> tp, async;
   for (const auto& job : plan.jobs) {
     if (job.label == "8b-64gpu-tp-bf16 TP") tp = job.run();
     if (job.label == "8b-64gpu-tp-bf16 AsyncTP") async = job.run();
-    if (job.label.find("rowwise") != std::string::npos) {
-      const auto rows = job.run();
-      REQUIRE(rows.size() == 2);
-      for (const auto& r : rows) CHECK(std::isnan(r.predicted));
-    }
   }
   REQUIRE(tp.size() == 1);
   REQUIRE(async.size() == 1);

@@ -1,6 +1,7 @@
 // training.fp8_recipe: how Transformer Engine's fp8 linear layers scale and cast their operands
 // (current, delayed, blockwise), counted by hand from the code and the DeepSeek-V3 report, and
-// the blockwise GEMM checked against DeepGEMM's published H800 measurement.
+// the blockwise GEMM checked against DeepGEMM's published H800 measurement; torchao's rowwise
+// recipe counted by hand from torchao 0.10's code.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -29,6 +30,14 @@ config::TrainingSpec te_fp8(const std::string& recipe) {
 }
 
 constexpr double kTokens = 8192;
+
+// The same layer as PyTorch model code under torch.compile with torchao's Float8 (the weights
+// gathered in bf16: each GEMM casts its own copy).
+config::TrainingSpec torchao_fp8(const std::string& recipe) {
+  config::TrainingSpec t = te_fp8(recipe);
+  t.framework = "compile";
+  return t;
+}
 
 }  // namespace
 
@@ -130,4 +139,60 @@ TEST_CASE("delayed and blockwise fp8 are refused outside Transformer Engine's co
   // Named without fp8, even the default recipe would be accepted and ignored: refused.
   CHECK_THROWS_WITH(config::load_scenario(scenario, {"training.fp8_recipe=current"}),
                     Catch::Contains("training.fp8_recipe") && Catch::Contains("needs training.precision fp8"));
+}
+
+TEST_CASE("torchao's rowwise fp8 casts every backward operand along its own axis and rescales cuBLAS's output",
+          "[workload][precision]") {
+  // Llama 3 8B's MLP down projection on 8,192 tokens: m = 8,192, k = 14,336, n = 4,096.
+  const double m = kTokens, k = 14336, n = 4096;
+  // Forward (torchao float8_linear.py): the input and the weight, each an amax reduction along K
+  // and a scaled cast (read 2 + 2, write 1 B), as the tensorwise recipe.
+  const auto row_fwd = layer_forward_ops(llama3_8b(), torchao_fp8("rowwise"), 1, 1);
+  const auto tensor_fwd = layer_forward_ops(llama3_8b(), torchao_fp8("current"), 1, 1);
+  CHECK(find(row_fwd, "mlp_down_cast").bytes == (m * k + k * n) * 5);
+  CHECK(find(row_fwd, "mlp_down_cast").bytes == find(tensor_fwd, "mlp_down_cast").bytes);
+  // Forward GEMM with fast accumulation (gemm_config_output), its operands cast after any gather.
+  CHECK_FALSE(find(row_fwd, "mlp_down").fp8_split_accumulator);
+  CHECK(find(row_fwd, "mlp_down").fp8_cast_after_gather);
+  CHECK_FALSE(find(tensor_fwd, "mlp_down").fp8_cast_after_gather);
+  // Backward: dY along N and the weight along N for dgrad, dY along M and the input along M for
+  // wgrad: four casts of 5 B per element, 8 kernels; nothing transposed.
+  const auto row_bwd = layer_backward_ops(llama3_8b(), torchao_fp8("rowwise"), 1, 1);
+  const Op& cast = find(row_bwd, "mlp_down_bwd_cast");
+  CHECK(cast.bytes == (2 * m * n + m * k + k * n) * 5);
+  CHECK(cast.bytes == 1216348160.0);
+  CHECK(cast.kernels == 8);
+  // Tensorwise casts dY and the input once each with a transposed copy (5 + 2 B) and the weight.
+  const auto tensor_bwd = layer_backward_ops(llama3_8b(), torchao_fp8("current"), 1, 1);
+  CHECK(find(tensor_bwd, "mlp_down_bwd_cast").bytes == (m * n + m * k) * 7 + k * n * 5);
+  // The backward GEMMs run cuBLAS's per-tensor kernel without fast accumulation (pytorch/ao#1325),
+  // then a pass multiplies each output by its scales: read and write 2 B per element.
+  for (const std::string g : {"mlp_down_dgrad", "mlp_down_wgrad"}) {
+    INFO(g);
+    CHECK(find(row_bwd, g).fp8_split_accumulator);
+    CHECK(find(row_bwd, g).fp8_cast_after_gather);
+    CHECK_FALSE(has(tensor_bwd, g + "_rescale"));
+  }
+  CHECK(find(row_bwd, "mlp_down_dgrad_rescale").bytes == m * k * 4);
+  CHECK(find(row_bwd, "mlp_down_wgrad_rescale").bytes == k * n * 4);
+  CHECK(find(row_bwd, "mlp_down_wgrad_rescale").kernels == 1);
+  // Every fp8 linear of the layer gets its two rescale passes: qkv, attn_out, mlp_up, mlp_down.
+  int rescales = 0;
+  for (const Op& op : row_bwd) rescales += op.name.size() > 8 && op.name.ends_with("_rescale");
+  CHECK(rescales == 8);
+}
+
+TEST_CASE("the rowwise recipe is torchao's: refused under Megatron-style code and with the fp8 all-gather",
+          "[config][precision]") {
+  const std::string scenario = IRONLAW_SOURCE_DIR "/scenarios/gpt2-ddp-1node.yaml";
+  CHECK_NOTHROW(config::load_scenario(
+      scenario, {"training.framework=compile", "training.precision=fp8", "training.fp8_recipe=rowwise"}));
+  CHECK_THROWS_WITH(config::load_scenario(scenario, {"training.framework=fused", "training.precision=fp8",
+                                                     "training.fp8_recipe=rowwise"}),
+                    Catch::Contains("training.fp8_recipe") && Catch::Contains("framework fused"));
+  // torchao gathers fp8 weights for its tensorwise recipe only.
+  CHECK_THROWS_WITH(config::load_scenario(scenario, {"training.framework=compile", "training.precision=fp8",
+                                                     "training.fp8_recipe=rowwise", "parallel.zero=3",
+                                                     "training.fp8_all_gather=true"}),
+                    Catch::Contains("training.fp8_all_gather") && Catch::Contains("tensorwise recipe only"));
 }
