@@ -210,9 +210,8 @@ void set_kernels(Op& op, const Microbatch& mb, double batch, int per_problem, bo
 /// CUTLASS kernel with fast accumulation (aten RowwiseScaledMM.cu), timed as the per-tensor fp8
 /// GEMM: pytorch/pytorch#147971 measures most shapes within 90-100 % of the per-tensor cuBLAS
 /// kernel's speed with fast accumulation (a tail down to 50 % that no per-shape table gives).
-/// Transformer
-/// Engine (Megatron-style code) casts each operand once with its transposed copy (te_cast_bytes);
-/// its blockwise recipe also times the forward GEMM with the split accumulator.
+/// Transformer Engine (Megatron-style code) casts each operand once with its transposed copy
+/// (te_cast_bytes); its blockwise recipe also times the forward GEMM with the split accumulator.
 void linear(std::vector<Op>& ops, const Microbatch& mb, std::string name, double m, double n, double k,
             double batch = 1, OpRole role = OpRole::plain, bool sp_gathered = false) {
   if (mb.autocast) ops.push_back(autocast_weight_cast(name, k, n, batch, mb.bpe));
@@ -760,9 +759,7 @@ std::vector<Op> backward_of(const std::vector<Op>& forward, const Microbatch& mb
         // the training precision (assumed a kernel of its own: the multiply follows a library
         // GEMM, which Inductor cannot fuse it into).
         for (const Op* g : {&dgrad, &wgrad}) {
-          Op rescale = elementwise(g->name + "_rescale", g->batch * g->m * g->n, 1, 1, 1, mb.bpe);
-          rescale.fp8_cast = true;
-          ops.push_back(rescale);
+          ops.push_back(elementwise(g->name + "_rescale", g->batch * g->m * g->n, 1, 1, 1, mb.bpe));
         }
       }
     } else if (f.name == "repeat_kv") {
