@@ -71,6 +71,22 @@ TEST_CASE("AsyncTP: an all-gather fused with its GEMM runs the own shard at once
   CHECK(t->named("tp all_reduce").empty());
 }
 
+TEST_CASE("AsyncTP under Float8: tensorwise gathers the fp8 shard, rowwise the bf16 one it casts after the gather",
+          "[run][timeline][tp][async-tp][precision]") {
+  // torchao's tensorwise Float8 TP casts the activations before the sequence-parallel all-gather
+  // (torchtitan's Float8ColwiseParallel): the pulled shard is 256·64 fp8 elements, 16,384 B.
+  // torchtitan applies the plain TP styles to the rowwise recipe: the shard is pulled in bf16,
+  // 32,768 B, as without Float8, and each GEMM casts the gathered rows itself.
+  for (const std::string recipe : {"current", "rowwise"}) {
+    INFO(recipe);
+    const auto t = simulate_timeline(async_tp({"cluster.topology.device.peak_flops.fp8=1e19 FLOPS", "training.precision=fp8",
+                                               "training.fp8_recipe=" + recipe}));
+    const EventRecord copy = t->first("mlp_up_ag_copy", EventKind::forward);
+    const EventRecord pull = first_from(t->named("tp async all_gather"), copy.end_ns);
+    CHECK(pull.bytes == (recipe == "rowwise" ? 32768.0 : 16384.0));
+  }
+}
+
 TEST_CASE("AsyncTP: a reduce-scatter fused with its GEMM sends each rank its rows, then sums the partials",
           "[run][timeline][tp][async-tp]") {
   const auto t = simulate_timeline(async_tp());
