@@ -447,8 +447,9 @@ void PassRunner::Cursor::step() {
   const Part& part = parts_[i];
   std::vector<TaskId> tasks(group.size());
   if (part.gathers_input && tp.async()) {
-    // The embedding's backward: a plain all-gather of the gradient first, after the pass so
-    // far and what the part waited for.
+    // A plain all-gather first, after the pass so far and what the part waited for: the
+    // embedding's gradient, or the activations (output gradients) that a rowwise Float8 cast
+    // reads before its GEMM (Part::gathers_input).
     std::vector<TaskId> before = out_.last;
     before.insert(before.end(), gates.begin(), gates.end());
     gates = tp.gather_in_pass(group, kNoTask, before, false, kind);

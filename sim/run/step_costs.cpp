@@ -37,15 +37,24 @@ Part::Fused OpTimer::fused_kind(const workload::Op& op) {
   // weight gradient takes the transpose: not fused) — and a reduce-scatter with the one matmul
   // it reduces: the row-parallel projections in forward. The backward reduce-scatter sums the
   // input gradients of several linears (torchtitan's wq, wk, wv; w1, w3): an add, not fused.
+  // Under torchao's rowwise Float8 the gathered tensor goes to a cast, not to the matmul
+  // (Op::fp8_cast_after_gather): that all-gather stays plain (casts_gathered_input).
   switch (op.role) {
     case OpRole::tp_column_parallel:
     case OpRole::tp_row_input_grad:
-      return Part::Fused::gather;
+      return op.fp8_cast_after_gather ? Part::Fused::none : Part::Fused::gather;
     case OpRole::tp_row_parallel:
       return Part::Fused::scatter;
     default:
       return Part::Fused::none;
   }
+}
+
+bool OpTimer::casts_gathered_input(const std::vector<workload::Op>& ops, std::size_t i) {
+  if (!ops[i].fp8_cast || i + 1 >= ops.size()) return false;
+  const workload::Op& gemm = ops[i + 1];
+  return gemm.fp8_cast_after_gather &&
+         (gemm.role == OpRole::tp_column_parallel || gemm.role == OpRole::tp_row_input_grad);
 }
 
 Part OpTimer::fused_part(const workload::Op& op, int tp) {
@@ -55,9 +64,6 @@ Part OpTimer::fused_part(const workload::Op& op, int tp) {
   const double a = op.m * op.k, b = op.k * op.n, c = op.m * op.n;
   const double out_bpe = fp8 ? (op.bytes / op.batch - (a + b)) / c : op.bytes / (op.batch * (a + b + c));
   const double in_bpe = fp8 ? 1.0 : out_bpe;
-  // What the fused all-gather moves: the fp8 operand, or under torchao's rowwise recipe the
-  // training-precision tensor its cast reads after the gather (Op::fp8_cast_after_gather).
-  const double gather_bpe = op.fp8_cast_after_gather ? out_bpe : in_bpe;
   auto rows = [&](double m) {
     workload::Op g = op;
     g.m = m;
@@ -74,7 +80,7 @@ Part OpTimer::fused_part(const workload::Op& op, int tp) {
   add(part.ops, chunk, Time::from_seconds(workload::op_time(rows(2.0 * op.m / tp), device_, precision_).seconds() / 2));
   if (fused_kind(op) == Part::Fused::gather) {
     part.fused = Part::Fused::gather;
-    part.fused_bytes = op.batch * chunk.m * op.k * gather_bpe;  // one rank's shard of the left operand
+    part.fused_bytes = op.batch * chunk.m * op.k * in_bpe;  // one rank's shard of the left operand
     workload::Op copy;  // the shard into the rank's symmetric-memory buffer: read and written
     copy.name = op.name + "_ag_copy";
     copy.bytes = 2.0 * part.fused_bytes;

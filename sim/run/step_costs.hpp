@@ -73,8 +73,11 @@ struct Part {
   /// added (`fused_epilogue`).
   enum class Fused : std::uint8_t { none, gather, scatter };
   Fused fused = Fused::none;
-  /// AsyncTP: the part begins with a plain all-gather of the sequence-parallel gradient (the
-  /// embedding's backward: its lookup is no matmul to fuse with).
+  /// AsyncTP: the part begins with a plain all-gather of the sequence-parallel activations or
+  /// gradient, because no matmul takes the gathered tensor directly: the embedding's backward
+  /// (its lookup is no matmul), and the casts of torchao's rowwise Float8 recipe before its GEMMs
+  /// (torch's micro-pipeline pass, _find_consumer_matmuls, fuses an all-gather only with the
+  /// mm / _scaled_mm nodes that read its result).
   bool gathers_input = false;
   int fused_chunks = 0;
   double fused_bytes = 0;
@@ -187,7 +190,7 @@ class OpTimer {
         out.emplace_back();
         continue;
       }
-      if (cuts.async_tp > 1 && ops[i].role == workload::OpRole::vocab_embedding_grad) {
+      if (cuts.async_tp > 1 && (ops[i].role == workload::OpRole::vocab_embedding_grad || casts_gathered_input(ops, i))) {
         if (!out.back().ops.ops.empty()) out.emplace_back();
         out.back().gathers_input = true;
       }
@@ -220,6 +223,9 @@ class OpTimer {
  private:
   /// What AsyncTP fuses with `op` (see Cuts::async_tp).
   static Part::Fused fused_kind(const workload::Op& op);
+  /// Whether ops[i] is the rowwise Float8 cast of a GEMM that reads a sequence-parallel all-gather
+  /// (Op::fp8_cast_after_gather): under AsyncTP the gather stays plain, before the cast.
+  static bool casts_gathered_input(const std::vector<workload::Op>& ops, std::size_t i);
   /// `op` as a fused part over `tp` ranks (Part::fused).
   Part fused_part(const workload::Op& op, int tp);
 

@@ -157,7 +157,9 @@ struct Op {
   bool fp8_sp_gathered = false;
   /// An fp8 GEMM of torchao's rowwise recipe: its operands are cast after any tensor-parallel
   /// all-gather (torchtitan applies the plain TP styles to the rowwise recipe), so a gather that
-  /// feeds it moves the training precision, not fp8 (run::detail::OpTimer::fused_part).
+  /// feeds it moves the training precision, not fp8, and under AsyncTP is not fused with it:
+  /// torch's micro-pipeline pass fuses an all-gather only with matmuls that read its result
+  /// directly (run::detail::OpTimer::fused_kind, casts_gathered_input).
   bool fp8_cast_after_gather = false;
   /// A weight's fp8 cast that Transformer Engine caches for the step's later microbatches
   /// (fp8_weight_cache_bytes): only a step's first microbatch runs it, and never a recompute.

@@ -71,20 +71,31 @@ TEST_CASE("AsyncTP: an all-gather fused with its GEMM runs the own shard at once
   CHECK(t->named("tp all_reduce").empty());
 }
 
-TEST_CASE("AsyncTP under Float8: tensorwise gathers the fp8 shard, rowwise the bf16 one it casts after the gather",
+TEST_CASE("AsyncTP under Float8: tensorwise fuses the fp8 gather with the GEMM, rowwise gathers bf16 before its cast",
           "[run][timeline][tp][async-tp][precision]") {
   // torchao's tensorwise Float8 TP casts the activations before the sequence-parallel all-gather
-  // (torchtitan's Float8ColwiseParallel): the pulled shard is 256·64 fp8 elements, 16,384 B.
-  // torchtitan applies the plain TP styles to the rowwise recipe: the shard is pulled in bf16,
-  // 32,768 B, as without Float8, and each GEMM casts the gathered rows itself.
-  for (const std::string recipe : {"current", "rowwise"}) {
-    INFO(recipe);
-    const auto t = simulate_timeline(async_tp({"cluster.topology.device.peak_flops.fp8=1e19 FLOPS", "training.precision=fp8",
-                                               "training.fp8_recipe=" + recipe}));
-    const EventRecord copy = t->first("mlp_up_ag_copy", EventKind::forward);
-    const EventRecord pull = first_from(t->named("tp async all_gather"), copy.end_ns);
-    CHECK(pull.bytes == (recipe == "rowwise" ? 32768.0 : 16384.0));
-  }
+  // (torchtitan's Float8ColwiseParallel), and torch's micro-pipeline pass fuses the gather with
+  // the _scaled_mm that reads it: the pulled shard is 256·64 fp8 elements, 16,384 B.
+  const auto tensorwise = simulate_timeline(async_tp({"cluster.topology.device.peak_flops.fp8=1e19 FLOPS",
+                                                      "training.precision=fp8", "training.fp8_recipe=current"}));
+  const EventRecord copy = tensorwise->first("mlp_up_ag_copy", EventKind::forward);
+  CHECK(first_from(tensorwise->named("tp async all_gather"), copy.end_ns).bytes == 16384.0);
+  // torchtitan applies the plain TP styles to the rowwise recipe: the gathered bf16 rows go to
+  // the rowwise cast, not to a matmul, so the pass (_find_consumer_matmuls) fuses nothing with
+  // that gather: a plain all-gather of the 512·64 bf16 rows (65,536 B in the record; in fp8 it
+  // would be half) ends before the cast, and the GEMM runs whole (not in two chunks). The forward reduce-scatter after the row-parallel
+  // GEMM (its _scaled_mm output, read by the reduce-scatter alone) stays fused.
+  const auto rowwise = simulate_timeline(async_tp({"cluster.topology.device.peak_flops.fp8=1e19 FLOPS",
+                                                   "training.precision=fp8", "training.fp8_recipe=rowwise"}));
+  CHECK(rowwise->named("mlp_up_ag_copy").empty());
+  const EventRecord cast = rowwise->first("mlp_up_cast", EventKind::forward);
+  EventRecord gather;
+  gather.start_ns = -1;
+  for (const auto& e : rowwise->named("tp all_gather"))
+    if (e.end_ns <= cast.start_ns + 3 && e.start_ns > gather.start_ns) gather = e;
+  CHECK(gather.bytes == 65536.0);
+  CHECK(rowwise->first("mlp_up", EventKind::forward).flops == tensorwise->first("mlp_up", EventKind::forward).flops * 2);
+  CHECK_FALSE(rowwise->named("mlp_down_rs_sum").empty());
 }
 
 TEST_CASE("AsyncTP: a reduce-scatter fused with its GEMM sends each rank its rows, then sums the partials",
