@@ -224,10 +224,15 @@ void linear(std::vector<Op>& ops, const Microbatch& mb, std::string name, double
   cast.name = name + "_cast";
   cast.fp8_cast = true;
   const double weight = mb.fp8_gathered_weights || mb.fp8_weight_cache ? 0.0 : k * n;
-  // Transformer Engine's per-tensor recipes under sequence parallelism: the input of a
-  // column-parallel layer is the all-gathered sequence; it is cast on this rank's 1/sp of the
-  // rows before the gather, without its transposed copy (Op::fp8_sp_gathered).
-  const bool sp_cast = mb.fp8_te && !mb.fp8_blockwise && sp_gathered && mb.sp > 1;
+  // Under sequence parallelism the input of a column-parallel layer is the all-gathered
+  // sequence, cast on this rank's 1/sp of the rows before the gather (Op::fp8_sp_gathered):
+  // Transformer Engine's per-tensor recipes (without its transposed copy), and torchao's
+  // tensorwise Float8 TP (float8_tensor_parallel.py: PrepareFloat8ModuleInput and
+  // Float8ColwiseParallel cast the Shard(1) input before redistributing it to Replicate, "so that
+  // if there are multiple float8 users of the input activation, we perform fp8 allgather only
+  // once"). Not torchao's rowwise recipe, which torchtitan runs with the plain TP styles.
+  const bool torchao_tp = !mb.fp8_te && !mb.fp8_rowwise;
+  const bool sp_cast = (mb.fp8_te ? !mb.fp8_blockwise : torchao_tp) && sp_gathered && mb.sp > 1;
   if (mb.fp8_te) {
     // Transformer Engine (module/linear.py: fp8_cast_transpose_fused; TE 2.x quantizers with
     // row- and column-wise usage): one pass writes the fp8 copy this GEMM reads and the
@@ -243,8 +248,9 @@ void linear(std::vector<Op>& ops, const Microbatch& mb, std::string name, double
     cast.flops = batch * (input + weight) * 2.0;
     set_kernels(cast, mb, batch, (weight > 0 ? 2 : 1) * te_quantize_kernels(mb), true);
   } else {
-    cast.bytes = batch * (m * k + weight) * (2.0 * mb.bpe + 1.0);
-    cast.flops = batch * (m * k + weight) * 2.0;
+    const double input = sp_cast && role == OpRole::tp_column_parallel ? m / mb.sp * k : m * k;
+    cast.bytes = batch * (input + weight) * (2.0 * mb.bpe + 1.0);
+    cast.flops = batch * (input + weight) * 2.0;
     set_kernels(cast, mb, batch, weight > 0 ? 4 : 2, false);
   }
   ops.push_back(cast);
@@ -728,6 +734,21 @@ std::vector<Op> backward_of(const std::vector<Op>& forward, const Microbatch& mb
           cast.bytes = f.batch * (2.0 * f.m * f.n + f.m * f.k + weight) * (2.0 * mb.bpe + 1.0);
           cast.flops = f.batch * (2.0 * f.m * f.n + f.m * f.k + weight) * 2.0;
           set_kernels(cast, mb, f.batch, 8, false);
+        } else if (f.fp8_sp_gathered) {
+          // torchao's tensorwise Float8 TP (Float8ColwiseParallel, Float8RowwiseParallel): every
+          // linear's input arrived as fp8 (cast before the gather, or by the row-parallel style's
+          // input preparation) and was saved so: the weight gradient's transposed copy is made
+          // from it (read 1, write 1 B), nothing re-cast. A row-parallel layer's output gradient
+          // is cast on its local 1/sp of the rows before the backward all-gather
+          // (NoopFwToFloat8BwDynamic after the forward reduce-scatter), the gathered fp8 copy
+          // transposed; a column-parallel layer's, local to the rank, is cast whole, with its
+          // transposed copy. The weight is re-cast.
+          const bool row = f.role == OpRole::tp_row_parallel;
+          const double grad = row ? f.m / mb.sp * f.n : f.m * f.n;
+          cast.bytes = f.batch * (grad * (2.0 * mb.bpe + 1.0) + f.m * f.n * 2.0 + f.m * f.k * 2.0 +
+                                  weight * (2.0 * mb.bpe + 1.0));
+          cast.flops = f.batch * (grad + weight) * 2.0;
+          set_kernels(cast, mb, f.batch, weight > 0 ? 6 : 4, false);
         } else {
           cast.bytes = f.batch * ((f.m * f.n + f.m * f.k) * (2.0 * mb.bpe + 1.0 + 2.0) + weight * (2.0 * mb.bpe + 1.0));
           cast.flops = f.batch * (f.m * f.n + f.m * f.k + weight) * 2.0;

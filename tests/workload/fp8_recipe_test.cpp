@@ -196,3 +196,33 @@ TEST_CASE("the rowwise recipe is torchao's: refused under Megatron-style code an
                                                      "training.fp8_all_gather=true"}),
                     Catch::Contains("training.fp8_all_gather") && Catch::Contains("tensorwise recipe only"));
 }
+
+TEST_CASE("torchao's tensorwise Float8 TP casts the sharded input before the gather and transposes the saved fp8 copies",
+          "[workload][precision][tp]") {
+  // torchao float8_tensor_parallel.py: PrepareFloat8ModuleInput / Float8ColwiseParallel cast the
+  // Shard(1) input before the all-gather; Float8RowwiseParallel casts its local input and, in
+  // backward, the output gradient on the local rows before the gather (NoopFwToFloat8BwDynamic).
+  // Llama 3 8B, 8,192 tokens, TP 8 with sequence parallelism, weights cast each microbatch (5 B).
+  const double m = kTokens, tp = 8;
+  const auto fwd = layer_forward_ops(llama3_8b(), torchao_fp8("current"), 1, 8, 0, 1, true);
+  const auto bwd = layer_backward_ops(llama3_8b(), torchao_fp8("current"), 1, 8, 0, 1, true);
+  // Column-parallel QKV (k 4,096, n 6,144 / 8): the 1/8 of the rows before the gather + the weight.
+  const double qkv_n = 6144 / tp, h = 4096;
+  CHECK(find(fwd, "qkv_cast").bytes == (m / tp * h + h * qkv_n) * 5);
+  // Row-parallel MLP down (k 14,336 / 8, n 4,096): its local input, all rows.
+  const double down_k = 14336 / tp;
+  CHECK(find(fwd, "mlp_down_cast").bytes == (m * down_k + down_k * h) * 5);
+  // Backward, column-parallel: dY (local, m × n/8) cast with its transposed copy, the saved fp8
+  // input transposed (2 B per element), the weight re-cast.
+  CHECK(find(bwd, "qkv_bwd_cast").bytes == m * qkv_n * (5 + 2) + m * h * 2 + h * qkv_n * 5);
+  // Row-parallel: dY cast on the local 1/8 of the rows, the gathered fp8 copy transposed, the
+  // saved input transposed, the weight re-cast.
+  CHECK(find(bwd, "mlp_down_bwd_cast").bytes == m / tp * h * 5 + m * h * 2 + m * down_k * 2 + down_k * h * 5);
+  // Without sequence parallelism nothing is gathered: every operand cast whole, the kept input
+  // re-cast in backward (5 B + 2 B transposed copy).
+  const auto plain = layer_backward_ops(llama3_8b(), torchao_fp8("current"), 1, 8, 0, 1, false);
+  CHECK(find(plain, "qkv_bwd_cast").bytes == (m * qkv_n + m * h) * 7 + h * qkv_n * 5);
+  // The rowwise recipe runs the plain TP styles: its input is cast whole after the gather.
+  const auto rowwise = layer_forward_ops(llama3_8b(), torchao_fp8("rowwise"), 1, 8, 0, 1, true);
+  CHECK(find(rowwise, "qkv_cast").bytes == (m * h + h * qkv_n) * 5);
+}
