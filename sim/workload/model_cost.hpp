@@ -153,7 +153,9 @@ struct Op {
   /// sequence-parallel all-gather. The local 1/sp of the rows is cast before the gather, without
   /// a transposed copy, and the backward transposes the gathered fp8 copy for the weight gradient
   /// (TE module/linear.py: no fp8_cast_transpose_fused under sequence_parallel; base.py
-  /// grad_output_preprocess: "FP8 case with gather: unfused bgrad, cast, transpose").
+  /// grad_output_preprocess: "FP8 case with gather: unfused bgrad, cast, transpose"). The same
+  /// under torchao's tensorwise Float8 TP (float8_tensor_parallel.py), whose linears also keep
+  /// their fp8 inputs for backward: transposed there, not re-cast (workload::backward_of).
   bool fp8_sp_gathered = false;
   /// An fp8 GEMM of torchao's rowwise recipe: its operands are cast after any tensor-parallel
   /// all-gather (torchtitan applies the plain TP styles to the rowwise recipe), so a gather that
