@@ -36,6 +36,13 @@ Op elementwise(std::string name, double elements, double reads, double writes, d
   return op;
 }
 
+/// Bytes a GEMM `g` touches: its operands at 1 B under fp8 (g.dtype), else at `bpe`, and its
+/// output at `bpe` (the training precision).
+double gemm_bytes(const Op& g, double bpe) {
+  const double in = g.dtype == "fp8" ? 1.0 : bpe;
+  return g.batch * ((g.m * g.k + g.k * g.n) * in + g.m * g.n * bpe);
+}
+
 /// What every op builder of one layer needs.
 struct Microbatch {
   Shape sh;
@@ -231,8 +238,7 @@ void linear(std::vector<Op>& ops, const Microbatch& mb, std::string name, double
   // Float8ColwiseParallel cast the Shard(1) input before redistributing it to Replicate, "so that
   // if there are multiple float8 users of the input activation, we perform fp8 allgather only
   // once"). Not torchao's rowwise recipe, which torchtitan runs with the plain TP styles.
-  const bool torchao_tp = !mb.fp8_te && !mb.fp8_rowwise;
-  const bool sp_cast = (mb.fp8_te ? !mb.fp8_blockwise : torchao_tp) && sp_gathered && mb.sp > 1;
+  const bool sp_cast = (mb.fp8_te ? !mb.fp8_blockwise : !mb.fp8_rowwise) && sp_gathered && mb.sp > 1;
   if (mb.fp8_te) {
     // Transformer Engine (module/linear.py: fp8_cast_transpose_fused; TE 2.x quantizers with
     // row- and column-wise usage): one pass writes the fp8 copy this GEMM reads and the
@@ -286,7 +292,7 @@ void linear(std::vector<Op>& ops, const Microbatch& mb, std::string name, double
   g.fp8_split_accumulator = mb.fp8_blockwise;
   g.fp8_sp_gathered = sp_cast;  // column-parallel: the input; row-parallel: the output gradient
   g.fp8_cast_after_gather = mb.fp8_rowwise;
-  g.bytes = batch * ((m * k + k * n) * 1.0 + m * n * mb.bpe);
+  g.bytes = gemm_bytes(g, mb.bpe);
   ops.push_back(g);
 }
 
@@ -759,7 +765,7 @@ std::vector<Op> backward_of(const std::vector<Op>& forward, const Microbatch& mb
           g->dtype = "fp8";
           g->fp8_split_accumulator = true;  // both frameworks' backward GEMMs (Op::fp8_split_accumulator)
           g->fp8_cast_after_gather = mb.fp8_rowwise;
-          g->bytes = g->batch * ((g->m * g->k + g->k * g->n) * 1.0 + g->m * g->n * mb.bpe);
+          g->bytes = gemm_bytes(*g, mb.bpe);
         }
       }
       // Megatron's gradient_accumulation_fusion: the wgrad GEMM's epilogue reads and writes the
@@ -1074,14 +1080,13 @@ std::vector<Op> logit_metric_ops(const config::ModelSpec& model, const config::T
 namespace {
 
 /// `op`, a GEMM of the layer's forward, cut to its first `n` output columns (a recompute of one
-/// of the linears fused into it): its FLOPs and bytes those of the narrower GEMM, the input read
-/// whole, the operands 1 B under fp8 (workload::linear) and the output in the training precision.
+/// of the linears fused into it): its FLOPs and bytes those of the narrower GEMM (gemm_bytes:
+/// the input read whole).
 Op narrowed_gemm(const Op& op, double n, const Microbatch& mb) {
   Op g = op;
-  const double in = op.dtype == "fp8" ? 1.0 : mb.bpe;
   g.n = n;
   g.flops = 2.0 * g.m * g.n * g.k * g.batch;
-  g.bytes = g.batch * ((g.m * g.k + g.k * g.n) * in + g.m * g.n * mb.bpe);
+  g.bytes = gemm_bytes(g, mb.bpe);
   return g;
 }
 
